@@ -1,0 +1,123 @@
+"""`piton -p`: one run, its output as text, one JSON result, or a JSON event per line.
+
+Text mode prints only the final answer on stdout; everything else goes to stderr. Failures are one
+readable line (a traceback only with --verbose) and exit code 1; an interrupt exits 130.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import stat
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from cli.output import Writer, make_writer
+from core.agent import Agent
+from core.events import Result
+from core.providers import Provider
+from core.runtime import RunOptions, build_runtime
+from core.session import SessionError
+
+
+@dataclass(slots=True)
+class HeadlessOptions:
+    run: RunOptions
+    prompt: str | None
+    output_format: str = "text"
+    verbose: bool = False
+
+
+@dataclass(slots=True)
+class Streams:
+    stdin: TextIO | None = field(default_factory=lambda: sys.stdin)
+    stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    stderr: TextIO = field(default_factory=lambda: sys.stderr)
+
+
+def _stdin_has_input(stdin: TextIO | None) -> bool:
+    """True for a pipe or a redirected file; never for a terminal, a closed stdin or /dev/null."""
+    if stdin is None:
+        return False
+    try:
+        mode = os.fstat(stdin.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+
+
+def read_prompt(argument: str | None, stdin: TextIO | None) -> str:
+    """The prompt argument, with piped standard input appended as context (or alone without one)."""
+    piped = stdin.read() if _stdin_has_input(stdin) and stdin is not None else ""
+    parts = [p.strip() for p in (argument, piped) if p and p.strip()]
+    return "\n\n".join(parts)
+
+
+async def _drive(agent: Agent, prompt: str, writer: Writer) -> Result:
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    if task is not None:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    result: Result | None = None
+    try:
+        async for event in agent.run(prompt):
+            writer.handle(event)
+            if isinstance(event, Result):
+                result = event
+    finally:
+        await agent.provider.aclose()
+    if result is None:
+        raise RuntimeError("the run ended without a result")
+    return result
+
+
+def run_headless(
+    options: HeadlessOptions, *, provider: Provider | None = None, streams: Streams | None = None
+) -> int:
+    streams = streams or Streams()
+    try:
+        return _run(options, provider, streams)
+    except BrokenPipeError:  # the reader went away (`piton -p … | head`): nobody is left to tell
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), streams.stdout.fileno())
+        return 141
+    except Exception as e:
+        if options.verbose:
+            traceback.print_exc(file=streams.stderr)
+        streams.stderr.write(f"piton: internal error: {type(e).__name__}: {e} (--verbose shows the trace)\n")
+        return 1
+
+
+def _run(options: HeadlessOptions, provider: Provider | None, streams: Streams) -> int:
+    prompt = read_prompt(options.prompt, streams.stdin)
+    if not prompt:
+        streams.stderr.write("piton: no prompt: pass one as an argument or on standard input\n")
+        return 1
+    if provider is None:
+        from core.providers.anthropic import AnthropicProvider, prewarm
+
+        prewarm()  # the SDK import overlaps with reading settings, the session and git status
+        provider = AnthropicProvider()
+    try:
+        runtime = build_runtime(options.run, provider)
+    except SessionError as e:
+        streams.stderr.write(f"piton: {e}\n")
+        return 1
+    writer = make_writer(options.output_format, streams.stdout, streams.stderr, options.verbose)
+    for notice in runtime.notices:
+        writer.notice(notice)
+    try:
+        result = asyncio.run(_drive(runtime.agent, prompt, writer))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        streams.stderr.write(
+            f"piton: interrupted; the session is saved (--resume {runtime.log.session_id} continues it)\n"
+        )
+        return 130
+    finally:
+        runtime.log.close()
+    return 1 if result.is_error else 0

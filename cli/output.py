@@ -1,0 +1,203 @@
+"""Headless writers: the agent's events as text, one JSON result, or stream-json lines.
+
+JSON shapes follow Claude Code's (`system/init`, `assistant`, `user`, `result`) so scripts and SDK
+parsers written for it read ours unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from typing import Any, Protocol, TextIO
+
+from core import __version__
+from core.events import (
+    AgentEvent,
+    MessageDone,
+    Notice,
+    Result,
+    SessionStarted,
+    StreamRetry,
+    ToolFinished,
+    ToolResultsMessage,
+    ToolStarted,
+)
+
+
+class Writer(Protocol):
+    def handle(self, event: AgentEvent) -> None: ...
+
+    def notice(self, text: str) -> None: ...
+
+
+def tool_label(name: str, tool_input: dict[str, Any], width: int = 60) -> str:
+    """`Name(first argument)`, the way a tool call is shown to people."""
+    first = next((v for v in tool_input.values() if isinstance(v, str) and v.strip()), "")
+    first = " ".join(first.split())
+    if len(first) > width:
+        first = first[: width - 1] + "…"
+    return f"{name}({first})"
+
+
+def result_to_dict(result: Result) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "type": "result",
+        "subtype": result.subtype,
+        "is_error": result.is_error,
+        "duration_ms": result.duration_ms,
+        "duration_api_ms": result.duration_api_ms,
+        "num_turns": result.num_turns,
+        "result": result.result,
+        "session_id": result.session_id,
+        "total_cost_usd": result.total_cost_usd,
+        "usage": result.usage.to_dict(),
+        "modelUsage": result.model_usage,
+        "permission_denials": [],
+        "stop_reason": result.stop_reason,
+        "uuid": str(uuid.uuid4()),
+    }
+    if result.errors:
+        out["errors"] = list(result.errors)
+    return out
+
+
+class _Base:
+    def __init__(self, stdout: TextIO, stderr: TextIO, verbose: bool) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.verbose = verbose
+
+    def notice(self, text: str) -> None:
+        self.stderr.write(f"piton: {text}\n")
+        self.stderr.flush()
+
+    def _progress(self, event: AgentEvent) -> None:
+        """Progress lines on stderr for --verbose."""
+        if isinstance(event, ToolStarted):
+            self.stderr.write(f"● {tool_label(event.name, event.input)}\n")
+        elif isinstance(event, ToolFinished) and event.result.is_error:
+            self.stderr.write(f"  ⎿ {event.result.summary or 'error'}\n")
+        elif isinstance(event, StreamRetry):
+            self.stderr.write(
+                f"piton: the API stream broke ({event.reason}); retrying in {event.delay_s:.1f}s "
+                f"(attempt {event.attempt + 1} of {event.max_attempts})\n"
+            )
+        else:
+            return
+        self.stderr.flush()
+
+
+class TextWriter(_Base):
+    def handle(self, event: AgentEvent) -> None:
+        if isinstance(event, Notice):
+            self.notice(event.text)
+        elif isinstance(event, Result):
+            if event.is_error:
+                self.stderr.write(f"piton: {event.result}\n")
+                self.stderr.flush()
+            else:
+                text = event.result
+                self.stdout.write(text if text.endswith("\n") else text + "\n")
+                self.stdout.flush()
+        elif self.verbose:
+            self._progress(event)
+
+
+class JsonWriter(_Base):
+    def handle(self, event: AgentEvent) -> None:
+        if isinstance(event, Notice):
+            self.notice(event.text)
+        elif isinstance(event, Result):
+            self.stdout.write(json.dumps(result_to_dict(event), ensure_ascii=False) + "\n")
+            self.stdout.flush()
+        elif self.verbose:
+            self._progress(event)
+
+
+class StreamJsonWriter(_Base):
+    def __init__(self, stdout: TextIO, stderr: TextIO, verbose: bool) -> None:
+        super().__init__(stdout, stderr, verbose)
+        self.session_id = ""
+
+    def _line(self, data: dict[str, Any]) -> None:
+        self.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+        self.stdout.flush()
+
+    def handle(self, event: AgentEvent) -> None:
+        if isinstance(event, SessionStarted):
+            self.session_id = event.session_id
+            self._line(
+                {
+                    "type": "system",
+                    "subtype": "init",
+                    "cwd": event.cwd,
+                    "session_id": event.session_id,
+                    "tools": list(event.tools),
+                    "mcp_servers": [],
+                    "model": event.model,
+                    "permissionMode": "default",
+                    "slash_commands": [],
+                    "apiKeySource": "ANTHROPIC_API_KEY" if os.environ.get("ANTHROPIC_API_KEY") else "none",
+                    "output_style": "default",
+                    "piton_version": __version__,
+                    "uuid": str(uuid.uuid4()),
+                }
+            )
+        elif isinstance(event, MessageDone):
+            self._line(
+                {
+                    "type": "assistant",
+                    "message": {
+                        "id": event.message_id,
+                        "type": "message",
+                        "role": "assistant",
+                        "model": event.model,
+                        "content": event.message.wire_content(),
+                        "stop_reason": event.stop_reason,
+                        "stop_sequence": None,
+                        "usage": event.usage.to_dict(),
+                    },
+                    "parent_tool_use_id": None,
+                    "session_id": self.session_id,
+                    "uuid": str(uuid.uuid4()),
+                }
+            )
+        elif isinstance(event, ToolResultsMessage):
+            self._line(
+                {
+                    "type": "user",
+                    "message": event.message.to_wire(),
+                    "parent_tool_use_id": None,
+                    "session_id": self.session_id,
+                    "uuid": str(uuid.uuid4()),
+                }
+            )
+        elif isinstance(event, StreamRetry):
+            self._line(
+                {
+                    "type": "system",
+                    "subtype": "api_retry",
+                    "attempt": event.attempt,
+                    "max_retries": event.max_attempts,
+                    "retry_delay_ms": int(event.delay_s * 1000),
+                    "error": event.reason,
+                    "session_id": self.session_id,
+                    "uuid": str(uuid.uuid4()),
+                }
+            )
+        elif isinstance(event, Result):
+            self._line(result_to_dict(event))
+        elif isinstance(event, Notice):
+            self.notice(event.text)
+
+
+WRITERS: dict[str, type[TextWriter | JsonWriter | StreamJsonWriter]] = {
+    "text": TextWriter,
+    "json": JsonWriter,
+    "stream-json": StreamJsonWriter,
+}
+
+
+def make_writer(output_format: str, stdout: TextIO, stderr: TextIO, verbose: bool) -> Writer:
+    return WRITERS[output_format](stdout, stderr, verbose)

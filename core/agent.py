@@ -1,0 +1,219 @@
+"""The ReAct loop: ask the model, run the tools it calls, feed the results back, until it is done.
+
+`Agent.run` is an async generator of events; it never prints. The history is the state: every
+message is appended (and logged) as it completes, and however a run ends (an answer, the turn
+limit, an API error, an interrupt) every tool_use in it has its tool_result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from core.events import (
+    AgentEvent,
+    MessageDone,
+    Result,
+    SessionStarted,
+    ToolFinished,
+    ToolResultsMessage,
+    ToolStarted,
+)
+from core.history import interrupted_result
+from core.messages import INTERRUPTED_REQUEST, Message, ToolResultBlock, ToolUseBlock
+from core.providers import ModelRequest, Provider, ProviderError
+from core.tools import ToolContext, ToolRegistry, ToolResult
+from core.usage import Usage, UsageTotals
+
+
+class Transcript(Protocol):
+    """Where the agent logs what it appends (a session log, or nothing)."""
+
+    def append_message(
+        self, message: Message, *, usage: Usage | None = None, model: str | None = None
+    ) -> None: ...
+
+    def record(self, kind: str, **data: object) -> None: ...
+
+
+@dataclass(slots=True)
+class AgentConfig:
+    model: str
+    system_prompt: str
+    cwd: Path
+    session_id: str
+    max_turns: int | None = None
+    thinking: bool = True
+
+
+@dataclass
+class _Stop(Exception):
+    """Ends a run; carries what the result reports."""
+
+    subtype: str
+    text: str
+    stop_reason: str | None = None
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class _RunStats:
+    started: float = field(default_factory=time.monotonic)
+    api_seconds: float = 0.0
+    turns: int = 0
+    usage: UsageTotals = field(default_factory=UsageTotals)
+
+
+class Agent:
+    def __init__(
+        self,
+        provider: Provider,
+        tools: ToolRegistry,
+        config: AgentConfig,
+        *,
+        history: Sequence[Message] = (),
+        transcript: Transcript | None = None,
+    ) -> None:
+        self.provider = provider
+        self.tools = tools
+        self.config = config
+        self.history: list[Message] = list(history)
+        self.transcript = transcript
+        self.context = ToolContext(cwd=config.cwd, session_id=config.session_id)
+        self._stats = _RunStats()
+
+    async def run(self, prompt: str) -> AsyncIterator[AgentEvent]:
+        self._stats = _RunStats()
+        resumed = bool(self.history)
+        yield SessionStarted(
+            self.config.session_id, self.config.model, str(self.config.cwd), self.tools.names(), resumed
+        )
+        self._append(Message.user(prompt))
+        try:
+            while True:
+                done: MessageDone | None = None
+                async for event in self._query():
+                    if isinstance(event, MessageDone):
+                        done = event
+                    yield event
+                assert done is not None, "a provider stream must end with MessageDone"
+                if not done.message.tool_uses:
+                    raise _Stop("success", done.message.text, done.stop_reason)
+                async for event in self._execute(done):
+                    yield event
+        except _Stop as stop:
+            yield self._result(stop)
+        except ProviderError as e:
+            yield self._result(_Stop("error_during_execution", str(e), errors=(str(e),)))
+        except BaseException:
+            self._append(Message.user(INTERRUPTED_REQUEST))
+            raise
+
+    async def _query(self) -> AsyncIterator[AgentEvent]:
+        limit = self.config.max_turns
+        if limit is not None and self._stats.turns >= limit:
+            raise _Stop("error_max_turns", f"Stopped after reaching the maximum of {limit} turns.")
+        request = ModelRequest(
+            model=self.config.model,
+            system=self.config.system_prompt,
+            messages=self.history,
+            tools=self.tools.specs(),
+            thinking=self.config.thinking,
+        )
+        started = time.monotonic()
+        try:
+            async for event in self.provider.stream(request):
+                if isinstance(event, MessageDone):
+                    self._stats.turns += 1
+                    self._stats.usage.add(event.model or self.config.model, event.usage)
+                    if event.message.content:
+                        self._append(event.message, usage=event.usage, model=event.model)
+                yield event
+        finally:
+            self._stats.api_seconds += time.monotonic() - started
+
+    async def _execute(self, done: MessageDone) -> AsyncIterator[AgentEvent]:
+        """Run the turn's tool calls: consecutive read-only calls together, the others one by one.
+        Results go back in one user message, in call order, whatever happens."""
+        uses = done.message.tool_uses
+        results: dict[str, ToolResultBlock] = {}
+        try:
+            for batch in self._batches(uses):
+                for use in batch:
+                    yield ToolStarted(use.id, use.name, use.input)
+                async for event in self._run_batch(batch, done.input_errors):
+                    results[event.tool_use_id] = event.result.to_block(event.tool_use_id)
+                    yield event
+        finally:
+            message = Message(
+                role="user", content=[results.get(u.id) or interrupted_result(u.id) for u in uses]
+            )
+            self._append(message)
+        yield ToolResultsMessage(message)
+
+    def _batches(self, uses: list[ToolUseBlock]) -> list[list[ToolUseBlock]]:
+        batches: list[list[ToolUseBlock]] = []
+        for use in uses:
+            if self.tools.is_read_only(use.name) and batches and self.tools.is_read_only(batches[-1][0].name):
+                batches[-1].append(use)
+            else:
+                batches.append([use])
+        return batches
+
+    async def _call(self, use: ToolUseBlock, input_errors: dict[str, str]) -> ToolFinished:
+        started = time.monotonic()
+        result: ToolResult = await self.tools.call(use, self.context, input_errors.get(use.id))
+        return ToolFinished(use.id, use.name, result, time.monotonic() - started)
+
+    async def _run_batch(
+        self, batch: list[ToolUseBlock], input_errors: dict[str, str]
+    ) -> AsyncIterator[ToolFinished]:
+        if len(batch) == 1:
+            yield await self._call(batch[0], input_errors)
+            return
+        tasks = [asyncio.create_task(self._call(use, input_errors)) for use in batch]
+        try:
+            for next_done in asyncio.as_completed(tasks):
+                yield await next_done
+        finally:
+            pending = [t for t in tasks if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+
+    def _append(self, message: Message, *, usage: Usage | None = None, model: str | None = None) -> None:
+        self.history.append(message)
+        if self.transcript is not None:
+            self.transcript.append_message(message, usage=usage, model=model)
+
+    def _result(self, stop: _Stop) -> Result:
+        stats = self._stats
+        total = stats.usage.total
+        result = Result(
+            subtype=stop.subtype,
+            is_error=stop.subtype != "success",
+            result=stop.text,
+            session_id=self.config.session_id,
+            num_turns=stats.turns,
+            duration_ms=int((time.monotonic() - stats.started) * 1000),
+            duration_api_ms=int(stats.api_seconds * 1000),
+            usage=total,
+            model_usage=stats.usage.model_usage_dict(),
+            total_cost_usd=round(stats.usage.cost_usd, 6),
+            stop_reason=stop.stop_reason,
+            errors=stop.errors,
+        )
+        if self.transcript is not None:
+            self.transcript.record(
+                "result",
+                subtype=result.subtype,
+                num_turns=result.num_turns,
+                usage=total.to_dict(),
+                total_cost_usd=result.total_cost_usd,
+            )
+        return result

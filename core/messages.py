@@ -1,0 +1,129 @@
+"""Messages API content blocks and messages: the one internal format, shaped as the wire format.
+
+Blocks are frozen so that what the model sent (thinking signatures above all) goes back unmodified.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+INTERRUPTED_TOOL_RESULT = "Interrupted by the user: this tool call did not finish."
+INTERRUPTED_REQUEST = "[Request interrupted by the user]"
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class TextBlock(_Block):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ThinkingBlock(_Block):
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    signature: str
+
+
+class RedactedThinkingBlock(_Block):
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+
+
+class ToolUseBlock(_Block):
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class Base64ImageSource(_Block):
+    type: Literal["base64"] = "base64"
+    media_type: Literal["image/jpeg", "image/png", "image/gif", "image/webp"]
+    data: str
+
+
+class URLImageSource(_Block):
+    type: Literal["url"] = "url"
+    url: str
+
+
+class ImageBlock(_Block):
+    type: Literal["image"] = "image"
+    source: Annotated[Base64ImageSource | URLImageSource, Field(discriminator="type")]
+
+
+ToolResultContent = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
+
+
+class ToolResultBlock(_Block):
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    content: str | list[ToolResultContent]
+    is_error: bool = False
+
+
+ContentBlock = Annotated[
+    TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolUseBlock | ImageBlock | ToolResultBlock,
+    Field(discriminator="type"),
+]
+
+
+def _blank(text: str) -> bool:
+    return not text.strip()
+
+
+def _wire_block(block: _Block) -> dict[str, Any] | None:
+    """One block as the API accepts it, or None when the API would reject it as empty."""
+    if isinstance(block, TextBlock):
+        return None if _blank(block.text) else {"type": "text", "text": block.text}
+    if isinstance(block, ToolResultBlock):
+        out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_use_id}
+        if isinstance(block.content, str):
+            if not _blank(block.content):
+                out["content"] = block.content
+        else:
+            parts = [p for p in (_wire_block(c) for c in block.content) if p is not None]
+            if parts:
+                out["content"] = parts
+        if block.is_error:
+            out["is_error"] = True
+        return out
+    return block.model_dump(mode="json", exclude_none=True)
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    role: Literal["user", "assistant"]
+    content: list[ContentBlock]
+    _wire: list[dict[str, Any]] | None = PrivateAttr(default=None)
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls(role="user", content=[TextBlock(text=text)])
+
+    @property
+    def text(self) -> str:
+        """The message's visible text (text blocks joined), without thinking or tool blocks."""
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_uses(self) -> list[ToolUseBlock]:
+        return [b for b in self.content if isinstance(b, ToolUseBlock)]
+
+    @property
+    def tool_results(self) -> list[ToolResultBlock]:
+        return [b for b in self.content if isinstance(b, ToolResultBlock)]
+
+    def wire_content(self) -> list[dict[str, Any]]:
+        """Content blocks as the API accepts them; computed once, since messages never change."""
+        if self._wire is None:
+            self._wire = [w for w in (_wire_block(b) for b in self.content) if w is not None]
+        return self._wire
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"role": self.role, "content": self.wire_content()}

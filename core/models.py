@@ -1,0 +1,100 @@
+"""What Piton knows about each model: aliases, context window, output limit, thinking style, prices.
+
+This is the one place for per-model numbers. Ids we have never heard of still work: they get safe
+defaults (a 200k window, a modest output limit, no thinking) rather than an error of ours.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+ThinkingStyle = Literal["adaptive", "enabled", "none"]
+
+DEFAULT_MODEL = "claude-sonnet-5-5"
+ALIASES = {
+    "sonnet": "claude-sonnet-5-5",
+    "opus": "claude-opus-5-5",
+    "haiku": "claude-haiku-5-5",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """US dollars per million tokens."""
+
+    input: float
+    output: float
+
+    @property
+    def cache_write(self) -> float:  # 5-minute cache writes cost 1.25x input
+        return self.input * 1.25
+
+    @property
+    def cache_read(self) -> float:
+        return self.input * 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    id: str
+    context_window: int
+    max_output_tokens: int  # what we ask for, not necessarily the model's ceiling
+    thinking: ThinkingStyle
+    prices: Prices
+    known: bool = True
+
+    @property
+    def thinking_budget(self) -> int:
+        """Budget for `thinking: enabled` models: at least 1024 and below max_tokens, as the API requires."""
+        return max(1024, min(16_000, self.max_output_tokens // 2))
+
+
+_SONNET = Prices(3.0, 15.0)
+_OPUS_OLD = Prices(15.0, 75.0)
+_OPUS = Prices(5.0, 25.0)
+_HAIKU = Prices(1.0, 5.0)
+_HAIKU_35 = Prices(0.8, 4.0)
+
+_WINDOW_1M = 1_000_000
+_WINDOW_200K = 200_000
+_SAFE_MAX_TOKENS = 8_192
+_MAX_TOKENS = 32_000
+
+# (family, major, minor) is enough to tell everything we need; dated ids share their alias's row.
+_ID = re.compile(
+    r"^claude-(?:(?P<fam>opus|sonnet|haiku)-(?P<maj>\d+)(?:-(?P<min>\d{1,2}))?"
+    r"|(?P<maj2>\d+)-(?P<min2>\d{1,2})-(?P<fam2>opus|sonnet|haiku))(?:-\d{8}|-latest)?$"
+)
+
+
+def resolve_alias(name: str) -> str:
+    return ALIASES.get(name.strip().lower(), name.strip())
+
+
+def _prices(family: str, version: tuple[int, int]) -> Prices:
+    if family == "opus":
+        return _OPUS if version >= (4, 5) else _OPUS_OLD
+    if family == "haiku":
+        return _HAIKU if version >= (4, 5) else _HAIKU_35
+    return _SONNET
+
+
+def model_info(name: str) -> ModelInfo:
+    """Everything we know about `name` (an alias or a full id)."""
+    model_id = resolve_alias(name)
+    m = _ID.match(model_id)
+    if m is None:
+        return ModelInfo(model_id, _WINDOW_200K, _SAFE_MAX_TOKENS, "none", _SONNET, known=False)
+    family = m["fam"] or m["fam2"]
+    version = (int(m["maj"] or m["maj2"]), int(m["min"] or m["min2"] or 0))
+    if version >= (4, 6):
+        thinking: ThinkingStyle = "adaptive"
+    elif version >= (3, 7):
+        thinking = "enabled"
+    else:
+        thinking = "none"
+    window = _WINDOW_1M if version >= (5, 0) else _WINDOW_200K
+    max_tokens = _MAX_TOKENS if version >= (4, 0) else _SAFE_MAX_TOKENS
+    return ModelInfo(model_id, window, max_tokens, thinking, _prices(family, version))

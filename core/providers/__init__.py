@@ -1,0 +1,43 @@
+"""Model providers: the `Provider` protocol, the request it serves and the one error it raises."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from core.events import StreamEvent
+from core.messages import Message
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    model: str
+    system: str
+    messages: Sequence[Message]
+    tools: Sequence[dict[str, Any]] = field(default_factory=tuple)
+    thinking: bool = True
+    max_tokens: int | None = None  # None: the model table's value
+
+
+class Provider(Protocol):
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one assistant reply; the last event is a `MessageDone`. Raise `ProviderError`."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections, on the event loop that used them."""
+        ...
+
+
+class ProviderError(Exception):
+    """A request that cannot succeed as things stand; the message is one line meant for people.
+
+    kind: auth | permission | invalid_request | not_found | rate_limit | overloaded | connection |
+    stream | config
+    """
+
+    def __init__(self, message: str, *, kind: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status

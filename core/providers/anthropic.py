@@ -1,0 +1,227 @@
+"""The Anthropic provider: requests over the official SDK, streamed into typed events.
+
+The SDK is imported on first use (it costs about a second). The SDK retries failed HTTP requests
+(408/409/429/5xx/529, connection errors); what it does not retry is ours: an `error` event in the
+middle of a stream, a stream that ends without `message_stop`, and a connection that breaks while
+the body is streaming. Each of those voids the partial reply (a `StreamRetry` says so) and asks
+again with backoff, so nothing reaches the history twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import warnings
+from collections.abc import AsyncIterator
+from typing import Any
+
+from core.events import Notice, StreamEvent, StreamRetry
+from core.history import to_api_messages
+from core.models import model_info
+from core.providers import ModelRequest, ProviderError
+from core.providers.accumulate import ReplyAccumulator
+
+EPHEMERAL = {"type": "ephemeral"}
+_RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
+_UNCACHEABLE = {"thinking", "redacted_thinking"}
+_KIND_BY_STATUS = {
+    400: "invalid_request",
+    401: "auth",
+    403: "permission",
+    404: "not_found",
+    413: "invalid_request",
+    422: "invalid_request",
+    429: "rate_limit",
+}
+_KIND_BY_ERROR_TYPE = {
+    "invalid_request_error": "invalid_request",
+    "authentication_error": "auth",
+    "permission_error": "permission",
+    "not_found_error": "not_found",
+    "request_too_large": "invalid_request",
+}
+NO_API_KEY = (
+    "ANTHROPIC_API_KEY is not set. Export your key (export ANTHROPIC_API_KEY=sk-ant-...) and run again."
+)
+
+
+def prewarm() -> None:
+    """Start importing the SDK on a background thread, so the import overlaps with other start-up work."""
+
+    def _load() -> None:
+        import anthropic  # noqa: F401
+
+    threading.Thread(target=_load, name="piton-sdk-import", daemon=True).start()
+
+
+class _Retry(Exception):
+    """A failure of one streamed attempt that asking again may fix."""
+
+
+def build_params(request: ModelRequest) -> dict[str, Any]:
+    """The `messages.create` arguments for `request`: thinking per model, max_tokens from the model
+    table, and two cache breakpoints (end of tools+system, newest message)."""
+    info = model_info(request.model)
+    max_tokens = request.max_tokens or info.max_output_tokens
+    params: dict[str, Any] = {"model": info.id, "max_tokens": max_tokens}
+    tools = [dict(t) for t in request.tools]
+    if request.system:
+        params["system"] = [{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]
+    elif tools:
+        tools[-1]["cache_control"] = EPHEMERAL
+    if tools:
+        params["tools"] = tools
+    messages = to_api_messages(request.messages)
+    if messages:
+        last = messages[-1]
+        blocks = list(last["content"])
+        for i in range(len(blocks) - 1, -1, -1):
+            if blocks[i]["type"] not in _UNCACHEABLE:
+                blocks[i] = {**blocks[i], "cache_control": EPHEMERAL}  # a copy: wire forms are shared
+                break
+        messages[-1] = {"role": last["role"], "content": blocks}
+    params["messages"] = messages
+    if request.thinking:
+        if info.thinking == "adaptive":
+            params["thinking"] = {"type": "adaptive"}
+        elif info.thinking == "enabled" and max_tokens > 1024:
+            budget = min(info.thinking_budget, max_tokens - 1)
+            params["thinking"] = {"type": "enabled", "budget_tokens": max(1024, budget)}
+    return params
+
+
+def _api_message(exc: Any) -> str:
+    return getattr(exc, "api_message", None) or getattr(exc, "message", None) or str(exc)
+
+
+def _fatal(exc: Exception, base_url: str) -> ProviderError:
+    """One readable line for an error no retry of ours will fix."""
+    import anthropic
+
+    if isinstance(exc, anthropic.APIStatusError):
+        status = exc.status_code
+        if status == 200:  # an `error` event inside the stream
+            kind = _KIND_BY_ERROR_TYPE.get(str(exc.type), "stream")
+            return ProviderError(f"API error during the reply ({exc.type}): {_api_message(exc)}", kind=kind)
+        kind = _KIND_BY_STATUS.get(status, "overloaded")
+        detail = _api_message(exc)
+        if kind == "auth":
+            detail += " (check ANTHROPIC_API_KEY)"
+        elif kind == "not_found":
+            detail += " (is the model id right? see --model)"
+        elif kind in ("rate_limit", "overloaded"):
+            detail += " (still failing after the SDK's retries; try again later)"
+        return ProviderError(f"API error {status}: {detail}", kind=kind, status=status)
+    if isinstance(exc, anthropic.APIConnectionError):
+        cause = exc.__cause__ or exc
+        return ProviderError(f"Cannot reach the API at {base_url}: {cause}", kind="connection")
+    return ProviderError(f"API request failed: {type(exc).__name__}: {exc}", kind="stream")
+
+
+def _is_retryable_midstream(exc: Exception) -> bool:
+    import anthropic
+    import httpx2
+
+    if isinstance(exc, anthropic.APIStatusError):
+        return exc.status_code == 200 and str(exc.type) in _RETRYABLE_STREAM_ERRORS
+    return isinstance(exc, (httpx2.TransportError, anthropic.APIConnectionError))
+
+
+class AnthropicProvider:
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        sdk_max_retries: int = 4,
+        stream_attempts: int = 3,
+        backoff_s: float = 1.0,
+    ) -> None:
+        self._api_key = api_key
+        self._base_url = base_url
+        self._sdk_max_retries = sdk_max_retries
+        self._stream_attempts = stream_attempts
+        self._backoff_s = backoff_s
+        self._sdk_client: Any = None
+        self._noticed: set[str] = set()
+
+    def _client(self) -> Any:
+        if self._sdk_client is None:
+            import anthropic
+
+            client = anthropic.AsyncAnthropic(
+                api_key=self._api_key, base_url=self._base_url, max_retries=self._sdk_max_retries
+            )
+            if client.api_key is None and client.auth_token is None and client.credentials is None:
+                raise ProviderError(NO_API_KEY, kind="config")
+            self._sdk_client = client
+        return self._sdk_client
+
+    async def aclose(self) -> None:
+        """Release the HTTP connections; call it on the event loop that used them."""
+        if self._sdk_client is not None:
+            client, self._sdk_client = self._sdk_client, None
+            await client.close()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        client = self._client()
+        params = build_params(request)
+        base_url = str(client.base_url)
+        for attempt in range(1, self._stream_attempts + 1):
+            acc = ReplyAccumulator()
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", DeprecationWarning)  # the SDK's model deprecation notes
+                    stream = await client.messages.create(**params, stream=True)
+            except Exception as e:  # the SDK has already retried what it retries
+                raise _fatal(e, base_url) from e
+            for warning in caught:
+                text = str(warning.message).splitlines()[0]
+                if (
+                    issubclass(warning.category, DeprecationWarning | UserWarning)
+                    and text not in self._noticed
+                ):
+                    self._noticed.add(text)
+                    yield Notice(text)
+            reason = ""
+            try:
+                async for event in self._events(stream, acc):
+                    yield event
+                if acc.complete:
+                    yield acc.done()
+                    return
+                reason = "the stream ended before message_stop"
+            except _Retry as e:
+                reason = str(e)
+            finally:
+                await stream.close()
+            if attempt == self._stream_attempts:
+                raise ProviderError(
+                    f"The API stream failed {attempt} times in a row; last: {reason}", kind="stream"
+                )
+            delay = self._backoff_s * 2 ** (attempt - 1) * (1 + random.random() / 4)
+            yield StreamRetry(attempt, self._stream_attempts, delay, reason)
+            await asyncio.sleep(delay)
+
+    async def _events(self, stream: Any, acc: ReplyAccumulator) -> AsyncIterator[StreamEvent]:
+        iterator = stream.__aiter__()
+        while True:
+            try:
+                event = await iterator.__anext__()
+            except StopAsyncIteration:
+                return
+            except Exception as e:
+                if _is_retryable_midstream(e):
+                    raise _Retry(_describe(e)) from e
+                raise _fatal(e, "the API") from e
+            out = acc.feed(event)
+            if out is not None:
+                yield out
+
+
+def _describe(exc: Exception) -> str:
+    api_type = getattr(exc, "type", None)
+    if isinstance(api_type, str):
+        return f"{api_type}: {_api_message(exc)}"
+    return f"{type(exc).__name__}: {exc}"

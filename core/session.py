@@ -1,0 +1,207 @@
+"""Session transcripts: one JSONL file per session, per project, under the user's state directory.
+
+Every line carries `schema_version`. Lines are written as messages complete and flushed at once, so
+a killed process loses at most the line it was writing; loading skips such a line with a warning
+and repairs tool_use/tool_result pairing so the history is valid for the API again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from core import __version__
+from core.history import repair
+from core.messages import Message
+from core.usage import Usage
+
+SCHEMA_VERSION = 1
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def state_dir() -> Path:
+    """Where sessions live: the platform's user state directory (XDG_STATE_HOME on Linux)."""
+    from platformdirs import user_state_path
+
+    return user_state_path("piton", appauthor=False)
+
+
+def project_key(cwd: Path) -> str:
+    """A directory name for a project: its path made readable, plus a hash so names cannot collide."""
+    resolved = str(cwd.resolve())
+    readable = re.sub(r"[^A-Za-z0-9]+", "-", resolved).strip("-")[-80:] or "root"
+    return f"{readable}-{hashlib.sha256(resolved.encode()).hexdigest()[:8]}"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class SessionError(Exception):
+    """A session that cannot be found or opened; the message is one line meant for people."""
+
+
+class SessionLog:
+    """Appends a session's lines to its file, flushing each one."""
+
+    def __init__(self, path: Path, session_id: str) -> None:
+        self.path = path
+        self.session_id = session_id
+        self._file: IO[str] | None = None
+
+    def _open(self) -> IO[str]:
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            needs_newline = (
+                self.path.exists() and self.path.stat().st_size > 0 and not _ends_with_newline(self.path)
+            )
+            self._file = self.path.open("a", encoding="utf-8")
+            if needs_newline:  # keep a line cut short by a crash apart from the next one
+                self._file.write("\n")
+        return self._file
+
+    def _write(self, entry: dict[str, Any]) -> None:
+        line = json.dumps({"schema_version": SCHEMA_VERSION, **entry}, ensure_ascii=False)
+        f = self._open()
+        f.write(line + "\n")
+        f.flush()
+
+    def start(self, *, cwd: Path, model: str) -> None:
+        self._write(
+            {
+                "type": "session",
+                "session_id": self.session_id,
+                "cwd": str(cwd),
+                "model": model,
+                "version": __version__,
+                "timestamp": _now(),
+            }
+        )
+
+    def append_message(
+        self, message: Message, *, usage: Usage | None = None, model: str | None = None
+    ) -> None:
+        entry: dict[str, Any] = {
+            "type": "message",
+            "uuid": str(uuid.uuid4()),
+            "timestamp": _now(),
+            "message": message.model_dump(mode="json", exclude_none=True),
+        }
+        if usage is not None:
+            entry["usage"] = usage.to_dict()
+        if model:
+            entry["model"] = model
+        self._write(entry)
+
+    def record(self, kind: str, **data: object) -> None:
+        self._write({"type": kind, "timestamp": _now(), **data})
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
+@dataclass(slots=True)
+class LoadedSession:
+    session_id: str
+    path: Path
+    messages: list[Message]
+    model: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def load_session(path: Path, session_id: str) -> LoadedSession:
+    loaded = LoadedSession(session_id, path, [])
+    raw: list[Message] = []
+    with path.open(encoding="utf-8", errors="replace") as f:
+        lines = f.read().split("\n")
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = "last line" if number - 1 == last else f"line {number}"
+        try:
+            entry = json.loads(line)
+            if not isinstance(entry, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            loaded.warnings.append(f"{path.name}: {where} is corrupt (an interrupted write?); skipped it")
+            continue
+        version = entry.get("schema_version")
+        if version != SCHEMA_VERSION:
+            loaded.warnings.append(f"{path.name}: {where} has schema_version {version!r}; skipped it")
+            continue
+        kind = entry.get("type")
+        if kind == "session":
+            loaded.model = entry.get("model") or loaded.model
+        elif kind == "message":
+            try:
+                raw.append(Message.model_validate(entry.get("message")))
+            except ValidationError:
+                loaded.warnings.append(f"{path.name}: {where} holds an unreadable message; skipped it")
+            if entry.get("model"):
+                loaded.model = entry["model"]
+    loaded.messages = repair(raw)
+    fixed = sum(len(m.tool_results) for m in loaded.messages) - sum(len(m.tool_results) for m in raw)
+    if fixed > 0:
+        loaded.warnings.append(f"{fixed} tool call(s) had no result in the log; marked them interrupted")
+    return loaded
+
+
+class SessionStore:
+    """Finds, creates and opens sessions under one root (the state directory by default)."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root if root is not None else state_dir() / "projects"
+
+    def project_dir(self, cwd: Path) -> Path:
+        return self.root / project_key(cwd)
+
+    def create(self, cwd: Path, model: str) -> SessionLog:
+        session_id = str(uuid.uuid4())
+        log = SessionLog(self.project_dir(cwd) / f"{session_id}.jsonl", session_id)
+        log.start(cwd=cwd, model=model)
+        return log
+
+    def latest(self, cwd: Path) -> str | None:
+        """The most recently written session of this project, if any."""
+        directory = self.project_dir(cwd)
+        if not directory.is_dir():
+            return None
+        files = sorted(directory.glob("*.jsonl"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        return files[0].stem if files else None
+
+    def find(self, session_id: str, cwd: Path) -> Path:
+        if not _SESSION_ID.match(session_id):
+            raise SessionError(f"'{session_id}' is not a session id")
+        here = self.project_dir(cwd) / f"{session_id}.jsonl"
+        if here.is_file():
+            return here
+        elsewhere = sorted(self.root.glob(f"*/{session_id}.jsonl")) if self.root.is_dir() else []
+        if elsewhere:
+            return elsewhere[0]
+        raise SessionError(f"no session {session_id} (sessions live in {self.root})")
+
+    def open(self, session_id: str, cwd: Path) -> tuple[LoadedSession, SessionLog]:
+        path = self.find(session_id, cwd)
+        try:
+            loaded = load_session(path, session_id)
+        except OSError as e:
+            raise SessionError(f"cannot read session {session_id}: {e.strerror or e}") from e
+        return loaded, SessionLog(path, session_id)

@@ -1,0 +1,1 @@
+"""Skill and custom-command discovery, loading and invocation."""

@@ -1,0 +1,213 @@
+"""The installed `piton` command, end to end: a real process, the real SDK, real HTTP to the fake API."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from core.history import is_valid
+from core.messages import INTERRUPTED_REQUEST
+from core.session import SessionStore, load_session
+from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.fakes.script import HttpError, MidStreamError, Thinking, ToolCall, reply
+
+PITON = str(Path(sys.executable).with_name("piton"))
+
+
+def piton(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PITON, *args],
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def user_texts(body: dict[str, Any]) -> list[str]:
+    return [
+        b["text"]
+        for m in body["messages"]
+        if m["role"] == "user"
+        for b in m["content"]
+        if b["type"] == "text"
+    ]
+
+
+def test_version_is_printed(project: Path) -> None:
+    done = piton("--version")
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "piton 0.1.0", "")
+
+
+def test_print_answers_on_stdout(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(reply(Thinking("Short question."), "main.py prints hello."))
+    done = piton("-p", "explain what main.py does")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "main.py prints hello.\n", "")
+    body = fake_api.bodies[0]
+    assert user_texts(body) == ["explain what main.py does"]
+    assert body["model"] == "claude-sonnet-5-5" and body["thinking"] == {"type": "adaptive"}
+    assert f"Working directory: {project}" in body["system"][0]["text"]
+
+
+def test_prompt_from_stdin(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(reply("It is a README."))
+    done = piton("-p", stdin="summarise README.md\n")
+    assert done.stdout == "It is a README.\n"
+    assert user_texts(fake_api.bodies[0]) == ["summarise README.md"]
+
+
+def test_json_output_is_one_result_object(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(reply("Answer.", input_tokens=2000, output_tokens=40))
+    done = piton("-p", "q", "--output-format", "json")
+    result = json.loads(done.stdout)
+    assert done.returncode == 0 and done.stdout.count("\n") == 1
+    assert (result["type"], result["subtype"], result["is_error"], result["result"]) == (
+        "result",
+        "success",
+        False,
+        "Answer.",
+    )
+    assert result["usage"]["input_tokens"] == 2000 and result["usage"]["output_tokens"] == 40
+    assert result["total_cost_usd"] > 0 and result["num_turns"] == 1
+    assert (SessionStore().project_dir(project) / f"{result['session_id']}.jsonl").is_file()
+
+
+def test_stream_json_lines_through_a_tool_loop(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    call = ToolCall("Read", {"file_path": "main.py"})
+    fake_api.add(reply(Thinking("Need the file."), call), reply("Done."))
+    done = piton("-p", "read it", "--output-format", "stream-json", "--verbose")
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [e["type"] for e in events] == ["system", "assistant", "user", "assistant", "result"]
+    assert events[0]["subtype"] == "init" and events[0]["cwd"] == str(project)
+    assert events[1]["message"]["content"][0]["type"] == "thinking"
+    assert events[2]["message"]["content"][0]["tool_use_id"] == call.id
+    assert events[-1]["result"] == "Done." and events[-1]["num_turns"] == 2
+    # the thinking block went back to the API unmodified, or the fake would have answered 400
+    assert fake_api.rejections == []
+    assert fake_api.bodies[1]["messages"][1]["content"][0]["type"] == "thinking"
+
+
+def test_continue_and_resume_carry_the_conversation(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(reply("First answer."), reply("Second answer."), reply("Third answer."))
+    first = json.loads(piton("-p", "first question", "--output-format", "json").stdout)
+    second = json.loads(piton("-p", "and now the tests?", "--continue", "--output-format", "json").stdout)
+    assert second["session_id"] == first["session_id"]
+    assert user_texts(fake_api.bodies[1]) == ["first question", "and now the tests?"]
+    assert fake_api.bodies[1]["messages"][1]["content"][0]["text"] == "First answer."
+    third = piton("-p", "third", "--resume", first["session_id"])
+    assert third.stdout == "Third answer.\n"
+    assert user_texts(fake_api.bodies[2]) == ["first question", "and now the tests?", "third"]
+
+
+def test_resume_survives_a_corrupt_last_line(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(reply("One."), reply("Two."))
+    session_id = json.loads(piton("-p", "one", "--output-format", "json").stdout)["session_id"]
+    path = SessionStore().project_dir(project) / f"{session_id}.jsonl"
+    with path.open("a") as f:
+        f.write('{"schema_version": 1, "type": "message", "mess')
+    done = piton("-p", "two", "--resume", session_id)
+    assert done.returncode == 0 and done.stdout == "Two.\n"
+    assert "last line is corrupt" in done.stderr
+    assert user_texts(fake_api.bodies[1]) == ["one", "two"]
+
+
+def test_flags_reach_the_request(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(reply("ok"))
+    piton("-p", "q", "--model", "opus", "--thinking", "off", "--append-system-prompt", "Answer in French.")
+    body = fake_api.bodies[0]
+    assert body["model"] == "claude-opus-5-5"
+    assert "thinking" not in body
+    assert body["system"][0]["text"].endswith("Answer in French.")
+
+
+def test_a_mid_stream_error_is_retried_without_duplicating_output(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    fake_api.add(reply("Partial answer that is lost", fault=MidStreamError(after=6)), reply("Whole answer."))
+    done = piton("-p", "q", "--verbose")
+    assert (done.returncode, done.stdout) == (0, "Whole answer.\n")
+    assert "retrying" in done.stderr and "overloaded_error" in done.stderr
+    assert len(fake_api.requests) == 2
+
+
+def test_an_auth_error_is_one_line_and_exit_1(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(HttpError(401, "authentication_error", "invalid x-api-key"))
+    done = piton("-p", "q")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == "piton: API error 401: invalid x-api-key (check ANTHROPIC_API_KEY)\n"
+    assert len(fake_api.requests) == 1
+
+
+def test_a_missing_api_key_says_what_to_do(
+    fake_api: FakeAnthropicAPI, project: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    done = piton("-p", "q")
+    assert done.returncode == 1
+    assert done.stderr.startswith("piton: ANTHROPIC_API_KEY is not set.") and done.stderr.count("\n") == 1
+    assert fake_api.requests == []
+
+
+def test_max_turns_stops_a_tool_loop(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(reply(ToolCall("Read", {"file_path": "a"})))
+    done = piton("-p", "q", "--max-turns", "1", "--output-format", "json")
+    result = json.loads(done.stdout)
+    assert done.returncode == 1 and result["subtype"] == "error_max_turns" and result["is_error"] is True
+
+
+def test_ctrl_c_mid_answer_exits_130_and_leaves_a_valid_session(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    fake_api.add(reply("word " * 400, chunk=5, delay_s=0.01))
+    proc = subprocess.Popen(
+        [PITON, "-p", "write a long answer"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not fake_api.requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)  # well into the stream
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert out == "" and "interrupted" in err and "Traceback" not in err
+    session_id = SessionStore().latest(project)
+    assert session_id is not None
+    loaded = load_session(SessionStore().project_dir(project) / f"{session_id}.jsonl", session_id)
+    assert loaded.warnings == [] and is_valid(loaded.messages)
+    assert [m.text for m in loaded.messages] == ["write a long answer", INTERRUPTED_REQUEST]
+
+
+def test_without_print_the_missing_repl_is_explained(project: Path) -> None:
+    done = piton("hello")
+    assert done.returncode == 2 and "use piton -p" in done.stderr
+
+
+def test_a_reader_that_goes_away_ends_the_run_quietly(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    # the reply streams slowly, so the reader is gone well before the next line is written
+    fake_api.add(reply(ToolCall("Read", {"file_path": "a"}), delay_s=0.05), reply("done"))
+    proc = subprocess.Popen(
+        [PITON, "-p", "q", "--output-format", "stream-json"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # like `| head -1`
+    err = proc.stderr.read()
+    proc.wait(timeout=30)
+    assert json.loads(first)["subtype"] == "init"
+    assert proc.returncode == 141
+    assert err == ""

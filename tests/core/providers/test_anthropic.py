@@ -1,0 +1,338 @@
+"""The Anthropic provider over the real SDK and real HTTP, against the fake Messages API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from core.events import (
+    MessageDone,
+    Notice,
+    StreamRetry,
+    TextDelta,
+    ThinkingDelta,
+    ToolInputDelta,
+    ToolUseStart,
+)
+from core.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock
+from core.providers import ModelRequest, ProviderError
+from core.providers.anthropic import AnthropicProvider, build_params
+from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.fakes.script import DropStream, HttpError, MidStreamError, RawSSE, Thinking, ToolCall, reply
+from tests.helpers import stream_all
+
+TOOLS = [{"name": "Read", "description": "Read a file", "input_schema": {"type": "object", "properties": {}}}]
+
+
+def request(model: str = "sonnet", **kwargs: Any) -> ModelRequest:
+    defaults: dict[str, Any] = {"system": "You are a test.", "messages": [Message.user("hi")], "tools": TOOLS}
+    return ModelRequest(model=model, **{**defaults, **kwargs})
+
+
+def provider(fake: FakeAnthropicAPI, **kwargs: Any) -> AnthropicProvider:
+    return AnthropicProvider(base_url=fake.base_url, backoff_s=0.01, **kwargs)
+
+
+def done_of(events: list[Any]) -> MessageDone:
+    dones = [e for e in events if isinstance(e, MessageDone)]
+    assert len(dones) == 1
+    return dones[0]
+
+
+def test_stream_maps_sse_events_to_typed_events(fake_api: FakeAnthropicAPI) -> None:
+    call = ToolCall("Read", {"file_path": "main.py"})
+    fake_api.add(reply(Thinking("Look at main first."), "I will read main.py.", call, chunk=8))
+    events = stream_all(provider(fake_api), request())
+    kinds = [type(e) for e in events]
+    assert kinds[0] is ThinkingDelta and kinds[-1] is MessageDone
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "I will read main.py."
+    assert "".join(e.thinking for e in events if isinstance(e, ThinkingDelta)) == "Look at main first."
+    assert [e for e in events if isinstance(e, ToolUseStart)] == [ToolUseStart(call.id, "Read")]
+    assert "".join(e.partial_json for e in events if isinstance(e, ToolInputDelta)) == call.json
+    done = done_of(events)
+    assert done.message.content == [
+        ThinkingBlock(thinking="Look at main first.", signature=Thinking("Look at main first.").signature),
+        TextBlock(text="I will read main.py."),
+        ToolUseBlock(id=call.id, name="Read", input={"file_path": "main.py"}),
+    ]
+    assert done.stop_reason == "tool_use"
+    assert done.message_id.startswith("msg_")
+    assert done.model == "claude-sonnet-5-5"
+
+
+def test_usage_comes_from_message_start_and_the_cumulative_delta(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(
+        reply(
+            "ok",
+            input_tokens=1200,
+            output_tokens=34,
+            cache_read_input_tokens=900,
+            cache_creation_input_tokens=50,
+        )
+    )
+    usage = done_of(stream_all(provider(fake_api), request())).usage
+    assert (usage.input_tokens, usage.output_tokens) == (1200, 34)
+    assert (usage.cache_read_input_tokens, usage.cache_creation_input_tokens) == (900, 50)
+
+
+def test_request_carries_auth_version_and_our_parameters(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(reply("ok"))
+    stream_all(provider(fake_api), request())
+    sent = fake_api.requests[0]
+    assert sent.headers["authorization"] == "Bearer test-key"
+    assert sent.headers["anthropic-version"] == "2026-10-21"
+    body = sent.body
+    assert body["model"] == "claude-sonnet-5-5"
+    assert body["max_tokens"] == 32_000
+    assert body["stream"] is True
+    assert body["thinking"] == {"type": "adaptive"}
+    assert body["tools"][0]["name"] == "Read"
+    for removed in ("temperature", "top_p", "top_k"):
+        assert removed not in body
+
+
+def test_cache_breakpoints_sit_on_system_and_the_newest_message(fake_api: FakeAnthropicAPI) -> None:
+    history = [
+        Message.user("first"),
+        Message(role="assistant", content=[TextBlock(text="answer")]),
+        Message.user("second"),
+    ]
+    fake_api.add(reply("ok"))
+    stream_all(provider(fake_api), request(messages=history))
+    body = fake_api.bodies[0]
+    marked = [b for m in body["messages"] for b in m["content"] if "cache_control" in b]
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert marked == [{"type": "text", "text": "second", "cache_control": {"type": "ephemeral"}}]
+    assert "cache_control" not in body["tools"][0]
+    # the history's own wire form is shared and must not carry the breakpoint afterwards
+    assert "cache_control" not in history[2].wire_content()[0]
+
+
+def test_without_a_system_prompt_the_first_breakpoint_moves_to_the_tools() -> None:
+    params = build_params(request(system=""))
+    assert "system" not in params
+    assert params["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+
+
+def test_never_more_than_four_breakpoints_even_on_long_histories() -> None:
+    history = [
+        Message.user(f"turn {i}") if i % 2 == 0 else Message(role="assistant", content=[TextBlock(text="ok")])
+        for i in range(41)
+    ]
+    params = build_params(request(messages=history))
+    count = sum("cache_control" in b for m in params["messages"] for b in m["content"])
+    count += sum("cache_control" in t for t in params["tools"]) + sum(
+        "cache_control" in b for b in params["system"]
+    )
+    assert count == 2
+
+
+def test_older_models_get_enabled_thinking_with_a_valid_budget(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(reply("ok"))
+    events = stream_all(provider(fake_api), request(model="claude-sonnet-4-5-20250929"))
+    thinking = fake_api.bodies[0]["thinking"]
+    assert thinking["type"] == "enabled"
+    assert 1024 <= thinking["budget_tokens"] < fake_api.bodies[0]["max_tokens"]
+    assert fake_api.rejections == []
+    # the SDK's end-of-life warning reaches people as a notice, once
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert len(notices) == 1 and "end-of-life" in notices[0]
+
+
+def test_thinking_off_sends_no_thinking_parameter() -> None:
+    assert "thinking" not in build_params(request(thinking=False))
+
+
+def test_unknown_model_ids_get_safe_defaults_not_an_error(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(reply("hello from a custom model"))
+    done = done_of(stream_all(provider(fake_api), request(model="acme-coder-1")))
+    assert done.message.text == "hello from a custom model"
+    body = fake_api.bodies[0]
+    assert (body["model"], body["max_tokens"], "thinking" in body) == ("acme-coder-1", 8_192, False)
+
+
+def test_a_mid_stream_error_event_is_retried_and_the_partial_reply_discarded(
+    fake_api: FakeAnthropicAPI,
+) -> None:
+    fake_api.add(
+        reply("Hello, this part is lost", fault=MidStreamError(after=5)), reply("Hello, complete answer.")
+    )
+    events = stream_all(provider(fake_api), request())
+    retries = [e for e in events if isinstance(e, StreamRetry)]
+    assert len(retries) == 1 and "overloaded_error" in retries[0].reason
+    assert done_of(events).message.text == "Hello, complete answer."
+    assert len(fake_api.requests) == 2
+    fake_api.assert_complete()
+
+
+@pytest.mark.parametrize("clean", [True, False], ids=["ends-without-message_stop", "connection-dropped"])
+def test_an_incomplete_stream_is_retried(fake_api: FakeAnthropicAPI, clean: bool) -> None:
+    fake_api.add(reply("cut short", fault=DropStream(after=4, clean=clean)), reply("whole"))
+    events = stream_all(provider(fake_api), request())
+    assert [type(e).__name__ for e in events].count("StreamRetry") == 1
+    assert done_of(events).message.text == "whole"
+    fake_api.assert_complete()
+
+
+def test_stream_failures_give_up_after_three_tries(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(*(reply("x", fault=MidStreamError(after=3)) for _ in range(3)))
+    with pytest.raises(ProviderError) as err:
+        stream_all(provider(fake_api), request())
+    assert err.value.kind == "stream"
+    assert "3 times" in str(err.value)
+    assert len(fake_api.requests) == 3
+
+
+def test_a_mid_stream_invalid_request_error_is_not_retried(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(reply("x", fault=MidStreamError(after=3, error_type="invalid_request_error", message="bad")))
+    with pytest.raises(ProviderError) as err:
+        stream_all(provider(fake_api), request())
+    assert err.value.kind == "invalid_request"
+    assert len(fake_api.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type", "kind"),
+    [
+        (401, "authentication_error", "auth"),
+        (403, "permission_error", "permission"),
+        (400, "invalid_request_error", "invalid_request"),
+        (404, "not_found_error", "not_found"),
+    ],
+)
+def test_client_errors_are_not_retried_and_read_as_one_line(
+    fake_api: FakeAnthropicAPI, status: int, error_type: str, kind: str
+) -> None:
+    fake_api.add(HttpError(status, error_type, "nope"))
+    with pytest.raises(ProviderError) as err:
+        stream_all(provider(fake_api), request())
+    assert err.value.kind == kind and err.value.status == status
+    assert f"API error {status}: nope" in str(err.value)
+    assert "\n" not in str(err.value)
+    assert len(fake_api.requests) == 1
+
+
+def test_a_wrong_api_key_is_an_auth_error(fake_api: FakeAnthropicAPI) -> None:
+    with pytest.raises(ProviderError) as err:
+        stream_all(AnthropicProvider(api_key="wrong", base_url=fake_api.base_url), request())
+    assert err.value.kind == "auth"
+    assert "ANTHROPIC_API_KEY" in str(err.value)
+
+
+def test_rate_limits_are_retried_by_the_sdk_honouring_retry_after(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(HttpError(429, "rate_limit_error", "slow down", {"retry-after-ms": "20"}), reply("made it"))
+    events = stream_all(provider(fake_api), request())
+    assert done_of(events).message.text == "made it"
+    assert len(fake_api.requests) == 2
+
+
+def test_persistent_overload_ends_with_a_clear_error(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(
+        *(HttpError(529, "overloaded_error", "Overloaded", {"retry-after-ms": "10"}) for _ in range(2))
+    )
+    with pytest.raises(ProviderError) as err:
+        stream_all(provider(fake_api, sdk_max_retries=1), request())
+    assert err.value.kind == "overloaded" and err.value.status == 529
+    assert len(fake_api.requests) == 2
+
+
+def test_an_unreachable_api_is_a_connection_error() -> None:
+    with pytest.raises(ProviderError) as err:
+        stream_all(AnthropicProvider(base_url="http://127.0.0.1:9", sdk_max_retries=0), request())
+    assert err.value.kind == "connection"
+    assert "127.0.0.1:9" in str(err.value)
+
+
+def test_a_missing_api_key_says_how_to_set_it(
+    monkeypatch: pytest.MonkeyPatch, fake_api: FakeAnthropicAPI
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with pytest.raises(ProviderError) as err:
+        stream_all(provider(fake_api), request())
+    assert err.value.kind == "config"
+    assert "export ANTHROPIC_API_KEY" in str(err.value)
+    assert fake_api.requests == []
+
+
+def test_malformed_tool_json_becomes_an_input_error_not_a_crash(fake_api: FakeAnthropicAPI) -> None:
+    bad = ToolCall("Read", raw_json='{"file_path": "a.py"', id="toolu_bad")
+    fake_api.add(reply(bad))
+    done = done_of(stream_all(provider(fake_api), request()))
+    assert done.message.tool_uses == [ToolUseBlock(id="toolu_bad", name="Read", input={})]
+    assert "toolu_bad" in done.input_errors
+
+
+RECORDED = """event: message_start
+data: {"type":"message_start","message":{"id":"msg_01XFDUDYJgAACzvnptvVoYEL","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":472,"cache_creation_input_tokens":0,"cache_read_input_tokens":2048,"output_tokens":2}}}
+
+event: ping
+data: {"type": "ping"}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"The user wants the weather."}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Okay, let's check"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":" the weather."}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
+
+event: content_block_start
+data: {"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","name":"get_weather","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\\"location\\": \\"San Fra"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"ncisco, CA\\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":2}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":89}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+"""
+
+
+def test_a_recorded_stream_replays_into_the_same_reply(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(RawSSE(RECORDED))
+    done = done_of(stream_all(provider(fake_api), request()))
+    assert done.message.content == [
+        ThinkingBlock(
+            thinking="The user wants the weather.",
+            signature="EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds",
+        ),
+        TextBlock(text="Okay, let's check the weather."),
+        ToolUseBlock(
+            id="toolu_01T1x1fJ34qAmk2tNTrN7Up6", name="get_weather", input={"location": "San Francisco, CA"}
+        ),
+    ]
+    assert (done.usage.input_tokens, done.usage.cache_read_input_tokens, done.usage.output_tokens) == (
+        472,
+        2048,
+        89,
+    )
+    assert done.stop_reason == "tool_use"

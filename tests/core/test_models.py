@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import pytest
+
+from core.models import DEFAULT_MODEL, model_info, resolve_alias
+
+
+@pytest.mark.parametrize(
+    ("alias", "full"),
+    [
+        ("sonnet", "claude-sonnet-5-5"),
+        ("opus", "claude-opus-5-5"),
+        ("haiku", "claude-haiku-5-5"),
+        ("Sonnet ", "claude-sonnet-5-5"),
+    ],
+)
+def test_aliases_resolve_to_current_models(alias: str, full: str) -> None:
+    assert resolve_alias(alias) == full
+
+
+def test_default_is_the_current_sonnet() -> None:
+    assert DEFAULT_MODEL == "claude-sonnet-5-5"
+
+
+@pytest.mark.parametrize(
+    ("model", "thinking", "window"),
+    [
+        ("claude-sonnet-5-5", "adaptive", 1_000_000),
+        ("claude-opus-5-5", "adaptive", 1_000_000),
+        ("claude-sonnet-4-6", "adaptive", 200_000),
+        ("claude-opus-4-6", "adaptive", 200_000),
+        ("claude-sonnet-4-5-20250929", "enabled", 200_000),
+        ("claude-haiku-4-5-20251001", "enabled", 200_000),
+        ("claude-opus-4-1", "enabled", 200_000),
+        ("claude-3-7-sonnet-20250219", "enabled", 200_000),
+        ("claude-3-5-haiku-latest", "none", 200_000),
+    ],
+)
+def test_thinking_style_and_window_follow_the_model_generation(
+    model: str, thinking: str, window: int
+) -> None:
+    info = model_info(model)
+    assert (info.thinking, info.context_window) == (thinking, window)
+
+
+def test_enabled_budget_is_within_the_api_bounds() -> None:
+    for model in ("claude-sonnet-4-5", "claude-3-7-sonnet-20250219", "claude-haiku-4-5"):
+        info = model_info(model)
+        assert 1024 <= info.thinking_budget < info.max_output_tokens
+
+
+@pytest.mark.parametrize("model", ["my-finetune", "claude-next-gen", "gpt-9"])
+def test_unknown_ids_get_safe_defaults(model: str) -> None:
+    info = model_info(model)
+    assert info.id == model
+    assert (info.known, info.context_window, info.max_output_tokens, info.thinking) == (
+        False,
+        200_000,
+        8_192,
+        "none",
+    )
+
+
+def test_prices_differ_by_family() -> None:
+    assert (
+        model_info("opus").prices.input > model_info("sonnet").prices.input > model_info("haiku").prices.input
+    )
+    assert model_info("claude-opus-4-1").prices.input == 15.0
+    sonnet = model_info("sonnet").prices
+    assert sonnet.cache_read == pytest.approx(sonnet.input * 0.1)
+    assert sonnet.cache_write == pytest.approx(sonnet.input * 1.25)

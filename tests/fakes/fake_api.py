@@ -1,0 +1,341 @@
+"""An HTTP stand-in for the Anthropic Messages API on 127.0.0.1, scripted per test.
+
+It speaks what the real API speaks: SSE framing with `event:` lines over chunked transfer encoding,
+every stream event type (pings included), and the errors a client must survive: 400s for requests
+the API rejects (checked by `validate_request`, written independently of Piton's code), 401s,
+injectable 429/529 with retry-after headers, mid-stream `error` events, and dropped streams.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import traceback
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from tests.fakes.script import (
+    DropStream,
+    HttpError,
+    MidStreamError,
+    RawSSE,
+    RedactedThinking,
+    Reply,
+    Text,
+    Thinking,
+    ToolCall,
+    chunks,
+)
+from tests.fakes.validate import validate_request
+
+ScriptItem = Reply | HttpError | RawSSE | Callable[[dict[str, Any]], "Reply | HttpError | RawSSE"]
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+def _estimate_tokens(body: dict[str, Any]) -> int:
+    size = len(json.dumps(body.get("messages", []))) + len(json.dumps(body.get("system", "")))
+    size += len(json.dumps(body.get("tools", [])))
+    return max(1, size // 4)
+
+
+def sse_events(item: Reply, model: str, input_tokens: int) -> list[tuple[str, dict[str, Any]]]:
+    """The SSE events the API would send for `item`, in order."""
+    usage = {
+        "input_tokens": item.input_tokens if item.input_tokens is not None else input_tokens,
+        "cache_creation_input_tokens": item.cache_creation_input_tokens,
+        "cache_read_input_tokens": item.cache_read_input_tokens,
+        "output_tokens": 1,
+    }
+    out_text = 0
+    events: list[tuple[str, dict[str, Any]]] = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": f"msg_{uuid.uuid4().hex[:24]}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": usage,
+                },
+            },
+        ),
+        ("ping", {"type": "ping"}),
+    ]
+    for index, block in enumerate(item.blocks):
+        deltas: list[dict[str, Any]] = []
+        if isinstance(block, Text):
+            start: dict[str, Any] = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": c} for c in chunks(block.text, item.chunk)]
+            out_text += len(block.text)
+        elif isinstance(block, Thinking):
+            start = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": c} for c in chunks(block.thinking, item.chunk)]
+            deltas.append({"type": "signature_delta", "signature": block.signature})
+            out_text += len(block.thinking)
+        elif isinstance(block, RedactedThinking):
+            start = {"type": "redacted_thinking", "data": block.data}
+        else:
+            start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": c} for c in chunks(block.json, item.chunk)]
+            out_text += len(block.json)
+        events.append(
+            ("content_block_start", {"type": "content_block_start", "index": index, "content_block": start})
+        )
+        events.extend(
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+            for d in deltas
+        )
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    final_usage = dict(
+        usage, output_tokens=item.output_tokens if item.output_tokens is not None else 1 + out_text // 4
+    )
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": item.effective_stop_reason, "stop_sequence": None},
+                "usage": final_usage,
+            },
+        )
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
+def _issued_content(item: Reply) -> list[dict[str, Any]]:
+    """The content blocks of a reply as a client should send them back."""
+    out: list[dict[str, Any]] = []
+    for b in item.blocks:
+        if isinstance(b, Thinking):
+            out.append({"type": "thinking", "thinking": b.thinking, "signature": b.signature})
+        elif isinstance(b, RedactedThinking):
+            out.append({"type": "redacted_thinking", "data": b.data})
+        elif isinstance(b, ToolCall):
+            out.append({"type": "tool_use", "id": b.id, "name": b.name})
+    return out
+
+
+class FakeAnthropicAPI:
+    def __init__(self, api_key: str = "test-key") -> None:
+        self.api_key = api_key
+        self.requests: list[Recorded] = []
+        self.unexpected: list[Recorded] = []
+        self.server_errors: list[str] = []
+        self.rejections: list[str] = []  # 400 messages this server sent for invalid requests
+        self.missing_models: set[str] = set()
+        self.issued: dict[str, list[dict[str, Any]]] = {}  # tool_use id -> blocks of its reply
+        self._script: deque[ScriptItem] = deque()
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> FakeAnthropicAPI:
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.daemon_threads = True
+        server.fake = self  # type: ignore[attr-defined]
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-anthropic", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> FakeAnthropicAPI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "start() the fake first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    # -- scripting ---------------------------------------------------------------------------------
+    def add(self, *items: ScriptItem) -> FakeAnthropicAPI:
+        with self._lock:
+            self._script.extend(items)
+        return self
+
+    @property
+    def remaining(self) -> int:
+        return len(self._script)
+
+    def assert_complete(self) -> None:
+        assert not self.unexpected, f"{len(self.unexpected)} request(s) beyond the script"
+        assert not self._script, f"{len(self._script)} scripted response(s) never requested"
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.requests]
+
+    def _next(self, body: dict[str, Any]) -> Reply | HttpError | RawSSE | None:
+        with self._lock:
+            if not self._script:
+                return None
+            item = self._script.popleft()
+        return item(body) if callable(item) else item
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client that hangs up (an interrupt, a retry) is normal here; keep the trace for inspection
+        self.fake.server_errors.append(traceback.format_exc())  # type: ignore[attr-defined]
+
+
+def _error_body(error_type: str, message: str) -> bytes:
+    return json.dumps({"type": "error", "error": {"type": error_type, "message": message}}).encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: ThreadingHTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        pass
+
+    @property
+    def fake(self) -> FakeAnthropicAPI:
+        return self.server.fake  # type: ignore[attr-defined,no-any-return]
+
+    def _send_json(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.send_header("request-id", f"req_{uuid.uuid4().hex[:20]}")
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _reject(self, status: int, error_type: str, message: str) -> None:
+        if status == 400:
+            self.fake.rejections.append(message)
+        self._send_json(status, _error_body(error_type, message))
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            return self._reject(400, "invalid_request_error", "request body is not valid JSON")
+        recorded = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        self.fake.requests.append(recorded)
+        if self.path.split("?")[0] != "/v1/messages":
+            return self._reject(404, "not_found_error", f"Not found: {self.path}")
+        auth = self.headers.get("authorization", "")
+        key = (
+            auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else self.headers.get("x-api-key", "")
+        )
+        if not key or key != self.fake.api_key:
+            return self._reject(401, "authentication_error", "invalid x-api-key")
+        if not self.headers.get("anthropic-version"):
+            return self._reject(400, "invalid_request_error", "anthropic-version: header is required")
+        problem = validate_request(body, self.fake.issued)
+        if problem:
+            return self._reject(400, "invalid_request_error", problem)
+        if body.get("model") in self.fake.missing_models:
+            return self._reject(404, "not_found_error", f"model: {body.get('model')}")
+        item = self.fake._next(body)
+        if item is None:
+            self.fake.unexpected.append(recorded)
+            return self._reject(
+                400, "invalid_request_error", "fake API: no scripted response left for this request"
+            )
+        if isinstance(item, HttpError):
+            return self._send_json(item.status, _error_body(item.error_type, item.message), item.headers)
+        if isinstance(item, RawSSE):
+            return self._stream([item.text.encode()], drop=None)
+        for block in item.blocks:
+            if isinstance(block, ToolCall):
+                self.fake.issued[block.id] = _issued_content(item)
+        events = sse_events(item, body.get("model", "claude"), _estimate_tokens(body))
+        if not body.get("stream"):
+            return self._send_json(200, json.dumps(_final_message(events)).encode())
+        frames = [f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events]
+        fault = item.fault
+        if isinstance(fault, MidStreamError):
+            error = _error_body(fault.error_type, fault.message).decode()
+            frames = [*frames[: fault.after], f"event: error\ndata: {error}\n\n".encode()]
+        elif isinstance(fault, DropStream):
+            frames = frames[: fault.after]
+        self._stream(frames, drop=fault if isinstance(fault, DropStream) else None, delay_s=item.delay_s)
+
+    def _stream(self, frames: list[bytes], drop: DropStream | None, delay_s: float = 0.0) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("transfer-encoding", "chunked")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("request-id", f"req_{uuid.uuid4().hex[:20]}")
+        self.end_headers()
+        try:
+            for frame in frames:
+                if delay_s:
+                    time.sleep(delay_s)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+                self.wfile.flush()
+            if drop is not None and not drop.clean:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client went away (an interrupt): nothing to finish
+
+
+def _final_message(events: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """A non-streaming response body, folded from the same events."""
+    message = dict(events[0][1]["message"])
+    content: list[dict[str, Any]] = []
+    parts: dict[int, list[str]] = {}
+    for name, data in events[1:]:
+        if name == "content_block_start":
+            content.append(dict(data["content_block"]))
+            parts[data["index"]] = []
+        elif name == "content_block_delta":
+            d = data["delta"]
+            block = content[data["index"]]
+            if d["type"] == "text_delta":
+                block["text"] += d["text"]
+            elif d["type"] == "thinking_delta":
+                block["thinking"] += d["thinking"]
+            elif d["type"] == "signature_delta":
+                block["signature"] = d["signature"]
+            elif d["type"] == "input_json_delta":
+                parts[data["index"]].append(d["partial_json"])
+        elif name == "message_delta":
+            message["stop_reason"] = data["delta"]["stop_reason"]
+            message["usage"] = data["usage"]
+    for index, block in enumerate(content):
+        if block["type"] == "tool_use":
+            block["input"] = json.loads("".join(parts[index]) or "{}")
+    message["content"] = content
+    return message

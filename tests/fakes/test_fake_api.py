@@ -1,0 +1,151 @@
+"""The fake Messages API itself: framing and the rejections it must share with the real one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+
+from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.fakes.script import HttpError, Thinking, ToolCall, reply
+
+USER = {"role": "user", "content": "hi"}
+
+
+def client(fake: FakeAnthropicAPI) -> anthropic.Anthropic:
+    return anthropic.Anthropic(api_key="test-key", base_url=fake.base_url, max_retries=0)
+
+
+def create(fake: FakeAnthropicAPI, **body: Any) -> Any:
+    params: dict[str, Any] = {"model": "claude-sonnet-5-5", "max_tokens": 100, "messages": [USER], **body}
+    with client(fake) as c:
+        return c.messages.create(**params)
+
+
+def test_streams_are_sse_with_event_lines_and_every_event_type(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(reply(Thinking("hmm"), "hello", ToolCall("Read", {"file_path": "a"})))
+    payload = {"model": "claude-sonnet-5-5", "max_tokens": 100, "stream": True, "messages": [USER]}
+    headers = {"authorization": "Bearer test-key", "anthropic-version": "2026-10-21"}
+    response = httpx2.post(f"{fake_api.base_url}/v1/messages", json=payload, headers=headers)
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert response.headers["transfer-encoding"] == "chunked"
+    names = [
+        line.removeprefix("event: ") for line in response.text.splitlines() if line.startswith("event: ")
+    ]
+    assert names[:2] == ["message_start", "ping"]
+    assert names[-2:] == ["message_delta", "message_stop"]
+    assert {"content_block_start", "content_block_delta", "content_block_stop"} <= set(names)
+    for delta in ("text_delta", "thinking_delta", "signature_delta", "input_json_delta"):
+        assert f'"type": "{delta}"' in response.text
+
+
+def test_non_streaming_requests_get_a_whole_message(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(reply("hello"))
+    message = create(fake_api)
+    assert message.content[0].text == "hello" and message.stop_reason == "end_turn"
+
+
+def rejected(fake: FakeAnthropicAPI, **body: Any) -> str:
+    with pytest.raises(anthropic.BadRequestError) as err:
+        create(fake, **body)
+    return str(err.value.api_message)
+
+
+def test_a_tool_use_without_its_result_is_a_400(fake_api: FakeAnthropicAPI) -> None:
+    messages = [
+        USER,
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]},
+        {"role": "user", "content": "where is the result?"},
+    ]
+    assert "without `tool_result` blocks immediately after: t1" in rejected(fake_api, messages=messages)
+
+
+def test_a_result_without_its_tool_use_is_a_400(fake_api: FakeAnthropicAPI) -> None:
+    messages = [
+        USER,
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "ghost", "content": "x"}]},
+    ]
+    assert "unexpected `tool_use_id`" in rejected(fake_api, messages=messages)
+
+
+def test_text_before_tool_results_is_a_400(fake_api: FakeAnthropicAPI) -> None:
+    messages = [
+        USER,
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "first"}, {"type": "tool_result", "tool_use_id": "t1"}],
+        },
+    ]
+    assert "must come before any other content" in rejected(fake_api, messages=messages)
+
+
+@pytest.mark.parametrize("text", ["", "  \n"])
+def test_empty_text_blocks_are_a_400(fake_api: FakeAnthropicAPI, text: str) -> None:
+    messages = [{"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "text", "text": text}]}]
+    assert "non-whitespace text" in rejected(fake_api, messages=messages)
+
+
+def test_more_than_four_cache_breakpoints_is_a_400(fake_api: FakeAnthropicAPI) -> None:
+    block = {"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}
+    assert "maximum of 4 blocks" in rejected(fake_api, messages=[{"role": "user", "content": [block] * 5}])
+
+
+def test_a_modified_thinking_block_is_a_400(fake_api: FakeAnthropicAPI) -> None:
+    thought = Thinking("original")
+    messages = [
+        USER,
+        {
+            "role": "assistant",
+            "content": [{"type": "thinking", "thinking": "edited", "signature": thought.signature}],
+        },
+        {"role": "user", "content": "go on"},
+    ]
+    assert "Invalid `signature`" in rejected(fake_api, messages=messages)
+
+
+def test_dropping_the_thinking_block_of_a_tool_loop_is_a_400(fake_api: FakeAnthropicAPI) -> None:
+    call = ToolCall("Read", {"file_path": "a"})
+    fake_api.add(reply(Thinking("plan"), call))
+    create(fake_api, thinking={"type": "adaptive"})
+    messages = [
+        USER,
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": call.id, "name": "Read", "input": call.input}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "x"}]},
+    ]
+    assert "must start with a thinking block" in rejected(
+        fake_api, messages=messages, thinking={"type": "adaptive"}
+    )
+
+
+def test_thinking_budgets_outside_the_bounds_are_a_400(fake_api: FakeAnthropicAPI) -> None:
+    assert "greater than or equal to 1024" in rejected(
+        fake_api, thinking={"type": "enabled", "budget_tokens": 512}
+    )
+    too_big = {"type": "enabled", "budget_tokens": 2048}
+    assert "must be greater than `thinking.budget_tokens`" in rejected(
+        fake_api, thinking=too_big, max_tokens=2048
+    )
+
+
+def test_injected_errors_and_a_wrong_key(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(HttpError(529, "overloaded_error", "Overloaded"))
+    with pytest.raises(anthropic.OverloadedError):
+        create(fake_api)
+    with (
+        pytest.raises(anthropic.AuthenticationError),
+        anthropic.Anthropic(api_key="wrong", base_url=fake_api.base_url, max_retries=0) as c,
+    ):
+        c.messages.create(model="claude-sonnet-5-5", max_tokens=10, messages=[USER])  # type: ignore[list-item]
+
+
+def test_a_request_beyond_the_script_is_flagged(fake_api: FakeAnthropicAPI) -> None:
+    assert "no scripted response" in rejected(fake_api)
+    assert len(fake_api.unexpected) == 1
+    fake_api.unexpected.clear()  # seen and expected here
