@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
 import signal
 import stat
 import sys
@@ -19,9 +20,12 @@ from typing import TextIO
 from cli.output import Writer, make_writer
 from core.agent import Agent
 from core.events import Result
-from core.providers import Provider
+from core.providers import Provider, ProviderError
 from core.runtime import RunOptions, build_runtime
 from core.session import SessionError
+from core.tools import Tool
+
+STDIN_PATIENCE_S = 3.0
 
 
 @dataclass(slots=True)
@@ -50,9 +54,22 @@ def _stdin_has_input(stdin: TextIO | None) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
 
 
-def read_prompt(argument: str | None, stdin: TextIO | None) -> str:
-    """The prompt argument, with piped standard input appended as context (or alone without one)."""
-    piped = stdin.read() if _stdin_has_input(stdin) and stdin is not None else ""
+def read_prompt(
+    argument: str | None,
+    stdin: TextIO | None,
+    stderr: TextIO | None = None,
+    patience_s: float = STDIN_PATIENCE_S,
+) -> str:
+    """The prompt argument, with piped standard input appended as context (or alone without one).
+
+    A pipe nobody closes would block here forever; after a few quiet seconds, say what we wait for.
+    """
+    piped = ""
+    if stdin is not None and _stdin_has_input(stdin):
+        if stderr is not None and not select.select([stdin], [], [], patience_s)[0]:
+            stderr.write("piton: waiting for standard input to end (pass < /dev/null to give none)\n")
+            stderr.flush()
+        piped = stdin.read()
     parts = [p.strip() for p in (argument, piped) if p and p.strip()]
     return "\n\n".join(parts)
 
@@ -77,11 +94,16 @@ async def _drive(agent: Agent, prompt: str, writer: Writer) -> Result:
 
 
 def run_headless(
-    options: HeadlessOptions, *, provider: Provider | None = None, streams: Streams | None = None
+    options: HeadlessOptions,
+    *,
+    provider: Provider | None = None,
+    tools: list[Tool] | None = None,
+    streams: Streams | None = None,
 ) -> int:
+    """Run once; `provider` and `tools` replace the Anthropic provider and the built-in tools."""
     streams = streams or Streams()
     try:
-        return _run(options, provider, streams)
+        return _run(options, provider, tools, streams)
     except BrokenPipeError:  # the reader went away (`piton -p … | head`): nobody is left to tell
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), streams.stdout.fileno())
@@ -93,8 +115,10 @@ def run_headless(
         return 1
 
 
-def _run(options: HeadlessOptions, provider: Provider | None, streams: Streams) -> int:
-    prompt = read_prompt(options.prompt, streams.stdin)
+def _run(
+    options: HeadlessOptions, provider: Provider | None, tools: list[Tool] | None, streams: Streams
+) -> int:
+    prompt = read_prompt(options.prompt, streams.stdin, streams.stderr)
     if not prompt:
         streams.stderr.write("piton: no prompt: pass one as an argument or on standard input\n")
         return 1
@@ -104,8 +128,9 @@ def _run(options: HeadlessOptions, provider: Provider | None, streams: Streams) 
         prewarm()  # the SDK import overlaps with reading settings, the session and git status
         provider = AnthropicProvider()
     try:
-        runtime = build_runtime(options.run, provider)
-    except SessionError as e:
+        provider.check()  # before a session is created for a run that cannot start
+        runtime = build_runtime(options.run, provider, tools=tools)
+    except (SessionError, ProviderError) as e:
         streams.stderr.write(f"piton: {e}\n")
         return 1
     writer = make_writer(options.output_format, streams.stdout, streams.stderr, options.verbose)

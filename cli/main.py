@@ -12,12 +12,19 @@ def main() -> None:
         print(f"piton {__version__}")
         return
     try:
+        from typer.exceptions import TyperException
+
         from cli.app import app
 
-        app()
+        code = app(standalone_mode=False)
     except KeyboardInterrupt:  # Ctrl-C before the run started: nothing to save, nothing to show
         sys.stderr.write("piton: interrupted\n")
         sys.exit(130)
+    except TyperException as e:  # a usage error: one line, not a framed box
+        message = e.format_message() if hasattr(e, "format_message") else str(e)
+        sys.stderr.write(f"piton: {' '.join(message.split())} (piton --help lists the options)\n")
+        sys.exit(getattr(e, "exit_code", 2))
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

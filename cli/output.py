@@ -72,8 +72,21 @@ class _Base:
         self.stderr.write(f"piton: {text}\n")
         self.stderr.flush()
 
-    def _progress(self, event: AgentEvent) -> None:
+    def handle(self, event: AgentEvent) -> None:
+        if isinstance(event, Notice):
+            self.notice(event.text)
+        elif isinstance(event, Result):
+            self._result(event)
+        else:
+            self._event(event)
+
+    def _result(self, result: Result) -> None:
+        raise NotImplementedError
+
+    def _event(self, event: AgentEvent) -> None:
         """Progress lines on stderr for --verbose."""
+        if not self.verbose:
+            return
         if isinstance(event, ToolStarted):
             self.stderr.write(f"● {tool_label(event.name, event.input)}\n")
         elif isinstance(event, ToolFinished) and event.result.is_error:
@@ -89,30 +102,20 @@ class _Base:
 
 
 class TextWriter(_Base):
-    def handle(self, event: AgentEvent) -> None:
-        if isinstance(event, Notice):
-            self.notice(event.text)
-        elif isinstance(event, Result):
-            if event.is_error:
-                self.stderr.write(f"piton: {event.result}\n")
-                self.stderr.flush()
-            else:
-                text = event.result
-                self.stdout.write(text if text.endswith("\n") else text + "\n")
-                self.stdout.flush()
-        elif self.verbose:
-            self._progress(event)
+    def _result(self, result: Result) -> None:
+        if result.is_error:
+            self.stderr.write(f"piton: {result.result}\n")
+            self.stderr.flush()
+        else:
+            text = result.result
+            self.stdout.write(text if text.endswith("\n") else text + "\n")
+            self.stdout.flush()
 
 
 class JsonWriter(_Base):
-    def handle(self, event: AgentEvent) -> None:
-        if isinstance(event, Notice):
-            self.notice(event.text)
-        elif isinstance(event, Result):
-            self.stdout.write(json.dumps(result_to_dict(event), ensure_ascii=False) + "\n")
-            self.stdout.flush()
-        elif self.verbose:
-            self._progress(event)
+    def _result(self, result: Result) -> None:
+        self.stdout.write(json.dumps(result_to_dict(result), ensure_ascii=False) + "\n")
+        self.stdout.flush()
 
 
 class StreamJsonWriter(_Base):
@@ -124,7 +127,11 @@ class StreamJsonWriter(_Base):
         self.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
         self.stdout.flush()
 
-    def handle(self, event: AgentEvent) -> None:
+    def _result(self, result: Result) -> None:
+        self._line(result_to_dict(result))
+
+    def _event(self, event: AgentEvent) -> None:
+        # progress is in the stream itself; stderr stays for notices
         if isinstance(event, SessionStarted):
             self.session_id = event.session_id
             self._line(
@@ -145,51 +152,43 @@ class StreamJsonWriter(_Base):
                 }
             )
         elif isinstance(event, MessageDone):
-            self._line(
-                {
-                    "type": "assistant",
-                    "message": {
-                        "id": event.message_id,
-                        "type": "message",
-                        "role": "assistant",
-                        "model": event.model,
-                        "content": event.message.wire_content(),
-                        "stop_reason": event.stop_reason,
-                        "stop_sequence": None,
-                        "usage": event.usage.to_dict(),
-                    },
-                    "parent_tool_use_id": None,
-                    "session_id": self.session_id,
-                    "uuid": str(uuid.uuid4()),
-                }
-            )
+            message = {
+                "id": event.message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": event.model,
+                "content": event.message.wire_content(),
+                "stop_reason": event.stop_reason,
+                "stop_sequence": None,
+                "usage": event.usage.to_dict(),
+            }
+            self._message_line("assistant", message)
         elif isinstance(event, ToolResultsMessage):
-            self._line(
-                {
-                    "type": "user",
-                    "message": event.message.to_wire(),
-                    "parent_tool_use_id": None,
-                    "session_id": self.session_id,
-                    "uuid": str(uuid.uuid4()),
-                }
-            )
+            self._message_line("user", event.message.to_wire())
         elif isinstance(event, StreamRetry):
             self._line(
                 {
                     "type": "system",
                     "subtype": "api_retry",
                     "attempt": event.attempt,
-                    "max_retries": event.max_attempts,
+                    "max_retries": event.max_attempts - 1,
                     "retry_delay_ms": int(event.delay_s * 1000),
                     "error": event.reason,
                     "session_id": self.session_id,
                     "uuid": str(uuid.uuid4()),
                 }
             )
-        elif isinstance(event, Result):
-            self._line(result_to_dict(event))
-        elif isinstance(event, Notice):
-            self.notice(event.text)
+
+    def _message_line(self, kind: str, message: dict[str, Any]) -> None:
+        self._line(
+            {
+                "type": kind,
+                "message": message,
+                "parent_tool_use_id": None,
+                "session_id": self.session_id,
+                "uuid": str(uuid.uuid4()),
+            }
+        )
 
 
 WRITERS: dict[str, type[TextWriter | JsonWriter | StreamJsonWriter]] = {

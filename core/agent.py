@@ -88,9 +88,8 @@ class Agent:
 
     async def run(self, prompt: str) -> AsyncIterator[AgentEvent]:
         self._stats = _RunStats()
-        resumed = bool(self.history)
         yield SessionStarted(
-            self.config.session_id, self.config.model, str(self.config.cwd), self.tools.names(), resumed
+            self.config.session_id, self.config.model, str(self.config.cwd), self.tools.names()
         )
         self._append(Message.user(prompt))
         try:
@@ -100,7 +99,8 @@ class Agent:
                     if isinstance(event, MessageDone):
                         done = event
                     yield event
-                assert done is not None, "a provider stream must end with MessageDone"
+                if done is None:
+                    raise RuntimeError("the provider's stream ended without a MessageDone")
                 if not done.message.tool_uses:
                     raise _Stop("success", done.message.text, done.stop_reason)
                 async for event in self._execute(done):
@@ -109,8 +109,8 @@ class Agent:
             yield self._result(stop)
         except ProviderError as e:
             yield self._result(_Stop("error_during_execution", str(e), errors=(str(e),)))
-        except BaseException:
-            self._append(Message.user(INTERRUPTED_REQUEST))
+        except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
+            self._append(Message.user(INTERRUPTED_REQUEST))  # so the model knows, next turn, why it stopped
             raise
 
     async def _query(self) -> AsyncIterator[AgentEvent]:

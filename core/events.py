@@ -82,7 +82,6 @@ class SessionStarted:
     model: str
     cwd: str
     tools: tuple[str, ...]
-    resumed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

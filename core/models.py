@@ -45,11 +45,6 @@ class ModelInfo:
     prices: Prices
     known: bool = True
 
-    @property
-    def thinking_budget(self) -> int:
-        """Budget for `thinking: enabled` models: at least 1024 and below max_tokens, as the API requires."""
-        return max(1024, min(16_000, self.max_output_tokens // 2))
-
 
 _SONNET = Prices(3.0, 15.0)
 _OPUS_OLD = Prices(15.0, 75.0)
@@ -63,9 +58,10 @@ _SAFE_MAX_TOKENS = 8_192
 _MAX_TOKENS = 32_000
 
 # (family, major, minor) is enough to tell everything we need; dated ids share their alias's row.
+# Families beyond opus/sonnet/haiku (fable, mythos...) parse too and are priced like sonnet.
 _ID = re.compile(
-    r"^claude-(?:(?P<fam>opus|sonnet|haiku)-(?P<maj>\d+)(?:-(?P<min>\d{1,2}))?"
-    r"|(?P<maj2>\d+)-(?P<min2>\d{1,2})-(?P<fam2>opus|sonnet|haiku))(?:-\d{8}|-latest)?$"
+    r"^claude-(?:(?P<fam>[a-z]+)-(?P<maj>\d+)(?:-(?P<min>\d{1,2}))?"
+    r"|(?P<maj2>\d+)-(?P<min2>\d{1,2})-(?P<fam2>[a-z]+))(?:-\d{8}|-latest)?$"
 )
 
 

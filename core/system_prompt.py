@@ -13,7 +13,12 @@ _GIT_TIMEOUT_S = 2.0
 _MAX_STATUS_LINES = 40
 
 
+class _GitUnavailable(Exception):
+    pass
+
+
 def _git(cwd: Path, *args: str) -> str | None:
+    """git's output, or None when git says no (not a repository); raises when git cannot answer."""
     try:
         done = subprocess.run(
             ["git", *args],
@@ -24,14 +29,20 @@ def _git(cwd: Path, *args: str) -> str | None:
             stdin=subprocess.DEVNULL,
             check=False,
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    except subprocess.TimeoutExpired as e:
+        raise _GitUnavailable(f"git status took over {_GIT_TIMEOUT_S:g} s") from e
+    except OSError as e:
+        raise _GitUnavailable(f"git could not run ({e.strerror or e})") from e
     return done.stdout if done.returncode == 0 else None
 
 
 def git_summary(cwd: Path) -> str:
     """Branch, changed files (capped) and recent commits, or a line saying there is no repository."""
-    status = _git(cwd, "status", "--short", "--branch")
+    try:
+        status = _git(cwd, "status", "--short", "--branch")
+        log = _git(cwd, "log", "--oneline", "-n", "5") if status is not None else None
+    except _GitUnavailable as e:
+        return f"Unknown: {e}."
     if status is None:
         return "Not a git repository."
     lines = status.splitlines()
@@ -46,7 +57,6 @@ def git_summary(cwd: Path) -> str:
             out.append(f"... and {len(changes) - len(shown)} more")
     else:
         out.append("Working tree clean.")
-    log = _git(cwd, "log", "--oneline", "-n", "5")
     if log and log.strip():
         out.append("Recent commits:")
         out.extend(log.strip().splitlines())

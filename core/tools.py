@@ -80,9 +80,6 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         self._specs = None
 
-    def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
-
     def names(self) -> tuple[str, ...]:
         return tuple(self._tools)
 

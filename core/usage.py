@@ -23,16 +23,6 @@ class Usage:
             self.cache_read_input_tokens + other.cache_read_input_tokens,
         )
 
-    @property
-    def context_tokens(self) -> int:
-        """Tokens the request and its reply occupy in the window."""
-        return (
-            self.input_tokens
-            + self.cache_creation_input_tokens
-            + self.cache_read_input_tokens
-            + self.output_tokens
-        )
-
     def cost_usd(self, model: str) -> float:
         p = model_info(model).prices
         return (
@@ -49,15 +39,6 @@ class Usage:
             "cache_read_input_tokens": self.cache_read_input_tokens,
             "output_tokens": self.output_tokens,
         }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Usage:
-        return cls(
-            int(data.get("input_tokens") or 0),
-            int(data.get("output_tokens") or 0),
-            int(data.get("cache_creation_input_tokens") or 0),
-            int(data.get("cache_read_input_tokens") or 0),
-        )
 
 
 @dataclass(slots=True)

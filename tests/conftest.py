@@ -2,49 +2,19 @@
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.fakes import network
 from tests.fakes.fake_api import FakeAnthropicAPI
 
 DEAD_URL = "http://127.0.0.1:9"  # the discard port: nothing listens, connections fail at once
 
-_real_getaddrinfo = socket.getaddrinfo
-_real_connect = socket.socket.connect
-_escapes: list[str] = []
-
-
-def _is_local(host: Any) -> bool:
-    if host in (None, "localhost", ""):
-        return True
-    try:
-        return ipaddress.ip_address(str(host).split("%")[0]).is_loopback
-    except ValueError:
-        return False
-
-
-def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-    if not _is_local(host):
-        _escapes.append(str(host))
-        raise OSError(f"tests may not resolve {host}: only the fake API on 127.0.0.1 is reachable")
-    return _real_getaddrinfo(host, *args, **kwargs)
-
-
-def _guarded_connect(self: socket.socket, address: Any) -> Any:
-    if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_local(address[0]):
-        _escapes.append(str(address[0]))
-        raise OSError(f"tests may not connect to {address[0]}: only the fake API on 127.0.0.1 is reachable")
-    return _real_connect(self, address)
-
 
 def pytest_configure(config: pytest.Config) -> None:
-    socket.getaddrinfo = _guarded_getaddrinfo  # type: ignore[assignment]
-    socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+    network.install()
 
 
 @pytest.fixture(autouse=True)
@@ -63,10 +33,10 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
         monkeypatch.setenv(name, DEAD_URL)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    _escapes.clear()
+    network.escapes.clear()
     yield
-    if _escapes:
-        pytest.fail(f"the test tried to reach a real host: {sorted(set(_escapes))}")
+    if network.escapes:
+        pytest.fail(f"the test tried to reach a real host: {sorted(set(network.escapes))}")
 
 
 @pytest.fixture

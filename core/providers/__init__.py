@@ -21,6 +21,10 @@ class ModelRequest:
 
 
 class Provider(Protocol):
+    def check(self) -> None:
+        """Raise `ProviderError` when no request could succeed (no credentials...), before a run starts."""
+        ...
+
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one assistant reply; the last event is a `MessageDone`. Raise `ProviderError`."""
         ...

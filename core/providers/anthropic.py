@@ -2,14 +2,16 @@
 
 The SDK is imported on first use (it costs about a second). The SDK retries failed HTTP requests
 (408/409/429/5xx/529, connection errors); what it does not retry is ours: an `error` event in the
-middle of a stream, a stream that ends without `message_stop`, and a connection that breaks while
-the body is streaming. Each of those voids the partial reply (a `StreamRetry` says so) and asks
-again with backoff, so nothing reaches the history twice.
+middle of a stream, a stream that ends without `message_stop`, and a connection that breaks (or
+garbles an event) while the body is streaming. Each of those voids the partial reply (a
+`StreamRetry` says so) and asks again with backoff, so nothing reaches the history twice.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import random
 import threading
 import warnings
@@ -23,11 +25,14 @@ from core.providers import ModelRequest, ProviderError
 from core.providers.accumulate import ReplyAccumulator
 
 EPHEMERAL = {"type": "ephemeral"}
+MIN_THINKING_BUDGET = 1024  # the API's floor for `thinking: enabled`
+MAX_THINKING_BUDGET = 16_000
 _RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
-_UNCACHEABLE = {"thinking", "redacted_thinking"}
+_SDK_RETRIED = {408, 409, 429}  # and every status from 500 up
 _KIND_BY_STATUS = {
     400: "invalid_request",
     401: "auth",
+    402: "billing",
     403: "permission",
     404: "not_found",
     413: "invalid_request",
@@ -40,6 +45,12 @@ _KIND_BY_ERROR_TYPE = {
     "permission_error": "permission",
     "not_found_error": "not_found",
     "request_too_large": "invalid_request",
+    "billing_error": "billing",
+}
+_HINTS = {
+    "auth": " (check ANTHROPIC_API_KEY)",
+    "not_found": " (is the model id right? see --model)",
+    "billing": " (check the account's plan and credits)",
 }
 NO_API_KEY = (
     "ANTHROPIC_API_KEY is not set. Export your key (export ANTHROPIC_API_KEY=sk-ant-...) and run again."
@@ -74,20 +85,17 @@ def build_params(request: ModelRequest) -> dict[str, Any]:
         params["tools"] = tools
     messages = to_api_messages(request.messages)
     if messages:
+        # the newest message is the user's (a prompt or tool results), never a thinking block
         last = messages[-1]
-        blocks = list(last["content"])
-        for i in range(len(blocks) - 1, -1, -1):
-            if blocks[i]["type"] not in _UNCACHEABLE:
-                blocks[i] = {**blocks[i], "cache_control": EPHEMERAL}  # a copy: wire forms are shared
-                break
-        messages[-1] = {"role": last["role"], "content": blocks}
+        blocks = [*last["content"][:-1], {**last["content"][-1], "cache_control": EPHEMERAL}]
+        messages[-1] = {"role": last["role"], "content": blocks}  # copies: wire forms are shared
     params["messages"] = messages
     if request.thinking:
+        budget = min(MAX_THINKING_BUDGET, max_tokens // 2)
         if info.thinking == "adaptive":
             params["thinking"] = {"type": "adaptive"}
-        elif info.thinking == "enabled" and max_tokens > 1024:
-            budget = min(info.thinking_budget, max_tokens - 1)
-            params["thinking"] = {"type": "enabled", "budget_tokens": max(1024, budget)}
+        elif info.thinking == "enabled" and budget >= MIN_THINKING_BUDGET:
+            params["thinking"] = {"type": "enabled", "budget_tokens": budget}
     return params
 
 
@@ -104,15 +112,12 @@ def _fatal(exc: Exception, base_url: str) -> ProviderError:
         if status == 200:  # an `error` event inside the stream
             kind = _KIND_BY_ERROR_TYPE.get(str(exc.type), "stream")
             return ProviderError(f"API error during the reply ({exc.type}): {_api_message(exc)}", kind=kind)
-        kind = _KIND_BY_STATUS.get(status, "overloaded")
-        detail = _api_message(exc)
-        if kind == "auth":
-            detail += " (check ANTHROPIC_API_KEY)"
-        elif kind == "not_found":
-            detail += " (is the model id right? see --model)"
-        elif kind in ("rate_limit", "overloaded"):
-            detail += " (still failing after the SDK's retries; try again later)"
-        return ProviderError(f"API error {status}: {detail}", kind=kind, status=status)
+        retried = status in _SDK_RETRIED or status >= 500
+        kind = _KIND_BY_STATUS.get(status, "overloaded" if retried else "invalid_request")
+        hint = (
+            " (still failing after the SDK's retries; try again later)" if retried else _HINTS.get(kind, "")
+        )
+        return ProviderError(f"API error {status}: {_api_message(exc)}{hint}", kind=kind, status=status)
     if isinstance(exc, anthropic.APIConnectionError):
         cause = exc.__cause__ or exc
         return ProviderError(f"Cannot reach the API at {base_url}: {cause}", kind="connection")
@@ -125,7 +130,15 @@ def _is_retryable_midstream(exc: Exception) -> bool:
 
     if isinstance(exc, anthropic.APIStatusError):
         return exc.status_code == 200 and str(exc.type) in _RETRYABLE_STREAM_ERRORS
-    return isinstance(exc, (httpx2.TransportError, anthropic.APIConnectionError))
+    # a garbled event (a proxy cutting a line) is as good as a dropped connection
+    return isinstance(exc, httpx2.TransportError | anthropic.APIConnectionError | json.JSONDecodeError)
+
+
+def _describe(exc: Exception) -> str:
+    api_type = getattr(exc, "type", None)
+    if isinstance(api_type, str):
+        return f"{api_type}: {_api_message(exc)}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 class AnthropicProvider:
@@ -146,6 +159,12 @@ class AnthropicProvider:
         self._sdk_client: Any = None
         self._noticed: set[str] = set()
 
+    def check(self) -> None:
+        """Raise `ProviderError` now when no request could succeed (no credentials at all)."""
+        if self._api_key or os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+            return  # no need to wait for the SDK import to know that
+        self._client()  # the SDK may still find credentials elsewhere (a profile)
+
     def _client(self) -> Any:
         if self._sdk_client is None:
             import anthropic
@@ -164,6 +183,10 @@ class AnthropicProvider:
             client, self._sdk_client = self._sdk_client, None
             await client.close()
 
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt `attempt` (1-based): doubling, with up to 25% jitter."""
+        return self._backoff_s * 2 ** (attempt - 1) * (1 + random.random() / 4)
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         client = self._client()
         params = build_params(request)
@@ -171,8 +194,10 @@ class AnthropicProvider:
         for attempt in range(1, self._stream_attempts + 1):
             acc = ReplyAccumulator()
             try:
+                # The SDK warns of deprecated models; Python hides DeprecationWarning, people should not
+                # miss it. (Warning filters are process-wide: a concurrent request may see this one's.)
                 with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always", DeprecationWarning)  # the SDK's model deprecation notes
+                    warnings.simplefilter("always", DeprecationWarning)
                     stream = await client.messages.create(**params, stream=True)
             except Exception as e:  # the SDK has already retried what it retries
                 raise _fatal(e, base_url) from e
@@ -200,7 +225,7 @@ class AnthropicProvider:
                 raise ProviderError(
                     f"The API stream failed {attempt} times in a row; last: {reason}", kind="stream"
                 )
-            delay = self._backoff_s * 2 ** (attempt - 1) * (1 + random.random() / 4)
+            delay = self.backoff(attempt)
             yield StreamRetry(attempt, self._stream_attempts, delay, reason)
             await asyncio.sleep(delay)
 
@@ -218,10 +243,3 @@ class AnthropicProvider:
             out = acc.feed(event)
             if out is not None:
                 yield out
-
-
-def _describe(exc: Exception) -> str:
-    api_type = getattr(exc, "type", None)
-    if isinstance(api_type, str):
-        return f"{api_type}: {_api_message(exc)}"
-    return f"{type(exc).__name__}: {exc}"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from core.runtime import RunOptions
 from core.session import SessionStore
 from tests.fakes.script import ToolCall, reply
 from tests.fakes.scripted import ScriptedProvider
+from tests.fakes.tools import Boom, Probe
 
 
 def run(
@@ -28,7 +31,8 @@ def run(
 ) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     options = HeadlessOptions(RunOptions(cwd=Path.cwd(), **run_options), prompt, fmt, verbose)
-    code = run_headless(options, provider=provider, streams=Streams(stdin=None, stdout=out, stderr=err))
+    streams = Streams(stdin=None, stdout=out, stderr=err)
+    code = run_headless(options, provider=provider, tools=[Probe("Echo"), Boom()], streams=streams)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -38,7 +42,7 @@ def lines(text: str) -> list[dict[str, Any]]:
 
 def test_text_mode_prints_only_the_final_answer(project: Path) -> None:
     provider = ScriptedProvider(
-        reply("Let me look.", ToolCall("Read", {"file_path": "x"})), reply("main.py prints hi.")
+        reply("Let me look.", ToolCall("Echo", {"text": "x"})), reply("main.py prints hi.")
     )
     code, out, err = run(provider)
     assert (code, out, err) == (0, "main.py prints hi.\n", "")
@@ -69,7 +73,7 @@ def test_json_mode_prints_one_result_object(project: Path) -> None:
 
 
 def test_stream_json_emits_init_assistant_user_and_result_lines(project: Path) -> None:
-    call = ToolCall("Read", {"file_path": "x"})
+    call = ToolCall("Echo", {"text": "x"})
     provider = ScriptedProvider(reply(call), reply("done"))
     code, out, _ = run(provider, fmt="stream-json", verbose=True)
     events = lines(out)
@@ -81,24 +85,31 @@ def test_stream_json_emits_init_assistant_user_and_result_lines(project: Path) -
         ("result", "success"),
     ]
     init = events[0]
-    assert init["cwd"] == str(project) and init["model"] == "claude-sonnet-5-5" and init["tools"] == []
+    assert (
+        init["cwd"] == str(project)
+        and init["model"] == "claude-sonnet-5-5"
+        and init["tools"] == ["Echo", "Boom"]
+    )
     assert len({e["session_id"] for e in events}) == 1
     assert events[1]["message"]["content"] == [
-        {"type": "tool_use", "id": call.id, "name": "Read", "input": {"file_path": "x"}}
+        {"type": "tool_use", "id": call.id, "name": "Echo", "input": {"text": "x"}}
     ]
     assert events[1]["message"]["role"] == "assistant" and events[1]["parent_tool_use_id"] is None
-    tool_result = events[2]["message"]["content"][0]
-    assert tool_result["tool_use_id"] == call.id and tool_result["is_error"] is True
+    assert events[2]["message"]["content"] == [
+        {"type": "tool_result", "tool_use_id": call.id, "content": "Echo: x"}
+    ]
     assert code == 0
 
 
 def test_verbose_text_mode_shows_tool_calls_on_stderr(project: Path) -> None:
-    provider = ScriptedProvider(reply(ToolCall("Read", {"file_path": "src/app.py"})), reply("ok"))
-    code, out, err = run(provider, verbose=True)
-    assert code == 0
-    assert out == "ok\n"
-    assert "● Read(src/app.py)" in err
-    assert "⎿ Unknown tool 'Read'" in err
+    calls = (ToolCall("Echo", {"text": "src/app.py"}), ToolCall("Boom", {"text": "now"}))
+    code, out, err = run(ScriptedProvider(reply(*calls), reply("ok")), verbose=True)
+    assert (code, out) == (0, "ok\n")
+    assert err.splitlines() == [
+        "● Echo(src/app.py)",
+        "● Boom(now)",
+        "  ⎿ Boom failed: RuntimeError: boom: now",
+    ]
 
 
 def test_an_api_error_is_one_line_on_stderr_and_exit_1(project: Path) -> None:
@@ -123,7 +134,7 @@ def test_an_api_error_in_json_mode_is_an_error_result(project: Path) -> None:
 
 
 def test_max_turns_is_an_error_max_turns_result(project: Path) -> None:
-    provider = ScriptedProvider(reply(ToolCall("Read", {"file_path": "x"})))
+    provider = ScriptedProvider(reply(ToolCall("Echo", {"text": "x"})))
     code, out, _ = run(provider, fmt="json", max_turns=1)
     assert code == 1
     assert lines(out)[0]["subtype"] == "error_max_turns"
@@ -181,7 +192,32 @@ def test_piped_stdin_is_appended_to_a_prompt_argument() -> None:
         assert read_prompt("explain this log", stdin) == "explain this log\n\nline 1\nline 2"
 
 
-def test_a_terminal_or_devnull_stdin_is_not_read() -> None:
+def test_a_terminal_devnull_or_closed_stdin_is_not_read() -> None:
+    controller, terminal = os.openpty()
+    try:
+        os.write(controller, b"typed at the terminal\n\x04")  # a wrong read would return it, not hang
+        with open(terminal, encoding="utf-8", closefd=False) as tty:
+            assert read_prompt("hi", tty) == "hi"
+    finally:
+        os.close(controller)
+        os.close(terminal)
     with open(os.devnull, encoding="utf-8") as devnull:
         assert read_prompt("hi", devnull) == "hi"
     assert read_prompt("hi", None) == "hi"
+
+
+def test_a_slow_pipe_is_waited_for_with_a_note_on_stderr() -> None:
+    read_fd, write_fd = os.pipe()
+
+    def late_writer() -> None:
+        time.sleep(0.3)
+        os.write(write_fd, b"late data")
+        os.close(write_fd)
+
+    writer = threading.Thread(target=late_writer)
+    writer.start()
+    err = io.StringIO()
+    with open(read_fd, encoding="utf-8") as stdin:
+        assert read_prompt("q", stdin, err, patience_s=0.05) == "q\n\nlate data"
+    writer.join()
+    assert err.getvalue() == "piton: waiting for standard input to end (pass < /dev/null to give none)\n"

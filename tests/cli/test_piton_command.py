@@ -10,11 +10,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from core.history import is_valid
 from core.messages import INTERRUPTED_REQUEST
 from core.session import SessionStore, load_session
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.fakes.script import HttpError, MidStreamError, Thinking, ToolCall, reply
+from tests.fakes.script import HttpError, MidStreamError, Thinking, reply
 
 PITON = str(Path(sys.executable).with_name("piton"))
 
@@ -79,19 +81,15 @@ def test_json_output_is_one_result_object(fake_api: FakeAnthropicAPI, project: P
     assert (SessionStore().project_dir(project) / f"{result['session_id']}.jsonl").is_file()
 
 
-def test_stream_json_lines_through_a_tool_loop(fake_api: FakeAnthropicAPI, project: Path) -> None:
-    call = ToolCall("Read", {"file_path": "main.py"})
-    fake_api.add(reply(Thinking("Need the file."), call), reply("Done."))
-    done = piton("-p", "read it", "--output-format", "stream-json", "--verbose")
+def test_stream_json_lines(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(reply(Thinking("Easy one."), "Done."))
+    done = piton("-p", "say done", "--output-format", "stream-json", "--verbose")
     events = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [e["type"] for e in events] == ["system", "assistant", "user", "assistant", "result"]
+    assert [e["type"] for e in events] == ["system", "assistant", "result"]
     assert events[0]["subtype"] == "init" and events[0]["cwd"] == str(project)
-    assert events[1]["message"]["content"][0]["type"] == "thinking"
-    assert events[2]["message"]["content"][0]["tool_use_id"] == call.id
-    assert events[-1]["result"] == "Done." and events[-1]["num_turns"] == 2
-    # the thinking block went back to the API unmodified, or the fake would have answered 400
-    assert fake_api.rejections == []
-    assert fake_api.bodies[1]["messages"][1]["content"][0]["type"] == "thinking"
+    assert [b["type"] for b in events[1]["message"]["content"]] == ["thinking", "text"]
+    assert events[-1]["result"] == "Done." and events[-1]["num_turns"] == 1
+    assert done.returncode == 0
 
 
 def test_continue_and_resume_carry_the_conversation(fake_api: FakeAnthropicAPI, project: Path) -> None:
@@ -155,15 +153,9 @@ def test_a_missing_api_key_says_what_to_do(
     assert fake_api.requests == []
 
 
-def test_max_turns_stops_a_tool_loop(fake_api: FakeAnthropicAPI, project: Path) -> None:
-    fake_api.add(reply(ToolCall("Read", {"file_path": "a"})))
-    done = piton("-p", "q", "--max-turns", "1", "--output-format", "json")
-    result = json.loads(done.stdout)
-    assert done.returncode == 1 and result["subtype"] == "error_max_turns" and result["is_error"] is True
-
-
-def test_ctrl_c_mid_answer_exits_130_and_leaves_a_valid_session(
-    fake_api: FakeAnthropicAPI, project: Path
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_an_interrupt_mid_answer_exits_130_and_leaves_a_valid_session(
+    fake_api: FakeAnthropicAPI, project: Path, sig: signal.Signals
 ) -> None:
     fake_api.add(reply("word " * 400, chunk=5, delay_s=0.01))
     proc = subprocess.Popen(
@@ -177,7 +169,7 @@ def test_ctrl_c_mid_answer_exits_130_and_leaves_a_valid_session(
     while not fake_api.requests and time.monotonic() < deadline:
         time.sleep(0.02)
     time.sleep(0.3)  # well into the stream
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert out == "" and "interrupted" in err and "Traceback" not in err
@@ -195,7 +187,7 @@ def test_without_print_the_missing_repl_is_explained(project: Path) -> None:
 
 def test_a_reader_that_goes_away_ends_the_run_quietly(fake_api: FakeAnthropicAPI, project: Path) -> None:
     # the reply streams slowly, so the reader is gone well before the next line is written
-    fake_api.add(reply(ToolCall("Read", {"file_path": "a"}), delay_s=0.05), reply("done"))
+    fake_api.add(reply("a slow answer", delay_s=0.05))
     proc = subprocess.Popen(
         [PITON, "-p", "q", "--output-format", "stream-json"],
         stdin=subprocess.DEVNULL,
@@ -211,3 +203,66 @@ def test_a_reader_that_goes_away_ends_the_run_quietly(fake_api: FakeAnthropicAPI
     assert json.loads(first)["subtype"] == "init"
     assert proc.returncode == 141
     assert err == ""
+
+
+def test_model_comes_from_the_environment_and_a_resumed_session_keeps_its_own(
+    fake_api: FakeAnthropicAPI, project: Path, monkeypatch: Any
+) -> None:
+    fake_api.add(reply("one"), reply("two"), reply("three"))
+    monkeypatch.setenv("ANTHROPIC_MODEL", "haiku")
+    piton("-p", "first")
+    monkeypatch.delenv("ANTHROPIC_MODEL")
+    piton("-p", "second", "--model", "opus")
+    piton("-p", "third", "--continue")
+    assert [b["model"] for b in fake_api.bodies] == ["claude-haiku-5-5", "claude-opus-5-5", "claude-opus-5-5"]
+
+
+def test_an_auth_token_works_without_an_api_key(
+    fake_api: FakeAnthropicAPI, project: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "test-key")
+    fake_api.add(reply("hello"))
+    done = piton("-p", "q")
+    assert (done.returncode, done.stdout) == (0, "hello\n")
+    assert fake_api.requests[0].headers["authorization"] == "Bearer test-key"
+
+
+def test_a_deprecated_model_works_with_a_notice(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(reply("still here"))
+    done = piton("-p", "q", "--model", "claude-sonnet-4-5-20250929")
+    assert (done.returncode, done.stdout) == (0, "still here\n")
+    assert done.stderr.count("\n") == 1 and "end-of-life" in done.stderr
+    assert fake_api.bodies[0]["thinking"]["type"] == "enabled"
+
+
+def test_a_non_retryable_error_mid_stream_is_one_line(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(
+        reply("x", fault=MidStreamError(after=3, error_type="invalid_request_error", message="bad input"))
+    )
+    done = piton("-p", "q")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == "piton: API error during the reply (invalid_request_error): bad input\n"
+    assert len(fake_api.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-p", "q", "--output-format", "xml"], "Invalid value for '--output-format'"),
+        (["-p", "q", "--max-turns", "0"], "Invalid value for '--max-turns'"),
+        (["-p", "q", "--thinking", "maybe"], "Invalid value for '--thinking'"),
+        (["--frobnicate"], "No such option: --frobnicate"),
+    ],
+)
+def test_bad_flags_are_one_line_and_exit_2(project: Path, args: list[str], message: str) -> None:
+    done = piton(*args)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"piton: {message}") and done.stderr.count("\n") == 1
+    assert done.stderr.endswith("(piton --help lists the options)\n")
+
+
+def test_no_api_key_creates_no_session(fake_api: FakeAnthropicAPI, project: Path, monkeypatch: Any) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    piton("-p", "q")
+    assert SessionStore().latest(project) is None

@@ -20,15 +20,16 @@ from core.messages import (
     INTERRUPTED_REQUEST,
     INTERRUPTED_TOOL_RESULT,
     Message,
+    RedactedThinkingBlock,
     ThinkingBlock,
     ToolResultBlock,
 )
 from core.providers import ProviderError
 from core.usage import Usage
-from tests.fakes.script import Thinking, ToolCall, reply
+from tests.fakes.script import RedactedThinking, Thinking, ToolCall, reply
 from tests.fakes.scripted import ScriptedProvider
 from tests.fakes.tools import Boom, NoOp, Probe, forever, make_agent
-from tests.fakes.validate import validate_request
+from tests.fakes.validate import history_problem
 from tests.helpers import collect
 
 
@@ -43,8 +44,7 @@ def results_in(message: Message) -> list[tuple[str, str, bool]]:
 
 def assert_api_valid(history: list[Message]) -> None:
     assert is_valid(history)
-    body = {"model": "claude-sonnet-5-5", "max_tokens": 100, "messages": to_api_messages(history)}
-    assert validate_request(body, issued={}) is None
+    assert history_problem(to_api_messages(history)) is None
 
 
 def test_a_plain_answer_ends_the_run() -> None:
@@ -212,11 +212,14 @@ def test_a_provider_error_ends_the_run_with_an_error_result() -> None:
 
 
 def test_thinking_blocks_go_back_unmodified() -> None:
-    thought = Thinking("I should read the file first.")
-    provider = ScriptedProvider(reply(thought, ToolCall("NoOp", {"text": "x"})), reply("done"))
+    thought, redacted = Thinking("I should read the file first."), RedactedThinking()
+    provider = ScriptedProvider(reply(thought, redacted, ToolCall("NoOp", {"text": "x"})), reply("done"))
     collect(make_agent(provider, NoOp()).run("go"))
     assistant = provider.requests[1].messages[-2]
-    assert assistant.content[0] == ThinkingBlock(thinking=thought.thinking, signature=thought.signature)
+    assert assistant.content[:2] == [
+        ThinkingBlock(thinking=thought.thinking, signature=thought.signature),
+        RedactedThinkingBlock(data=redacted.data),
+    ]
 
 
 def test_usage_and_cost_add_up_over_the_run() -> None:

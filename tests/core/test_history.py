@@ -11,7 +11,7 @@ from core.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from tests.fakes.validate import validate_request
+from tests.fakes.validate import history_problem
 
 
 def use(i: str) -> ToolUseBlock:
@@ -23,8 +23,7 @@ def result(i: str, text: str = "ok") -> ToolResultBlock:
 
 
 def api_problem(history: list[Message]) -> str | None:
-    body = {"model": "claude-sonnet-5-5", "max_tokens": 100, "messages": to_api_messages(history)}
-    return validate_request(body, issued={})
+    return history_problem(to_api_messages(history))
 
 
 def test_valid_history_is_returned_as_the_same_objects() -> None:

@@ -9,7 +9,10 @@ import pytest
 from core.history import is_valid
 from core.messages import (
     INTERRUPTED_TOOL_RESULT,
+    Base64ImageSource,
+    ImageBlock,
     Message,
+    RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -24,10 +27,22 @@ CONVERSATION = [
         role="assistant",
         content=[
             ThinkingBlock(thinking="Read it.", signature="sig-1"),
+            RedactedThinkingBlock(data="opaque-bytes"),
             ToolUseBlock(id="toolu_1", name="Read", input={"file_path": "main.py"}),
         ],
     ),
-    Message(role="user", content=[ToolResultBlock(tool_use_id="toolu_1", content="print('hi')")]),
+    Message(
+        role="user",
+        content=[
+            ToolResultBlock(
+                tool_use_id="toolu_1",
+                content=[
+                    TextBlock(text="print('hi')"),
+                    ImageBlock(source=Base64ImageSource(media_type="image/png", data="iVBORw0KGgo=")),
+                ],
+            )
+        ],
+    ),
     Message(role="assistant", content=[TextBlock(text="It prints hi.")]),
 ]
 

@@ -27,10 +27,9 @@ from tests.fakes.script import (
     RawSSE,
     RedactedThinking,
     Reply,
-    Text,
     Thinking,
     ToolCall,
-    chunks,
+    sse_events,
 )
 from tests.fakes.validate import validate_request
 
@@ -48,76 +47,6 @@ def _estimate_tokens(body: dict[str, Any]) -> int:
     size = len(json.dumps(body.get("messages", []))) + len(json.dumps(body.get("system", "")))
     size += len(json.dumps(body.get("tools", [])))
     return max(1, size // 4)
-
-
-def sse_events(item: Reply, model: str, input_tokens: int) -> list[tuple[str, dict[str, Any]]]:
-    """The SSE events the API would send for `item`, in order."""
-    usage = {
-        "input_tokens": item.input_tokens if item.input_tokens is not None else input_tokens,
-        "cache_creation_input_tokens": item.cache_creation_input_tokens,
-        "cache_read_input_tokens": item.cache_read_input_tokens,
-        "output_tokens": 1,
-    }
-    out_text = 0
-    events: list[tuple[str, dict[str, Any]]] = [
-        (
-            "message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    "id": f"msg_{uuid.uuid4().hex[:24]}",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": usage,
-                },
-            },
-        ),
-        ("ping", {"type": "ping"}),
-    ]
-    for index, block in enumerate(item.blocks):
-        deltas: list[dict[str, Any]] = []
-        if isinstance(block, Text):
-            start: dict[str, Any] = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": c} for c in chunks(block.text, item.chunk)]
-            out_text += len(block.text)
-        elif isinstance(block, Thinking):
-            start = {"type": "thinking", "thinking": "", "signature": ""}
-            deltas = [{"type": "thinking_delta", "thinking": c} for c in chunks(block.thinking, item.chunk)]
-            deltas.append({"type": "signature_delta", "signature": block.signature})
-            out_text += len(block.thinking)
-        elif isinstance(block, RedactedThinking):
-            start = {"type": "redacted_thinking", "data": block.data}
-        else:
-            start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
-            deltas = [{"type": "input_json_delta", "partial_json": c} for c in chunks(block.json, item.chunk)]
-            out_text += len(block.json)
-        events.append(
-            ("content_block_start", {"type": "content_block_start", "index": index, "content_block": start})
-        )
-        events.extend(
-            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
-            for d in deltas
-        )
-        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-    final_usage = dict(
-        usage, output_tokens=item.output_tokens if item.output_tokens is not None else 1 + out_text // 4
-    )
-    events.append(
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": item.effective_stop_reason, "stop_sequence": None},
-                "usage": final_usage,
-            },
-        )
-    )
-    events.append(("message_stop", {"type": "message_stop"}))
-    return events
 
 
 def _issued_content(item: Reply) -> list[dict[str, Any]]:
@@ -140,7 +69,6 @@ class FakeAnthropicAPI:
         self.unexpected: list[Recorded] = []
         self.server_errors: list[str] = []
         self.rejections: list[str] = []  # 400 messages this server sent for invalid requests
-        self.missing_models: set[str] = set()
         self.issued: dict[str, list[dict[str, Any]]] = {}  # tool_use id -> blocks of its reply
         self._script: deque[ScriptItem] = deque()
         self._lock = threading.Lock()
@@ -182,10 +110,6 @@ class FakeAnthropicAPI:
         with self._lock:
             self._script.extend(items)
         return self
-
-    @property
-    def remaining(self) -> int:
-        return len(self._script)
 
     def assert_complete(self) -> None:
         assert not self.unexpected, f"{len(self.unexpected)} request(s) beyond the script"
@@ -261,8 +185,6 @@ class _Handler(BaseHTTPRequestHandler):
         problem = validate_request(body, self.fake.issued)
         if problem:
             return self._reject(400, "invalid_request_error", problem)
-        if body.get("model") in self.fake.missing_models:
-            return self._reject(404, "not_found_error", f"model: {body.get('model')}")
         item = self.fake._next(body)
         if item is None:
             self.fake.unexpected.append(recorded)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,3 +113,73 @@ def reply(*blocks: Block | str, **kwargs: Any) -> Reply:
 
 def chunks(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def sse_events(item: Reply, model: str, input_tokens: int) -> list[tuple[str, dict[str, Any]]]:
+    """The SSE events the API would send for `item`, in order."""
+    usage = {
+        "input_tokens": item.input_tokens if item.input_tokens is not None else input_tokens,
+        "cache_creation_input_tokens": item.cache_creation_input_tokens,
+        "cache_read_input_tokens": item.cache_read_input_tokens,
+        "output_tokens": 1,
+    }
+    out_text = 0
+    events: list[tuple[str, dict[str, Any]]] = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": f"msg_{uuid.uuid4().hex[:24]}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": usage,
+                },
+            },
+        ),
+        ("ping", {"type": "ping"}),
+    ]
+    for index, block in enumerate(item.blocks):
+        deltas: list[dict[str, Any]] = []
+        if isinstance(block, Text):
+            start: dict[str, Any] = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": c} for c in chunks(block.text, item.chunk)]
+            out_text += len(block.text)
+        elif isinstance(block, Thinking):
+            start = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": c} for c in chunks(block.thinking, item.chunk)]
+            deltas.append({"type": "signature_delta", "signature": block.signature})
+            out_text += len(block.thinking)
+        elif isinstance(block, RedactedThinking):
+            start = {"type": "redacted_thinking", "data": block.data}
+        else:
+            start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": c} for c in chunks(block.json, item.chunk)]
+            out_text += len(block.json)
+        events.append(
+            ("content_block_start", {"type": "content_block_start", "index": index, "content_block": start})
+        )
+        events.extend(
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+            for d in deltas
+        )
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    final_usage = dict(
+        usage, output_tokens=item.output_tokens if item.output_tokens is not None else 1 + out_text // 4
+    )
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": item.effective_stop_reason, "stop_sequence": None},
+                "usage": final_usage,
+            },
+        )
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events

@@ -1,26 +1,27 @@
 """An in-process provider that replays scripted replies: fast loop tests without HTTP.
 
 It records every request, fails loudly on a call beyond its script, and `assert_complete()` checks
-that every scripted reply was used. It streams the same typed events the Anthropic provider does.
+that every scripted reply was used. A reply becomes the same stream events the fake HTTP API would
+send, folded by the same accumulator the Anthropic provider uses, so both fakes agree by design.
 """
 
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
-from core.events import MessageDone, StreamEvent, TextDelta, ThinkingDelta, ToolInputDelta, ToolUseStart
-from core.messages import ContentBlock, Message, RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from core.events import StreamEvent
+from core.messages import Message
 from core.providers import ModelRequest
-from core.providers.accumulate import parse_tool_input
-from core.usage import Usage
-from tests.fakes.script import RedactedThinking, Reply, Text, Thinking, chunks
+from core.providers.accumulate import ReplyAccumulator
+from tests.fakes.script import Reply, sse_events
 
 Step = Reply | BaseException | Callable[[ModelRequest], "Reply | BaseException"]
+DEFAULT_INPUT_TOKENS = 100
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,13 @@ class SeenRequest:
     messages: tuple[Message, ...]
     tools: tuple[dict[str, Any], ...]
     thinking: bool
+
+
+def _attrs(data: Any) -> Any:
+    """A decoded JSON event with attribute access, as the SDK delivers events."""
+    if isinstance(data, dict):
+        return SimpleNamespace(**{k: _attrs(v) for k, v in data.items()})
+    return data
 
 
 class ScriptedProvider:
@@ -47,6 +55,9 @@ class ScriptedProvider:
 
     def add(self, *steps: Step) -> None:
         self._steps.extend(steps)
+
+    def check(self) -> None:
+        pass
 
     async def aclose(self) -> None:
         self.closed = True
@@ -72,48 +83,11 @@ class ScriptedProvider:
             step = step(request)
         if isinstance(step, BaseException):
             raise step
-        content: list[ContentBlock] = []
-        errors: dict[str, str] = {}
-        for block in step.blocks:
-            for event in _events(block, step.chunk):
+        acc = ReplyAccumulator()
+        for _name, data in sse_events(step, self.model, DEFAULT_INPUT_TOKENS):
+            out = acc.feed(_attrs(data))
+            if out is not None:
                 if self.delay_s:
                     await asyncio.sleep(self.delay_s)
-                yield event
-            if isinstance(block, Text):
-                content.append(TextBlock(text=block.text))
-            elif isinstance(block, Thinking):
-                content.append(ThinkingBlock(thinking=block.thinking, signature=block.signature))
-            elif isinstance(block, RedactedThinking):
-                content.append(RedactedThinkingBlock(data=block.data))
-            else:
-                tool_input, error = parse_tool_input(block.json)
-                if error:
-                    errors[block.id] = error
-                content.append(ToolUseBlock(id=block.id, name=block.name, input=tool_input))
-        usage = Usage(
-            input_tokens=step.input_tokens if step.input_tokens is not None else 100,
-            output_tokens=step.output_tokens if step.output_tokens is not None else 10,
-            cache_creation_input_tokens=step.cache_creation_input_tokens,
-            cache_read_input_tokens=step.cache_read_input_tokens,
-        )
-        yield MessageDone(
-            message=Message(role="assistant", content=content),
-            usage=usage,
-            stop_reason=step.effective_stop_reason,
-            model=self.model,
-            message_id=f"msg_{uuid.uuid4().hex[:24]}",
-            input_errors=errors,
-        )
-
-
-def _events(block: Any, size: int) -> list[StreamEvent]:
-    if isinstance(block, Text):
-        return [TextDelta(c) for c in chunks(block.text, size)]
-    if isinstance(block, Thinking):
-        return [ThinkingDelta(c) for c in chunks(block.thinking, size)]
-    if isinstance(block, RedactedThinking):
-        return []
-    return [
-        ToolUseStart(block.id, block.name),
-        *(ToolInputDelta(block.id, c) for c in chunks(block.json, size)),
-    ]
+                yield out
+        yield acc.done()

@@ -10,6 +10,7 @@ import pytest
 
 from tests.fakes.fake_api import FakeAnthropicAPI
 from tests.fakes.script import HttpError, Thinking, ToolCall, reply
+from tests.fakes.validate import ANY_TOOL
 
 USER = {"role": "user", "content": "hi"}
 
@@ -19,7 +20,13 @@ def client(fake: FakeAnthropicAPI) -> anthropic.Anthropic:
 
 
 def create(fake: FakeAnthropicAPI, **body: Any) -> Any:
-    params: dict[str, Any] = {"model": "claude-sonnet-5-5", "max_tokens": 100, "messages": [USER], **body}
+    params: dict[str, Any] = {
+        "model": "claude-sonnet-5-5",
+        "max_tokens": 100,
+        "messages": [USER],
+        "tools": [ANY_TOOL],
+        **body,
+    }
     with client(fake) as c:
         return c.messages.create(**params)
 
@@ -149,3 +156,28 @@ def test_a_request_beyond_the_script_is_flagged(fake_api: FakeAnthropicAPI) -> N
     assert "no scripted response" in rejected(fake_api)
     assert len(fake_api.unexpected) == 1
     fake_api.unexpected.clear()  # seen and expected here
+
+
+def test_tool_blocks_without_tools_defined_are_a_400(fake_api: FakeAnthropicAPI) -> None:
+    messages = [
+        USER,
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]},
+    ]
+    assert "must define tools" in rejected(fake_api, messages=messages, tools=[])
+
+
+def test_null_fields_are_a_400(fake_api: FakeAnthropicAPI) -> None:
+    block = {"type": "text", "text": "hi", "citations": None}
+    assert "citations: Input should be a valid value, not null" in rejected(
+        fake_api, messages=[{"role": "user", "content": [block]}]
+    )
+
+
+@pytest.mark.parametrize("param", ["temperature", "top_p", "top_k", "frobnicate"])
+def test_parameters_this_api_version_does_not_take_are_a_400(fake_api: FakeAnthropicAPI, param: str) -> None:
+    payload = {"model": "claude-sonnet-5-5", "max_tokens": 10, "messages": [USER], param: 0.5}
+    headers = {"authorization": "Bearer test-key", "anthropic-version": "2026-10-21"}
+    response = httpx2.post(f"{fake_api.base_url}/v1/messages", json=payload, headers=headers)
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == f"{param}: Extra inputs are not permitted"

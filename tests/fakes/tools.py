@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import ClassVar
 
 from pydantic import BaseModel
 
@@ -55,7 +54,6 @@ class Boom(Tool):
     name = "Boom"
     description = "Always raises."
     input_model = TextInput
-    errors: ClassVar[int] = 0
 
     async def run(self, args: TextInput, ctx: ToolContext) -> ToolResult:
         raise RuntimeError(f"boom: {args.text}")

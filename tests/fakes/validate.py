@@ -11,7 +11,25 @@ from typing import Any
 from tests.fakes.script import sign
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-_REMOVED_PARAMS = ("temperature", "top_p", "top_k")
+_PARAMS = {
+    "model",
+    "max_tokens",
+    "messages",
+    "system",
+    "tools",
+    "tool_choice",
+    "thinking",
+    "stream",
+    "metadata",
+    "stop_sequences",
+    "cache_control",
+    "output_config",
+    "service_tier",
+    "container",
+    "speed",
+    "diagnostics",
+    "inference_geo",
+}  # temperature, top_p and top_k are gone from this API version
 _BLOCK_TYPES = {"text", "image", "tool_use", "tool_result", "thinking", "redacted_thinking", "document"}
 _VERSION = re.compile(
     r"^claude-(?:(?:opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?|(\d+)-(\d{1,2})-\w+)(?:-\d{8})?$"
@@ -52,7 +70,18 @@ def _check_text(where: str, block: dict[str, Any]) -> str | None:
     return None
 
 
+def _null_field(block: dict[str, Any]) -> str | None:
+    for key, value in block.items():
+        if value is None:
+            return key
+        if isinstance(value, dict) and (inner := _null_field(value)):
+            return f"{key}.{inner}"
+    return None
+
+
 def _check_block(where: str, block: dict[str, Any]) -> str | None:
+    if field := _null_field(block):
+        return f"{where}.{field}: Input should be a valid value, not null"
     kind = block.get("type")
     if kind not in _BLOCK_TYPES:
         return f"{where}.type: Input tag '{kind}' found using 'type' does not match any of the expected tags"
@@ -111,8 +140,8 @@ def validate_request(body: dict[str, Any], issued: dict[str, list[dict[str, Any]
     for name in ("model", "max_tokens", "messages"):
         if name not in body:
             return f"{name}: Field required"
-    for name in _REMOVED_PARAMS:
-        if name in body:
+    for name in body:
+        if name not in _PARAMS:
             return f"{name}: Extra inputs are not permitted"
     if not isinstance(body["max_tokens"], int) or body["max_tokens"] < 1:
         return "max_tokens: Input should be greater than or equal to 1"
@@ -160,6 +189,11 @@ def _check_messages(
         for j, block in enumerate(_blocks(content)):
             if problem := _check_block(f"messages.{i}.content.{j}", block):
                 return problem
+    uses_tools = any(
+        b.get("type") in ("tool_use", "tool_result") for m in messages for b in _blocks(m.get("content"))
+    )
+    if uses_tools and not body.get("tools"):
+        return "Requests which include `tool_use` or `tool_result` blocks must define tools."
     merged = _merge(messages)
     if merged[0][1] != "user":
         return 'messages: first message must use the "user" role'
@@ -244,3 +278,12 @@ def _check_thinking_loop(
             "When `thinking` is enabled, a final `assistant` message must start with a thinking block."
         )
     return None
+
+
+ANY_TOOL = {"name": "Read", "description": "Reads a file.", "input_schema": {"type": "object"}}
+
+
+def history_problem(messages: list[dict[str, Any]]) -> str | None:
+    """What the API would say of a request carrying these messages (and a tool, so tool blocks may appear)."""
+    body = {"model": "claude-sonnet-5-5", "max_tokens": 100, "messages": messages, "tools": [ANY_TOOL]}
+    return validate_request(body, issued={})

@@ -15,11 +15,28 @@ from core.events import (
     ToolInputDelta,
     ToolUseStart,
 )
-from core.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock
+from core.messages import (
+    Message,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from core.providers import ModelRequest, ProviderError
 from core.providers.anthropic import AnthropicProvider, build_params
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.fakes.script import DropStream, HttpError, MidStreamError, RawSSE, Thinking, ToolCall, reply
+from tests.fakes.script import (
+    DropStream,
+    HttpError,
+    MidStreamError,
+    RawSSE,
+    RedactedThinking,
+    Thinking,
+    ToolCall,
+    reply,
+)
+from tests.fakes.validate import history_problem
 from tests.helpers import stream_all
 
 TOOLS = [{"name": "Read", "description": "Read a file", "input_schema": {"type": "object", "properties": {}}}]
@@ -140,6 +157,22 @@ def test_older_models_get_enabled_thinking_with_a_valid_budget(fake_api: FakeAnt
     assert len(notices) == 1 and "end-of-life" in notices[0]
 
 
+@pytest.mark.parametrize(
+    "model", ["claude-sonnet-4-5", "claude-3-7-sonnet-20250219", "claude-haiku-4-5", "claude-opus-4-1"]
+)
+def test_enabled_thinking_budgets_stay_within_the_api_bounds(model: str) -> None:
+    params = build_params(request(model=model))
+    assert params["thinking"]["type"] == "enabled"
+    assert 1024 <= params["thinking"]["budget_tokens"] < params["max_tokens"]
+
+
+def test_a_max_tokens_too_small_for_a_budget_sends_no_thinking() -> None:
+    assert "thinking" not in build_params(request(model="claude-sonnet-4-5", max_tokens=1500))
+    assert (
+        build_params(request(model="claude-sonnet-4-5", max_tokens=4000))["thinking"]["budget_tokens"] == 2000
+    )
+
+
 def test_thinking_off_sends_no_thinking_parameter() -> None:
     assert "thinking" not in build_params(request(thinking=False))
 
@@ -199,6 +232,9 @@ def test_a_mid_stream_invalid_request_error_is_not_retried(fake_api: FakeAnthrop
         (403, "permission_error", "permission"),
         (400, "invalid_request_error", "invalid_request"),
         (404, "not_found_error", "not_found"),
+        (413, "request_too_large", "invalid_request"),
+        (422, "invalid_request_error", "invalid_request"),
+        (402, "billing_error", "billing"),
     ],
 )
 def test_client_errors_are_not_retried_and_read_as_one_line(
@@ -209,6 +245,7 @@ def test_client_errors_are_not_retried_and_read_as_one_line(
         stream_all(provider(fake_api), request())
     assert err.value.kind == kind and err.value.status == status
     assert f"API error {status}: nope" in str(err.value)
+    assert "retries" not in str(err.value)  # the SDK does not retry these, and the line must not say so
     assert "\n" not in str(err.value)
     assert len(fake_api.requests) == 1
 
@@ -220,11 +257,12 @@ def test_a_wrong_api_key_is_an_auth_error(fake_api: FakeAnthropicAPI) -> None:
     assert "ANTHROPIC_API_KEY" in str(err.value)
 
 
-def test_rate_limits_are_retried_by_the_sdk_honouring_retry_after(fake_api: FakeAnthropicAPI) -> None:
+def test_rate_limits_are_retried_by_the_sdk(fake_api: FakeAnthropicAPI) -> None:
     fake_api.add(HttpError(429, "rate_limit_error", "slow down", {"retry-after-ms": "20"}), reply("made it"))
     events = stream_all(provider(fake_api), request())
     assert done_of(events).message.text == "made it"
-    assert len(fake_api.requests) == 2
+    assert [r.headers["x-stainless-retry-count"] for r in fake_api.requests] == ["0", "1"]
+    assert not any(isinstance(e, StreamRetry) for e in events)  # the SDK's retry, not ours
 
 
 def test_persistent_overload_ends_with_a_clear_error(fake_api: FakeAnthropicAPI) -> None:
@@ -336,3 +374,50 @@ def test_a_recorded_stream_replays_into_the_same_reply(fake_api: FakeAnthropicAP
         89,
     )
     assert done.stop_reason == "tool_use"
+
+
+def test_retries_back_off_doubling_with_jitter(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(*(reply("x", fault=DropStream(after=3)) for _ in range(2)), reply("ok"))
+    events = stream_all(provider(fake_api), request())
+    first, second = (e.delay_s for e in events if isinstance(e, StreamRetry))
+    assert 0.01 <= first <= 0.0125
+    assert 0.02 <= second <= 0.025
+
+
+def test_a_garbled_event_is_retried_like_a_dropped_stream(fake_api: FakeAnthropicAPI) -> None:
+    head = RECORDED.split("event: content_block_start")[0]
+    fake_api.add(RawSSE(head + "event: content_block_start\ndata: {not json\n\n"), reply("clean"))
+    events = stream_all(provider(fake_api), request())
+    assert done_of(events).message.text == "clean"
+    assert "JSONDecodeError" in next(e for e in events if isinstance(e, StreamRetry)).reason
+
+
+def test_redacted_thinking_is_kept_as_sent(fake_api: FakeAnthropicAPI) -> None:
+    redacted = RedactedThinking()
+    fake_api.add(reply(redacted, "answer"))
+    done = done_of(stream_all(provider(fake_api), request()))
+    assert done.message.content == [RedactedThinkingBlock(data=redacted.data), TextBlock(text="answer")]
+
+
+def test_the_moving_breakpoint_lands_on_the_newest_tool_result() -> None:
+    history = [
+        Message.user("go"),
+        Message(
+            role="assistant",
+            content=[
+                ToolUseBlock(id="t1", name="Read", input={}),
+                ToolUseBlock(id="t2", name="Read", input={}),
+            ],
+        ),
+        Message(
+            role="user",
+            content=[
+                ToolResultBlock(tool_use_id="t1", content="a"),
+                ToolResultBlock(tool_use_id="t2", content="b"),
+            ],
+        ),
+    ]
+    params = build_params(request(messages=history))
+    last = params["messages"][-1]["content"]
+    assert [("cache_control" in b, b["tool_use_id"]) for b in last] == [(False, "t1"), (True, "t2")]
+    assert history_problem(params["messages"]) is None
