@@ -6,5 +6,13 @@ from core.tools import Tool
 
 
 def builtin_tools() -> list[Tool]:
-    """Fresh instances of every built-in tool (tools may keep per-session state)."""
-    return []
+    """Fresh instances of every built-in tool, in a fixed order (the tool list is in the cached prompt)."""
+    from builtin_tools.bash import Bash
+    from builtin_tools.edit import Edit
+    from builtin_tools.glob import Glob
+    from builtin_tools.grep import Grep
+    from builtin_tools.read import Read
+    from builtin_tools.todo import TodoWrite
+    from builtin_tools.write import Write
+
+    return [Bash(), Glob(), Grep(), Read(), Edit(), Write(), TodoWrite()]

@@ -30,6 +30,39 @@ class Switch(StrEnum):
     off = "off"
 
 
+class PermissionMode(StrEnum):
+    default = "default"
+    acceptEdits = "acceptEdits"
+    plan = "plan"
+    bypassPermissions = "bypassPermissions"
+
+
+class SandboxMode(StrEnum):
+    read_only = "read-only"
+    workspace_write = "workspace-write"
+    danger_full_access = "danger-full-access"
+
+
+def split_rules(values: list[str] | None) -> list[str]:
+    """Rules given as repeated flags, or several in one value separated by commas or spaces (outside
+    parentheses, so `Bash(git diff:*)` stays whole)."""
+    rules: list[str] = []
+    for value in values or []:
+        current, depth = "", 0
+        for ch in value:
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0 and (ch == "," or ch.isspace()):
+                if current.strip():
+                    rules.append(current.strip())
+                current = ""
+            else:
+                current += ch
+        if current.strip():
+            rules.append(current.strip())
+    return rules
+
+
 def _version(value: bool) -> None:
     if value:
         print(f"piton {__version__}")
@@ -68,6 +101,31 @@ def piton(
     thinking: Annotated[
         Switch | None, typer.Option("--thinking", help="Extended thinking on or off (default: on).")
     ] = None,
+    permission_mode: Annotated[
+        PermissionMode | None,
+        typer.Option(
+            "--permission-mode", help="default, acceptEdits, plan (read-only tools) or bypassPermissions."
+        ),
+    ] = None,
+    allowed_tools: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowedTools", "--allowed-tools", help='Rules to allow without asking: "Bash(npm test:*)" Edit'
+        ),
+    ] = None,
+    disallowed_tools: Annotated[
+        list[str] | None,
+        typer.Option("--disallowedTools", "--disallowed-tools", help='Rules to deny: "Bash(git push:*)"'),
+    ] = None,
+    sandbox: Annotated[
+        SandboxMode | None,
+        typer.Option(
+            "--sandbox", help="read-only, workspace-write (default) or danger-full-access (no sandbox)."
+        ),
+    ] = None,
+    add_dir: Annotated[
+        list[Path] | None, typer.Option("--add-dir", help="Another directory the tools may use (repeatable).")
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", "-v", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -89,6 +147,11 @@ def piton(
         append_system_prompt=append_system_prompt,
         continue_latest=continue_latest,
         resume=resume,
+        permission_mode=permission_mode.value if permission_mode else None,
+        allowed_tools=split_rules(allowed_tools),
+        disallowed_tools=split_rules(disallowed_tools),
+        sandbox=sandbox.value if sandbox else None,
+        add_dirs=[d.expanduser().resolve() for d in add_dir or []],
     )
     code = run_headless(HeadlessOptions(options, prompt, output_format.value, verbose))
     raise typer.Exit(code)

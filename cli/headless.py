@@ -21,7 +21,7 @@ from cli.output import Writer, make_writer
 from core.agent import Agent
 from core.events import Result
 from core.providers import Provider, ProviderError
-from core.runtime import RunOptions, build_runtime
+from core.runtime import RunOptions, SetupError, build_runtime
 from core.session import SessionError
 from core.tools import Tool
 
@@ -130,7 +130,7 @@ def _run(
     try:
         provider.check()  # before a session is created for a run that cannot start
         runtime = build_runtime(options.run, provider, tools=tools)
-    except (SessionError, ProviderError) as e:
+    except (SessionError, ProviderError, SetupError) as e:
         streams.stderr.write(f"piton: {e}\n")
         return 1
     writer = make_writer(options.output_format, streams.stdout, streams.stderr, options.verbose)

@@ -53,7 +53,7 @@ def result_to_dict(result: Result) -> dict[str, Any]:
         "total_cost_usd": result.total_cost_usd,
         "usage": result.usage.to_dict(),
         "modelUsage": result.model_usage,
-        "permission_denials": [],
+        "permission_denials": list(result.permission_denials),
         "stop_reason": result.stop_reason,
         "uuid": str(uuid.uuid4()),
     }
@@ -89,8 +89,13 @@ class _Base:
             return
         if isinstance(event, ToolStarted):
             self.stderr.write(f"● {tool_label(event.name, event.input)}\n")
-        elif isinstance(event, ToolFinished) and event.result.is_error:
-            self.stderr.write(f"  ⎿ {event.result.summary or 'error'}\n")
+        elif isinstance(event, ToolFinished):
+            if event.result.is_error:
+                self.stderr.write(f"  ⎿ {event.result.summary or 'error'}\n")
+            detail = event.result.display or {}
+            shown = detail.get("diff") or detail.get("todos") if isinstance(detail, dict) else None
+            if shown:
+                self.stderr.write("".join(f"    {line}\n" for line in shown.splitlines()))
         elif isinstance(event, StreamRetry):
             self.stderr.write(
                 f"piton: the API stream broke ({event.reason}); retrying in {event.delay_s:.1f}s "

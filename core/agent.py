@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from core.events import (
     AgentEvent,
@@ -25,8 +25,10 @@ from core.events import (
 )
 from core.history import interrupted_result
 from core.messages import INTERRUPTED_REQUEST, Message, ToolResultBlock, ToolUseBlock
+from core.permissions import PermissionGate
 from core.providers import ModelRequest, Provider, ProviderError
-from core.tools import ToolContext, ToolRegistry, ToolResult
+from core.result_store import ResultCapper
+from core.tools import Tool, ToolContext, ToolRegistry, ToolResult
 from core.usage import Usage, UsageTotals
 
 
@@ -66,6 +68,7 @@ class _RunStats:
     api_seconds: float = 0.0
     turns: int = 0
     usage: UsageTotals = field(default_factory=UsageTotals)
+    denials_before: int = 0  # the gate keeps the session's denials; a run reports its own
 
 
 class Agent:
@@ -77,19 +80,25 @@ class Agent:
         *,
         history: Sequence[Message] = (),
         transcript: Transcript | None = None,
+        context: ToolContext | None = None,
+        gate: PermissionGate | None = None,
+        capper: ResultCapper | None = None,
     ) -> None:
         self.provider = provider
         self.tools = tools
         self.config = config
         self.history: list[Message] = list(history)
         self.transcript = transcript
-        self.context = ToolContext(cwd=config.cwd, session_id=config.session_id)
+        self.context = context or ToolContext(cwd=config.cwd, session_id=config.session_id)
+        self.gate = gate  # None: every call is allowed (tests, and callers that decided already)
+        self.capper = capper
         self._stats = _RunStats()
 
     async def run(self, prompt: str) -> AsyncIterator[AgentEvent]:
-        self._stats = _RunStats()
+        self._stats = _RunStats(denials_before=len(self.gate.denials) if self.gate else 0)
+        mode = self.gate.permissions.mode if self.gate else "bypassPermissions"
         yield SessionStarted(
-            self.config.session_id, self.config.model, str(self.config.cwd), self.tools.names()
+            self.config.session_id, self.config.model, str(self.config.cwd), self.tools.names(), mode
         )
         self._append(Message.user(prompt))
         try:
@@ -166,8 +175,18 @@ class Agent:
 
     async def _call(self, use: ToolUseBlock, input_errors: dict[str, str]) -> ToolFinished:
         started = time.monotonic()
-        result: ToolResult = await self.tools.call(use, self.context, input_errors.get(use.id))
+        gate = self._permit if self.gate is not None else None
+        result: ToolResult = await self.tools.call(use, self.context, input_errors.get(use.id), gate)
+        if self.capper is not None:
+            result = self.capper.apply(use.name, use.id, result)
         return ToolFinished(use.id, use.name, result, time.monotonic() - started)
+
+    async def _permit(self, tool: Tool, args: Any, block: ToolUseBlock) -> ToolResult | None:
+        assert self.gate is not None
+        decision = await self.gate.check(tool, tool.rule_content(args, self.context), block.id, block.input)
+        if decision.behavior == "allow":
+            return None
+        return ToolResult.error(f"The user did not permit this {tool.name} call: {decision.reason}.")
 
     async def _run_batch(
         self, batch: list[ToolUseBlock], input_errors: dict[str, str]
@@ -207,6 +226,7 @@ class Agent:
             total_cost_usd=round(stats.usage.cost_usd, 6),
             stop_reason=stop.stop_reason,
             errors=stop.errors,
+            permission_denials=tuple(self.gate.denials[stats.denials_before :]) if self.gate else (),
         )
         if self.transcript is not None:
             self.transcript.record(

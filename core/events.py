@@ -82,6 +82,7 @@ class SessionStarted:
     model: str
     cwd: str
     tools: tuple[str, ...]
+    permission_mode: str = "default"
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +123,7 @@ class Result:
     total_cost_usd: float
     stop_reason: str | None = None
     errors: tuple[str, ...] = ()
+    permission_denials: tuple[dict[str, Any], ...] = ()
 
 
 AgentEvent = StreamEvent | SessionStarted | ToolStarted | ToolFinished | ToolResultsMessage | Result

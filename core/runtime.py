@@ -1,19 +1,28 @@
-"""Assembling a ready Agent from what the user asked for: settings, model, session, tools, prompt."""
+"""Assembling a ready Agent from what the user asked for: settings, model, session, tools, prompt,
+sandbox policy and permissions."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from core.agent import Agent, AgentConfig
 from core.messages import Message
 from core.models import DEFAULT_MODEL, resolve_alias
+from core.permissions import PERMISSION_MODES, Approver, DenyAll, PermissionGate, Permissions, Rule
+from core.policy import SANDBOX_MODES, SandboxPolicy
 from core.providers import Provider
+from core.result_store import FileResultStore, ResultCapper, ResultHandle
 from core.session import SessionLog, SessionStore
-from core.settings import load_settings
+from core.settings import Settings, load_settings
 from core.system_prompt import build_system_prompt
-from core.tools import Tool, ToolRegistry
+from core.tools import Tool, ToolContext, ToolRegistry
+
+
+class SetupError(Exception):
+    """Options that cannot make a run; the message is one line for people."""
 
 
 @dataclass(slots=True)
@@ -25,6 +34,11 @@ class RunOptions:
     append_system_prompt: str | None = None
     continue_latest: bool = False
     resume: str | None = None
+    permission_mode: str | None = None
+    allowed_tools: list[str] = field(default_factory=list)
+    disallowed_tools: list[str] = field(default_factory=list)
+    sandbox: str | None = None
+    add_dirs: list[Path] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -40,19 +54,71 @@ def default_tools() -> list[Tool]:
     return builtin_tools()
 
 
+def _valid_rules(texts: list[str], where: str, notices: list[str]) -> list[str]:
+    good = []
+    for text in texts:
+        try:
+            Rule.parse(text)
+        except ValueError as e:
+            notices.append(f"ignored a permission rule in {where}: {e}")
+            continue
+        good.append(text)
+    return good
+
+
+def _permissions(options: RunOptions, settings: Settings, notices: list[str]) -> Permissions:
+    mode = options.permission_mode or settings.default_mode or "default"
+    if mode not in PERMISSION_MODES:
+        if options.permission_mode:
+            raise SetupError(f"unknown permission mode {mode!r} (one of {', '.join(PERMISSION_MODES)})")
+        notices.append(f"ignored the settings' permission mode {mode!r}")
+        mode = "default"
+    for text in [*options.allowed_tools, *options.disallowed_tools]:
+        try:
+            Rule.parse(text)
+        except ValueError as e:
+            raise SetupError(str(e)) from e
+    allow = [*_valid_rules(settings.rules("allow"), "settings", notices), *options.allowed_tools]
+    ask = _valid_rules(settings.rules("ask"), "settings", notices)
+    deny = [*_valid_rules(settings.rules("deny"), "settings", notices), *options.disallowed_tools]
+    return Permissions.from_texts(mode, allow, ask, deny, project=options.cwd)  # type: ignore[arg-type]
+
+
+def _policy(options: RunOptions, settings: Settings, permissions: Permissions) -> SandboxPolicy:
+    mode = options.sandbox or settings.sandbox_mode or "workspace-write"
+    if mode not in SANDBOX_MODES:
+        raise SetupError(f"unknown sandbox mode {mode!r} (one of {', '.join(SANDBOX_MODES)})")
+    dirs = [
+        *options.add_dirs,
+        *(options.cwd / Path(os.path.expanduser(d)) for d in settings.additional_directories),
+    ]
+    for d in dirs:
+        if not d.is_dir():
+            raise SetupError(f"--add-dir {d}: not a directory")
+    # `Read(.env)` in the allow list also lifts the credential rule for what it names
+    exceptions = [
+        permissions.path_pattern(r.specifier) for r in permissions.allow if r.tool == "Read" and r.specifier
+    ]
+    return SandboxPolicy.create(mode, options.cwd, dirs, network=settings.network, read_exceptions=exceptions)  # type: ignore[arg-type]
+
+
 def build_runtime(
     options: RunOptions,
     provider: Provider,
     *,
     store: SessionStore | None = None,
     tools: list[Tool] | None = None,
+    approver: Approver | None = None,
 ) -> Runtime:
-    """Raises `SessionError` when the session to resume or continue cannot be opened."""
+    """Raises `SessionError` for a session that cannot be opened, `SetupError` for bad options."""
     settings = load_settings(options.cwd)
     notices = list(settings.warnings)
+    permissions = _permissions(options, settings, notices)
+    policy = _policy(options, settings, permissions)
     store = store or SessionStore()
     history: list[Message] = []
     session_model: str | None = None
+    state: dict[str, Any] = {}
     session_id = options.resume
     if options.continue_latest and session_id is None:
         session_id = store.latest(options.cwd)
@@ -62,6 +128,7 @@ def build_runtime(
     if session_id is not None:
         loaded, log = store.open(session_id, options.cwd)
         history, session_model = loaded.messages, loaded.model
+        state.update(loaded.tool_state)
         notices.extend(loaded.warnings)
     model = resolve_alias(
         options.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or session_model or DEFAULT_MODEL
@@ -77,6 +144,21 @@ def build_runtime(
         max_turns=options.max_turns,
         thinking=True if thinking is None else thinking,
     )
-    registry = ToolRegistry(default_tools() if tools is None else tools)
-    agent = Agent(provider, registry, config, history=history, transcript=log)
+    context = ToolContext(
+        cwd=options.cwd, session_id=log.session_id, policy=policy, state=state, record=log.record
+    )
+
+    def log_handle(handle: ResultHandle) -> None:
+        log.record("tool_result_handle", **handle.to_dict())
+
+    agent = Agent(
+        provider,
+        ToolRegistry(default_tools() if tools is None else tools),
+        config,
+        history=history,
+        transcript=log,
+        context=context,
+        gate=PermissionGate(permissions, approver or DenyAll()),
+        capper=ResultCapper(FileResultStore(store.session_dir(log) / "tool-results"), on_store=log_handle),
+    )
     return Runtime(agent, log, notices)

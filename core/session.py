@@ -7,10 +7,13 @@ and repairs tool_use/tool_result pairing so the history is valid for the API aga
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
+import shutil
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,6 +28,8 @@ from core.messages import Message
 from core.usage import Usage
 
 SCHEMA_VERSION = 1
+PRUNE_AGE_DAYS = 30
+PRUNE_MAX_BYTES = 2 * 1024**3
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -124,6 +129,7 @@ class LoadedSession:
     messages: list[Message]
     model: str | None = None
     warnings: list[str] = field(default_factory=list)
+    tool_state: dict[str, Any] = field(default_factory=dict)  # what tools kept in the session (the todo list)
 
 
 def load_session(path: Path, session_id: str) -> LoadedSession:
@@ -150,6 +156,8 @@ def load_session(path: Path, session_id: str) -> LoadedSession:
         kind = entry.get("type")
         if kind == "session":
             loaded.model = entry.get("model") or loaded.model
+        elif kind == "todos" and isinstance(entry.get("todos"), list):
+            loaded.tool_state["todos"] = entry["todos"]
         elif kind == "message":
             try:
                 raw.append(Message.model_validate(entry.get("message")))
@@ -174,10 +182,46 @@ class SessionStore:
         return self.root / project_key(cwd)
 
     def create(self, cwd: Path, model: str) -> SessionLog:
+        self.prune()
         session_id = str(uuid.uuid4())
         log = SessionLog(self.project_dir(cwd) / f"{session_id}.jsonl", session_id)
         log.start(cwd=cwd, model=model)
         return log
+
+    @staticmethod
+    def session_dir(log: SessionLog) -> Path:
+        """Where a session keeps its files (stored tool results), next to its transcript."""
+        return log.path.with_suffix("")
+
+    def prune(self, *, max_age_days: float = PRUNE_AGE_DAYS, max_bytes: int = PRUNE_MAX_BYTES) -> int:
+        """Delete sessions (transcript and files) older than `max_age_days`, then the oldest ones until
+        all together take at most `max_bytes`. Runs at most once a day. Returns how many went."""
+        marker = self.root / ".last-prune"
+        now = time.time()
+        with contextlib.suppress(OSError):
+            if now - marker.stat().st_mtime < 86_400:
+                return 0
+        sessions = []
+        for transcript in self.root.glob("*/*.jsonl"):
+            with contextlib.suppress(OSError):
+                folder = transcript.with_suffix("")
+                size = transcript.stat().st_size + sum(
+                    f.stat().st_size for f in folder.rglob("*") if f.is_file()
+                )
+                sessions.append((transcript.stat().st_mtime, size, transcript))
+        sessions.sort()
+        total = sum(size for _, size, _ in sessions)
+        removed = 0
+        for mtime, size, transcript in sessions:
+            if now - mtime < max_age_days * 86_400 and total <= max_bytes:
+                break
+            transcript.unlink(missing_ok=True)
+            shutil.rmtree(transcript.with_suffix(""), ignore_errors=True)
+            total -= size
+            removed += 1
+        self.root.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+        return removed
 
     def latest(self, cwd: Path) -> str | None:
         """The most recently written session of this project, if any."""

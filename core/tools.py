@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ValidationError
 
 from core.messages import ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from core.policy import SandboxPolicy
+from core.sandbox import Sandbox
 
 NO_OUTPUT = "(no output)"
 
@@ -36,14 +38,22 @@ class ToolResult:
         return cls(content=message, is_error=True, summary=message.splitlines()[0] if message else "")
 
 
+def _no_record(kind: str, **data: object) -> None:
+    pass
+
+
 @dataclass(slots=True)
 class ToolContext:
     """What a tool may know about the run it serves. `state` is per-session scratch space keyed by
-    tool (files read so far, the todo list...)."""
+    tool (files read so far, the shell's directory, the todo list...); `record` adds a line to the
+    session log."""
 
     cwd: Path
     session_id: str
+    policy: SandboxPolicy | None = None
+    sandbox: Sandbox | None = None
     state: dict[str, Any] = field(default_factory=dict)
+    record: Callable[..., None] = _no_record
 
 
 class Tool(ABC):
@@ -51,14 +61,25 @@ class Tool(ABC):
     description: ClassVar[str]
     input_model: ClassVar[type[BaseModel]]
     read_only: ClassVar[bool] = False  # read-only tools of one turn run concurrently
+    kind: ClassVar[str] = "other"  # read | edit | execute | other: the rule family and mode that govern it
 
     @abstractmethod
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult: ...
+
+    def rule_content(self, args: Any, ctx: ToolContext) -> str | None:
+        """What permission rules match against: the command, or the absolute path it touches."""
+        return None
 
     def spec(self) -> dict[str, Any]:
         schema = self.input_model.model_json_schema(by_alias=True)
         schema.pop("title", None)
         return {"name": self.name, "description": self.description, "input_schema": schema}
+
+
+class Gate(Protocol):
+    """Decides, before a validated call runs, whether it may: None to go ahead, or the refusal."""
+
+    async def __call__(self, tool: Tool, args: Any, block: ToolUseBlock) -> ToolResult | None: ...
 
 
 def _describe_validation(error: ValidationError) -> str:
@@ -92,7 +113,13 @@ class ToolRegistry:
         tool = self._tools.get(name)
         return tool is not None and tool.read_only
 
-    async def call(self, block: ToolUseBlock, ctx: ToolContext, input_error: str | None = None) -> ToolResult:
+    async def call(
+        self,
+        block: ToolUseBlock,
+        ctx: ToolContext,
+        input_error: str | None = None,
+        gate: Gate | None = None,
+    ) -> ToolResult:
         tool = self._tools.get(block.name)
         if tool is None:
             available = ", ".join(self._tools) or "none"
@@ -105,6 +132,10 @@ class ToolRegistry:
             args = tool.input_model.model_validate(block.input)
         except ValidationError as e:
             return ToolResult.error(f"Invalid input for {block.name}: {_describe_validation(e)}")
+        if gate is not None:
+            refusal = await gate(tool, args, block)
+            if refusal is not None:
+                return refusal
         try:
             return await tool.run(args, ctx)
         except asyncio.CancelledError:

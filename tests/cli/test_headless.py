@@ -32,7 +32,9 @@ def run(
     out, err = io.StringIO(), io.StringIO()
     options = HeadlessOptions(RunOptions(cwd=Path.cwd(), **run_options), prompt, fmt, verbose)
     streams = Streams(stdin=None, stdout=out, stderr=err)
-    code = run_headless(options, provider=provider, tools=[Probe("Echo"), Boom()], streams=streams)
+    code = run_headless(
+        options, provider=provider, tools=[Probe("Echo", read_only=True), Boom()], streams=streams
+    )
     return code, out.getvalue(), err.getvalue()
 
 
@@ -103,7 +105,7 @@ def test_stream_json_emits_init_assistant_user_and_result_lines(project: Path) -
 
 def test_verbose_text_mode_shows_tool_calls_on_stderr(project: Path) -> None:
     calls = (ToolCall("Echo", {"text": "src/app.py"}), ToolCall("Boom", {"text": "now"}))
-    code, out, err = run(ScriptedProvider(reply(*calls), reply("ok")), verbose=True)
+    code, out, err = run(ScriptedProvider(reply(*calls), reply("ok")), verbose=True, allowed_tools=["Boom"])
     assert (code, out) == (0, "ok\n")
     assert err.splitlines() == [
         "● Echo(src/app.py)",
@@ -221,3 +223,24 @@ def test_a_slow_pipe_is_waited_for_with_a_note_on_stderr() -> None:
         assert read_prompt("q", stdin, err, patience_s=0.05) == "q\n\nlate data"
     writer.join()
     assert err.getvalue() == "piton: waiting for standard input to end (pass < /dev/null to give none)\n"
+
+
+def test_verbose_mode_shows_the_diff_of_each_write(project: Path) -> None:
+    from builtin_tools.write import Write
+
+    out, err = io.StringIO(), io.StringIO()
+    provider = ScriptedProvider(
+        reply(ToolCall("Write", {"file_path": "hello.py", "content": "print('hi')\n"})), reply("ok")
+    )
+    options = HeadlessOptions(RunOptions(cwd=project, permission_mode="acceptEdits"), "go", "text", True)
+    code = run_headless(
+        options, provider=provider, tools=[Write()], streams=Streams(stdin=None, stdout=out, stderr=err)
+    )
+    assert code == 0
+    assert err.getvalue().splitlines() == [
+        "● Write(hello.py)",
+        f"    --- a{project}/hello.py",
+        f"    +++ b{project}/hello.py",
+        "    @@ -0,0 +1 @@",
+        "    +print('hi')",
+    ]

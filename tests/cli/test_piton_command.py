@@ -16,7 +16,7 @@ from core.history import is_valid
 from core.messages import INTERRUPTED_REQUEST
 from core.session import SessionStore, load_session
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.fakes.script import HttpError, MidStreamError, Thinking, reply
+from tests.fakes.script import HttpError, MidStreamError, Thinking, ToolCall, reply
 
 PITON = str(Path(sys.executable).with_name("piton"))
 
@@ -266,3 +266,93 @@ def test_no_api_key_creates_no_session(fake_api: FakeAnthropicAPI, project: Path
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     piton("-p", "q")
     assert SessionStore().latest(project) is None
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [b for b in body["messages"][-1]["content"] if b["type"] == "tool_result"]
+
+
+def test_a_tool_loop_with_the_built_in_tools(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    (project / "main.py").write_text("print('hello')\n")
+    call = ToolCall("Read", {"file_path": "main.py"})
+    fake_api.add(reply(Thinking("Read it first."), call), reply("It prints hello."))
+    done = piton("-p", "what does main.py do?", "--output-format", "stream-json", "--verbose")
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [e["type"] for e in events] == ["system", "assistant", "user", "assistant", "result"]
+    assert events[0]["tools"] == ["Bash", "Glob", "Grep", "Read", "Edit", "Write", "TodoWrite"]
+    assert events[2]["message"]["content"] == [
+        {"type": "tool_result", "tool_use_id": call.id, "content": "     1\tprint('hello')"}
+    ]
+    assert events[-1]["result"] == "It prints hello." and events[-1]["num_turns"] == 2
+    assert fake_api.rejections == []  # tools defined, thinking block returned intact
+    assert {t["name"] for t in fake_api.bodies[0]["tools"]} == set(events[0]["tools"])
+
+
+def test_headless_runs_refuse_what_would_need_asking_and_report_it(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    call = ToolCall("Bash", {"command": "touch made-by-bash"})
+    fake_api.add(reply(call), reply("I was not allowed."))
+    result = json.loads(piton("-p", "make a file", "--output-format", "json").stdout)
+    [refusal] = tool_results(fake_api.bodies[1])
+    assert refusal["is_error"] and "nobody can approve it in a non-interactive run" in refusal["content"]
+    assert '--allowedTools "Bash(touch made-by-bash:*)"' in refusal["content"]
+    assert result["permission_denials"] == [
+        {"tool_name": "Bash", "tool_use_id": call.id, "tool_input": {"command": "touch made-by-bash"}}
+    ]
+    assert not (project / "made-by-bash").exists()
+
+
+def test_allowed_tools_and_permission_modes_open_the_way(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(
+        reply(ToolCall("Bash", {"command": "echo hi > made.txt && cat made.txt"})),
+        reply("done"),
+        reply(ToolCall("Write", {"file_path": "w.txt", "content": "written\n"})),
+        reply("done"),
+    )
+    piton("-p", "go", "--allowedTools", "Bash(echo:*),Bash(cat:*)")
+    assert tool_results(fake_api.bodies[1])[0]["content"] == "hi"
+    piton("-p", "go", "--permission-mode", "acceptEdits")
+    assert (project / "w.txt").read_text() == "written\n"
+
+
+def test_plan_mode_and_a_read_only_sandbox_hold(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(
+        reply(ToolCall("Write", {"file_path": "x.txt", "content": "x"})),
+        reply("ok"),
+        reply(ToolCall("Bash", {"command": "touch y.txt"})),
+        reply("ok"),
+    )
+    piton("-p", "go", "--permission-mode", "plan", "--allowedTools", "Write")
+    assert "plan mode allows only read-only tools" in tool_results(fake_api.bodies[1])[0]["content"]
+    piton("-p", "go", "--sandbox", "read-only", "--permission-mode", "bypassPermissions")
+    assert "Read-only file system" in tool_results(fake_api.bodies[3])[0]["content"]
+    assert not (project / "x.txt").exists() and not (project / "y.txt").exists()
+
+
+def test_a_huge_tool_result_is_previewed_and_kept_whole(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(reply(ToolCall("Bash", {"command": "seq 1 400000"})), reply("many numbers"))
+    done = piton("-p", "count", "--allowedTools", "Bash(seq:*)", "--output-format", "json")
+    session_id = json.loads(done.stdout)["session_id"]
+    [result] = tool_results(fake_api.bodies[1])
+    assert len(result["content"]) < 25_000 and result["content"].startswith("1\n2\n3\n")
+    assert result["content"].endswith("399999\n400000")  # the tail survives the cut
+    log = SessionStore().project_dir(project) / f"{session_id}.jsonl"
+    [handle] = [json.loads(line) for line in log.read_text().splitlines() if '"tool_result_handle"' in line]
+    assert Path(handle["path"]).read_text().splitlines()[-1] == "400000"
+    assert handle["path"] in result["content"]
+
+
+def test_max_turns_stops_a_tool_loop(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    (project / "a.txt").write_text("a\n")
+    fake_api.add(reply(ToolCall("Read", {"file_path": "a.txt"})))
+    done = piton("-p", "q", "--max-turns", "1", "--output-format", "json")
+    result = json.loads(done.stdout)
+    assert done.returncode == 1 and result["subtype"] == "error_max_turns" and result["num_turns"] == 1
+
+
+def test_bad_permission_flags_are_one_line(project: Path) -> None:
+    done = piton("-p", "q", "--allowedTools", "Bash(")
+    assert done.returncode == 1 and done.stderr.startswith("piton: not a permission rule")
+    done = piton("-p", "q", "--add-dir", "/no/such/dir")
+    assert done.returncode == 1 and "not a directory" in done.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
 from typing import Any
 
 from core.events import (
@@ -306,3 +307,40 @@ def test_every_appended_message_reaches_the_transcript() -> None:
     assert recorder.messages == agent.history
     assert isinstance(recorder.messages[2].content[0], ToolResultBlock)
     assert recorder.records[-1][0] == "result"
+
+
+def test_a_call_the_gate_refuses_comes_back_as_a_refusal_and_is_reported() -> None:
+    from core.permissions import PermissionGate, Permissions
+
+    permissions = Permissions.from_texts("default", allow=["Echo"], project=Path.cwd())
+    calls = [ToolCall("Echo", {"text": "fine"}), ToolCall("Write", {"text": "risky"})]
+    provider = ScriptedProvider(reply(*calls), reply("ok"))
+    writer = Probe("Write")
+    agent = make_agent(provider, Probe("Echo"), writer)
+    agent.gate = PermissionGate(permissions)
+    result = result_of(collect(agent.run("go")))
+    echoed, refused = results_in(provider.requests[1].messages[-1])
+    assert echoed == (calls[0].id, "Echo: fine", False)
+    assert refused[2] and refused[1].startswith(
+        "The user did not permit this Write call: Write needs permission"
+    )
+    assert writer.log == []  # it never ran
+    assert result.permission_denials == (
+        {"tool_name": "Write", "tool_use_id": calls[1].id, "tool_input": {"text": "risky"}},
+    )
+
+
+def test_large_results_reach_the_history_as_a_preview(tmp_path: Path) -> None:
+    from core.result_store import FileResultStore, ResultCapper
+
+    async def flood(_: str) -> str:
+        return "data line\n" * 200_000
+
+    provider = ScriptedProvider(reply(ToolCall("Dump", {"text": "x"})), reply("ok"))
+    agent = make_agent(provider, Probe("Dump", flood, read_only=True))
+    agent.capper = ResultCapper(FileResultStore(tmp_path))
+    collect(agent.run("go"))
+    [(_, content, _)] = results_in(agent.history[2])
+    assert len(content) < 25_000 and "left out of 2,000,000" in content
+    [stored] = tmp_path.iterdir()
+    assert stored.read_text() == "data line\n" * 200_000

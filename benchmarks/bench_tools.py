@@ -1,0 +1,156 @@
+"""Tool speed: Grep over a large tree against raw ripgrep, the sandbox's cost per Bash call against a
+plain `bash -c true`, and Read of a 100,000-line file against a bare Python read of the same lines.
+
+    python benchmarks/bench_tools.py [files]      (default 50,000 generated files, kept in /var/tmp)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from builtin_tools.grep import Grep  # noqa: E402
+from builtin_tools.read import Read  # noqa: E402
+from builtin_tools.ripgrep import rg_path  # noqa: E402
+from core.messages import ToolUseBlock  # noqa: E402
+from core.policy import SandboxPolicy  # noqa: E402
+from core.sandbox import NoSandbox, make_sandbox  # noqa: E402
+from core.shell import run_shell  # noqa: E402
+from core.tools import ToolContext, ToolRegistry  # noqa: E402
+
+REPEATS = 7
+
+
+def tree(files: int) -> Path:
+    """A generated source tree, made once and reused (its name says its size)."""
+    root = Path(tempfile.gettempdir().replace("/tmp", "/var/tmp")) / f"piton-bench-tree-{files}"
+    done = root / ".complete"
+    if done.exists():
+        return root
+    per_dir = 100
+    for i in range(files):
+        folder = root / f"pkg{i // per_dir:04d}"
+        if i % per_dir == 0:
+            folder.mkdir(parents=True, exist_ok=True)
+        needle = "NEEDLE_TOKEN" if i % 97 == 0 else "ordinary"
+        body = "".join(
+            f"def function_{i}_{n}(x):\n    return x + {n}  # {needle if n == 3 else 'filler'}\n"
+            for n in range(8)
+        )
+        (folder / f"module_{i}.py").write_text(body)
+    done.touch()
+    return root
+
+
+def median_ms(fn: Callable[[], Any], repeats: int = REPEATS) -> float:
+    fn()  # warm caches
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1000
+
+
+def tool_call(tool: Any, ctx: ToolContext, **tool_input: Any) -> Any:
+    block = ToolUseBlock(id="bench", name=tool.name, input=tool_input)
+    result = asyncio.run(ToolRegistry([tool]).call(block, ctx))
+    assert not result.is_error, result.content
+    return result
+
+
+def grep_rows(files: int) -> list[tuple[str, float, float]]:
+    root = tree(files)
+    ctx = ToolContext(cwd=root, session_id="bench", policy=SandboxPolicy.create("workspace-write", root))
+    rg = [rg_path(), "--no-config", "--hidden", "--glob=!.git"]
+    rows = []
+    for label, tool_input, raw in (
+        ("files_with_matches", {"pattern": "NEEDLE_TOKEN"}, ["-l", "NEEDLE_TOKEN", str(root)]),
+        (
+            "content, -n",
+            {"pattern": "NEEDLE_TOKEN", "output_mode": "content"},
+            ["-n", "NEEDLE_TOKEN", str(root)],
+        ),
+        ("count", {"pattern": "def function", "output_mode": "count"}, ["-c", "def function", str(root)]),
+    ):
+        ours = median_ms(lambda i=tool_input: tool_call(Grep(), ctx, **i))
+        base = median_ms(lambda r=raw: subprocess.run([*rg, *r], capture_output=True, check=True))
+        rows.append((label, base, ours))
+    return rows
+
+
+def shell_rows(calls: int = 30) -> list[tuple[str, float]]:
+    work = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    policy = SandboxPolicy.create("workspace-write", work)
+    bwrap = make_sandbox(policy)
+    assert bwrap.unavailable_reason() is None, bwrap.unavailable_reason()
+
+    async def many(run: Callable[[], Any]) -> float:
+        started = time.perf_counter()
+        for _ in range(calls):
+            await run()
+        return (time.perf_counter() - started) / calls * 1000
+
+    async def plain() -> None:
+        process = await asyncio.create_subprocess_exec("bash", "-c", "true")
+        await process.wait()
+
+    def harness(sandbox: Any) -> Callable[[], Any]:
+        return lambda: run_shell("true", cwd=work, sandbox=sandbox, timeout_s=30)
+
+    return [
+        ("bash -c true (baseline)", asyncio.run(many(plain))),
+        ("Bash harness, no sandbox", asyncio.run(many(harness(NoSandbox(policy))))),
+        ("Bash harness, bwrap sandbox", asyncio.run(many(harness(bwrap)))),
+    ]
+
+
+def read_rows() -> list[tuple[str, float, float]]:
+    work = Path(tempfile.mkdtemp())
+    big = work / "big.py"
+    big.write_text("".join(f"value_{i} = compute({i}, 'some text on the line')\n" for i in range(100_000)))
+    ctx = ToolContext(cwd=work, session_id="bench", policy=SandboxPolicy.create("workspace-write", work))
+
+    def bare(start: int, count: int) -> list[str]:
+        with big.open(encoding="utf-8") as f:
+            lines = f.readlines()[start - 1 : start - 1 + count]
+        return [f"{start + n:>6}\t{line.rstrip()}" for n, line in enumerate(lines)]
+
+    rows = []
+    for label, offset in (("first 2,000 lines", 1), ("lines 98,001-100,000", 98_001)):
+        ours = median_ms(lambda o=offset: tool_call(Read(), ctx, file_path=str(big), offset=o, limit=2000))
+        base = median_ms(lambda o=offset: bare(o, 2000))
+        rows.append((label, base, ours))
+    return rows
+
+
+def main() -> None:
+    files = int(sys.argv[1]) if len(sys.argv) > 1 else 50_000
+    print(f"Grep over {files:,} files (median of {REPEATS}, ms)\n")
+    print(f"{'mode':<20} {'raw rg':>9} {'Grep tool':>10} {'ratio':>6}")
+    for label, base, ours in grep_rows(files):
+        print(f"{label:<20} {base:>9.1f} {ours:>10.1f} {ours / base:>6.2f}")
+    print("\nOne shell command, start to finish (mean of 30 calls, ms)\n")
+    rows = shell_rows()
+    base = rows[0][1]
+    print(f"{'runner':<30} {'ms/call':>8} {'overhead':>9}")
+    for label, ms in rows:
+        print(f"{label:<30} {ms:>8.1f} {ms - base:>+9.1f}")
+    print(f"\nRead of a 100,000-line file (median of {REPEATS}, ms)\n")
+    print(f"{'range':<22} {'bare Python':>12} {'Read tool':>10} {'ratio':>6}")
+    for label, base, ours in read_rows():
+        print(f"{label:<22} {base:>12.1f} {ours:>10.1f} {ours / base:>6.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""Bash: one command in a fresh sandboxed shell; the working directory carries over between calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from builtin_tools.files import policy_of
+from core.sandbox import Sandbox, make_sandbox
+from core.shell import run_shell
+from core.tools import Tool, ToolContext, ToolResult
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+_CWD = "bash_cwd"  # ToolContext.state key
+
+
+class BashInput(BaseModel):
+    command: str = Field(description="The command line to run with bash.")
+    timeout: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_TIMEOUT_MS,
+        description=f"Milliseconds before it is killed (default {DEFAULT_TIMEOUT_MS}).",
+    )
+    description: str | None = Field(None, description="What the command does, in 5-10 words, for the user.")
+
+
+def _is_dir(path: Path) -> bool:
+    return path.is_dir()
+
+
+def sandbox_of(ctx: ToolContext) -> Sandbox:
+    if ctx.sandbox is None:
+        ctx.sandbox = make_sandbox(policy_of(ctx))
+    return ctx.sandbox
+
+
+class Bash(Tool):
+    name = "Bash"
+    description = (
+        "Runs a bash command in a sandbox and returns its output (stdout and stderr together) and its "
+        "exit code.\n"
+        "- Each call is a fresh shell: variables and aliases do not carry over, but the working directory "
+        "does (cd persists, within the project and added directories).\n"
+        "- The sandbox can write only inside the project (and added directories) and a private /tmp; "
+        "network access is off unless enabled in settings. A command that fails because of the sandbox "
+        "should be reported, not worked around.\n"
+        "- There is no standard input: do not run interactive commands (editors, pagers, prompts); pass "
+        "flags such as --yes or -y instead.\n"
+        f"- Commands are killed after {DEFAULT_TIMEOUT_MS // 1000} s unless timeout says otherwise "
+        f"(at most {MAX_TIMEOUT_MS // 1000} s).\n"
+        "- Prefer Read, Glob, Grep, Edit and Write over cat, find, grep, sed and echo redirection.\n"
+        "- Quote paths that contain spaces. Chain dependent commands with &&."
+    )
+    input_model = BashInput
+    kind = "execute"
+
+    def rule_content(self, args: BashInput, ctx: ToolContext) -> str | None:
+        return args.command
+
+    async def run(self, args: BashInput, ctx: ToolContext) -> ToolResult:
+        sandbox = sandbox_of(ctx)
+        reason = sandbox.unavailable_reason()
+        if reason is not None:
+            return ToolResult.error(f"Bash is unavailable: {reason}.")
+        policy = policy_of(ctx)
+        cwd = Path(ctx.state.get(_CWD) or policy.workspace)
+        notes: list[str] = []
+        if not _is_dir(cwd):
+            notes.append(f"(The directory {cwd} is gone; the command ran in {policy.workspace}.)")
+            cwd = policy.workspace
+        timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
+        result = await run_shell(args.command, cwd=cwd, sandbox=sandbox, timeout_s=timeout_ms / 1000)
+        if result.cwd is not None:
+            if policy.in_roots(result.cwd):
+                ctx.state[_CWD] = str(result.cwd)
+            else:
+                ctx.state[_CWD] = str(policy.workspace)
+                notes.append(
+                    f"(The shell's directory was reset to {policy.workspace}: {result.cwd} is outside the "
+                    "project and the added directories.)"
+                )
+        parts = [result.output.rstrip("\n")] if result.output.strip() else []
+        if result.dropped_bytes:
+            parts.append(f"[... {result.dropped_bytes:,} more bytes of output were discarded]")
+        if result.timed_out:
+            parts.append(f"Command timed out after {timeout_ms / 1000:g} s; it and its children were killed.")
+            summary = "timed out"
+        elif result.exit_code:
+            parts.append(f"Exit code {result.exit_code}")
+            summary = f"exit {result.exit_code}"
+        else:
+            lines = result.output.count("\n")
+            summary = f"{lines} lines" if lines else "no output"
+        parts += notes
+        text = "\n".join(parts) or "(no output)"
+        return ToolResult(text, is_error=result.timed_out or bool(result.exit_code), summary=summary)

@@ -1,0 +1,154 @@
+"""Edit: replace an exact string in a file the model has read, keeping its encoding and line endings.
+
+Either the file ends up with exactly the requested replacement, or it is left byte for byte as it
+was and the model is told why (no match, several matches, stale read, unencodable text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from builtin_tools.files import (
+    decode,
+    remember,
+    require_fresh_read,
+    resolve,
+    snippet,
+    unified_diff,
+    writable,
+)
+from core.policy import PolicyError
+from core.tools import Tool, ToolContext, ToolResult
+
+_MAX_LISTED = 10
+
+
+class EditInput(BaseModel):
+    file_path: str = Field(
+        description="The file to change: an absolute path, or relative to the working directory."
+    )
+    old_string: str = Field(
+        description="The exact text to replace, as it appears in the file (indentation included)."
+    )
+    new_string: str = Field(description="The text to put in its place; must differ from old_string.")
+    replace_all: bool = Field(
+        False, description="Replace every occurrence instead of requiring a unique one."
+    )
+
+
+class EditError(Exception):
+    pass
+
+
+def _line_numbers(text: str, needle: str) -> list[int]:
+    numbers, start = [], 0
+    while (index := text.find(needle, start)) >= 0 and len(numbers) <= _MAX_LISTED:
+        numbers.append(text.count("\n", 0, index) + 1)
+        start = index + max(1, len(needle))
+    return numbers
+
+
+def _closest(text: str, old: str) -> str:
+    """Where the model probably meant: the line most like the first line of old_string."""
+    first = next((line.strip() for line in old.splitlines() if line.strip()), "")
+    lines = text.splitlines()
+    if not first or not lines:
+        return ""
+    scored = [(difflib.SequenceMatcher(None, first, line.strip()).ratio(), i) for i, line in enumerate(lines)]
+    ratio, best = max(scored)
+    if ratio < 0.5:
+        return ""
+    around = "\n".join(f"{i + 1:>6}\t{lines[i]}" for i in range(max(0, best - 2), min(len(lines), best + 3)))
+    return f" The most similar text is near line {best + 1}:\n{around}"
+
+
+def plan_edit(text: str, old: str, new: str, replace_all: bool, path: Path) -> tuple[str, int, int]:
+    """The new text, the index of the first change and the number of replacements; raises EditError."""
+    if old == new:
+        raise EditError("old_string and new_string are the same; there is nothing to change.")
+    if not old:
+        raise EditError(f"old_string is empty; {path} already exists, so use Write to replace it whole.")
+    count = text.count(old)
+    if count == 0 and "\r\n" in text and "\n" in old:
+        # the model writes \n; a CRLF file has \r\n: match and write in the file's convention
+        crlf_old = old.replace("\r\n", "\n").replace("\n", "\r\n")
+        if text.count(crlf_old):
+            old, new = crlf_old, new.replace("\r\n", "\n").replace("\n", "\r\n")
+            count = text.count(old)
+    if count == 0:
+        raise EditError(f"old_string was not found in {path} (0 matches).{_closest(text, old)}")
+    if count > 1 and not replace_all:
+        lines = ", ".join(map(str, _line_numbers(text, old)[:_MAX_LISTED]))
+        raise EditError(
+            f"old_string occurs {count} times in {path} (at lines {lines}). Include more of the surrounding "
+            "text to make it unique, or set replace_all to replace every occurrence."
+        )
+    index = text.find(old)
+    return text.replace(old, new) if replace_all else text.replace(old, new, 1), index, count
+
+
+class Edit(Tool):
+    name = "Edit"
+    description = (
+        "Replaces exact text in a file.\n"
+        "- You must Read the file in this session first, and it must not have changed since.\n"
+        "- old_string must match the file exactly, indentation and all, and must occur once unless "
+        "replace_all is set; copy it from the Read output without the line-number prefix.\n"
+        "- To create a new file, use Write (or Edit with an empty old_string).\n"
+        "- The file keeps its encoding and line endings."
+    )
+    input_model = EditInput
+    kind = "edit"
+
+    def rule_content(self, args: EditInput, ctx: ToolContext) -> str | None:
+        return str(resolve(ctx, args.file_path))
+
+    async def run(self, args: EditInput, ctx: ToolContext) -> ToolResult:
+        return await asyncio.to_thread(self._run, args, ctx)  # file IO off the event loop
+
+    def _run(self, args: EditInput, ctx: ToolContext) -> ToolResult:
+        try:
+            path = writable(ctx, args.file_path)
+            if not path.exists():
+                return self._create(ctx, path, args)
+            if path.is_dir():
+                return ToolResult.error(f"{path} is a directory, not a file.")
+            require_fresh_read(ctx, path, "edit")
+            original = path.read_bytes()
+            text, encoding = decode(original)
+            new_text, index, count = plan_edit(text, args.old_string, args.new_string, args.replace_all, path)
+            data = new_text.encode(encoding)
+        except (PolicyError, EditError) as e:
+            return ToolResult.error(str(e))
+        except UnicodeEncodeError:
+            return ToolResult.error(
+                f"new_string has characters that {path}'s encoding cannot hold; nothing changed."
+            )
+        try:
+            path.write_bytes(data)
+        except OSError as e:
+            return ToolResult.error(f"Cannot write {path}: {e.strerror or e}")
+        remember(ctx, path)
+        changed = f"{count} replacements" if count > 1 else "1 replacement"
+        return ToolResult(
+            f"Edited {path} ({changed}). The result around the change:\n"
+            f"{snippet(new_text, index, len(args.new_string))}",
+            summary=changed,
+            display={"diff": unified_diff(path, text, new_text)},
+        )
+
+    def _create(self, ctx: ToolContext, path: Path, args: EditInput) -> ToolResult:
+        if args.old_string:
+            return ToolResult.error(f"File does not exist: {path}. Use Write to create it.")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(args.new_string.encode("utf-8"))
+        remember(ctx, path)
+        return ToolResult(
+            f"Created {path}.",
+            summary="created",
+            display={"diff": unified_diff(path, "", args.new_string)},
+        )

@@ -1,0 +1,136 @@
+"""Grep: search file contents with ripgrep (regexes, file filters, context lines, three output modes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from builtin_tools.files import policy_of, readable, resolve
+from builtin_tools.ripgrep import RipgrepMissing, run_rg
+from core.policy import PolicyError
+from core.tools import Tool, ToolContext, ToolResult
+
+
+class GrepInput(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    pattern: str = Field(description="The regular expression to search for (ripgrep syntax).")
+    path: str | None = Field(
+        None, description="A file or directory to search (default: the working directory)."
+    )
+    glob: str | None = Field(
+        None, description='Only search files matching this glob, e.g. "*.py" or "*.{ts,tsx}".'
+    )
+    type: str | None = Field(None, description='Only search files of this type, e.g. "py", "js", "rust".')
+    output_mode: Literal["content", "files_with_matches", "count"] = Field(
+        "files_with_matches",
+        description='"files_with_matches" (default): paths; "content": matching lines; "count": per file.',
+    )
+    case_insensitive: bool | None = Field(None, alias="-i", description="Ignore case.")
+    line_numbers: bool | None = Field(
+        None, alias="-n", description='Show line numbers ("content" mode; default on).'
+    )
+    after: int | None = Field(
+        None, alias="-A", ge=0, description='Lines to show after each match ("content" mode).'
+    )
+    before: int | None = Field(
+        None, alias="-B", ge=0, description='Lines to show before each match ("content" mode).'
+    )
+    context: int | None = Field(
+        None, alias="-C", ge=0, description='Lines around each match ("content" mode).'
+    )
+    head_limit: int | None = Field(None, ge=1, description="Return only the first N lines or entries.")
+    multiline: bool | None = Field(None, description="Let the pattern span lines (. matches newlines).")
+
+
+def _mtime(path: str) -> float:
+    try:
+        return Path(path).stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+class Grep(Tool):
+    name = "Grep"
+    description = (
+        "Searches file contents with ripgrep. Use it instead of running grep or rg in Bash.\n"
+        '- Full regex syntax ("log.*Error", "function\\\\s+\\\\w+"); braces and other special characters '
+        'need escaping ("interface\\\\{\\\\}").\n'
+        '- Narrow the files with glob ("*.js") or type ("py").\n'
+        '- output_mode "files_with_matches" (default) lists files, newest first; "content" shows matching '
+        'lines (with -A/-B/-C context and -n line numbers); "count" counts matches per file.\n'
+        "- Files ignored by .gitignore are skipped; hidden files are searched.\n"
+        "- Set multiline to match across lines."
+    )
+    input_model = GrepInput
+    read_only = True
+    kind = "read"
+
+    def rule_content(self, args: GrepInput, ctx: ToolContext) -> str | None:
+        return str(resolve(ctx, args.path or "."))
+
+    def _argv(self, args: GrepInput, target: str) -> list[str]:
+        argv = ["--max-columns=500", "--max-columns-preview", "--with-filename"]
+        if args.output_mode == "files_with_matches":
+            argv.append("--files-with-matches")
+        elif args.output_mode == "count":
+            argv.append("--count")
+        else:
+            argv.append("--no-heading")
+            if args.line_numbers is not False:
+                argv.append("--line-number")
+            for flag, value in (("-A", args.after), ("-B", args.before), ("-C", args.context)):
+                if value is not None:
+                    argv += [flag, str(value)]
+        if args.case_insensitive:
+            argv.append("--ignore-case")
+        if args.multiline:
+            argv += ["--multiline", "--multiline-dotall"]
+        if args.glob:
+            argv += ["--glob", args.glob]
+        if args.type:
+            argv += ["--type", args.type]
+        return [*argv, "--regexp", args.pattern, "--", target]
+
+    async def run(self, args: GrepInput, ctx: ToolContext) -> ToolResult:
+        try:
+            target = readable(ctx, args.path or ".")
+        except PolicyError as e:
+            return ToolResult.error(str(e))
+        if not target.exists():
+            return ToolResult.error(f"Path does not exist: {target}")
+        try:
+            out = await run_rg(
+                self._argv(args, str(target)), cwd=target if target.is_dir() else target.parent
+            )
+        except RipgrepMissing as e:
+            return ToolResult.error(str(e))
+        if out.code == 2 and not out.text:
+            return ToolResult.error(f"Grep failed: {out.error}")
+        if out.code == 1 or not out.text:
+            return ToolResult("No matches found", summary="no matches")
+        allowed = policy_of(ctx).listing_filter(target if target.is_dir() else target.parent)
+
+        if args.output_mode == "files_with_matches":
+            files = sorted((p for p in out.paths() if allowed(p)), key=_mtime, reverse=True)
+            entries = files
+            summary = f"{len(files)} files"
+        else:
+            records = [(p, rest) for p, rest in out.records() if not p or allowed(p)]
+            entries = [f"{p}:{rest}" if p else rest for p, rest in records]
+            if args.output_mode == "count":
+                total = sum(int(rest) for p, rest in records if rest.isdigit())
+                summary = f"{total} matches in {len(records)} files"
+            else:
+                summary = f"{sum(1 for p, _ in records if p)} lines"
+        if not entries:
+            return ToolResult("No matches found", summary="no matches")
+        if args.head_limit is not None and len(entries) > args.head_limit:
+            hidden = len(entries) - args.head_limit
+            entries = [
+                *entries[: args.head_limit],
+                f"(... {hidden:,} more; raise head_limit or narrow the search)",
+            ]
+        return ToolResult("\n".join(entries), summary=summary)

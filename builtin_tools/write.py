@@ -1,0 +1,67 @@
+"""Write: create a file, or replace one the model has read, and show the change as a diff."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pydantic import BaseModel, Field
+
+from builtin_tools.files import decode, remember, require_fresh_read, resolve, unified_diff, writable
+from core.policy import PolicyError
+from core.tools import Tool, ToolContext, ToolResult
+
+
+class WriteInput(BaseModel):
+    file_path: str = Field(
+        description="The file to write: an absolute path, or relative to the working directory."
+    )
+    content: str = Field(description="The complete new content of the file.")
+
+
+class Write(Tool):
+    name = "Write"
+    description = (
+        "Writes a file, creating it and any missing parent directories, or replacing it entirely.\n"
+        "- To replace an existing file you must have read it with Read in this session; prefer Edit for "
+        "changes to part of a file.\n"
+        "- Only create files the task needs; do not create documentation files unless asked.\n"
+        "- Writes are limited to the writable directories of the sandbox."
+    )
+    input_model = WriteInput
+    kind = "edit"
+
+    def rule_content(self, args: WriteInput, ctx: ToolContext) -> str | None:
+        return str(resolve(ctx, args.file_path))
+
+    async def run(self, args: WriteInput, ctx: ToolContext) -> ToolResult:
+        return await asyncio.to_thread(self._run, args, ctx)  # file IO off the event loop
+
+    def _run(self, args: WriteInput, ctx: ToolContext) -> ToolResult:
+        try:
+            path = writable(ctx, args.file_path)
+            if path.is_dir():
+                return ToolResult.error(f"{path} is a directory; give the path of a file inside it.")
+            existed = path.exists()
+            before, encoding = "", "utf-8"
+            if existed:
+                require_fresh_read(ctx, path, "overwrite")
+                before, encoding = decode(path.read_bytes())
+        except PolicyError as e:
+            return ToolResult.error(str(e))
+        try:
+            data = args.content.encode(encoding)
+        except UnicodeEncodeError:
+            data = args.content.encode("utf-8")  # the old encoding cannot hold the new text
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        except OSError as e:
+            return ToolResult.error(f"Cannot write {path}: {e.strerror or e}")
+        remember(ctx, path)
+        lines = args.content.count("\n") + (0 if args.content.endswith("\n") or not args.content else 1)
+        verb = "Updated" if existed else "Created"
+        return ToolResult(
+            f"{verb} {path} ({lines} lines).",
+            summary=f"{verb.lower()}, {lines} lines",
+            display={"diff": unified_diff(path, before, args.content)},
+        )

@@ -1,0 +1,38 @@
+"""Calling a tool the way the agent does, with a context for a workspace in tmp_path."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from core.messages import ToolUseBlock
+from core.policy import SandboxPolicy
+from core.tools import Tool, ToolContext, ToolRegistry, ToolResult
+
+
+def context(workspace: Path, mode: str = "workspace-write", **policy: Any) -> ToolContext:
+    records: list[tuple[str, dict[str, Any]]] = []
+
+    def record(kind: str, **data: Any) -> None:
+        records.append((kind, data))
+
+    ctx = ToolContext(
+        cwd=workspace,
+        session_id="test",
+        policy=SandboxPolicy.create(mode, workspace, **policy),  # type: ignore[arg-type]
+        record=record,
+    )
+    ctx.state["records"] = records
+    return ctx
+
+
+def call(tool: Tool, ctx: ToolContext, **tool_input: Any) -> ToolResult:
+    """Validate `tool_input` against the tool's schema and run it, as the registry does."""
+    block = ToolUseBlock(id="toolu_test", name=tool.name, input=tool_input)
+    return asyncio.run(ToolRegistry([tool]).call(block, ctx))
+
+
+def text(result: ToolResult) -> str:
+    assert isinstance(result.content, str), result.content
+    return result.content

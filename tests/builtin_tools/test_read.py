@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+
+from builtin_tools.read import Read
+from core.messages import ImageBlock
+from tests.builtin_tools.helpers import call, context, text
+
+READ = Read()
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg=="
+)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+def test_lines_are_numbered_like_cat_n(ws: Path) -> None:
+    (ws / "a.py").write_text("import os\n\nprint(os.sep)\n")
+    result = call(READ, context(ws), file_path=str(ws / "a.py"))
+    assert text(result) == "     1\timport os\n     2\t\n     3\tprint(os.sep)"
+    assert not result.is_error and result.summary == "3 lines"
+
+
+def test_relative_paths_start_at_the_working_directory(ws: Path) -> None:
+    (ws / "src").mkdir()
+    (ws / "src" / "m.py").write_text("x = 1\n")
+    assert text(call(READ, context(ws), file_path="src/m.py")) == "     1\tx = 1"
+
+
+def test_long_files_stop_at_2000_lines_with_a_note(ws: Path) -> None:
+    (ws / "big.txt").write_text("".join(f"line {i}\n" for i in range(1, 2501)))
+    out = text(call(READ, context(ws), file_path="big.txt"))
+    lines = out.splitlines()
+    assert lines[0] == "     1\tline 1" and lines[1999] == "  2000\tline 2000"
+    assert out.endswith("(The file continues after line 2000. Read on with offset=2001.)")
+
+
+def test_offset_and_limit_pick_a_range(ws: Path) -> None:
+    (ws / "big.txt").write_text("".join(f"line {i}\n" for i in range(1, 101)))
+    out = text(call(READ, context(ws), file_path="big.txt", offset=50, limit=3))
+    assert out.splitlines()[:3] == ["    50\tline 50", "    51\tline 51", "    52\tline 52"]
+    assert "offset=53" in out
+    past = call(READ, context(ws), file_path="big.txt", offset=500)
+    assert past.is_error and "has 100 lines; offset 500 is past the end" in text(past)
+
+
+def test_overlong_lines_are_cut(ws: Path) -> None:
+    (ws / "min.js").write_text("x" * 5000 + "\nshort\n")
+    first, second = text(call(READ, context(ws), file_path="min.js")).splitlines()
+    assert first == "     1\t" + "x" * 2000 + "… [line cut: 5,000 characters]"
+    assert second == "     2\tshort"
+
+
+@pytest.mark.parametrize(
+    ("data", "media_type"),
+    [
+        (PNG, "image/png"),
+        (b"\xff\xd8\xff\xe0" + b"\x00" * 20, "image/jpeg"),
+        (b"GIF89a" + b"\x00" * 20, "image/gif"),
+        (b"RIFF\x10\x00\x00\x00WEBPVP8 " + b"\x00" * 20, "image/webp"),
+    ],
+)
+def test_images_come_back_as_image_blocks(ws: Path, data: bytes, media_type: str) -> None:
+    (ws / "pic").write_bytes(data)
+    result = call(READ, context(ws), file_path="pic")
+    [block] = result.content
+    assert isinstance(block, ImageBlock)
+    assert block.source.media_type == media_type  # type: ignore[union-attr]
+    assert base64.b64decode(block.source.data) == data  # type: ignore[union-attr]
+
+
+def test_binary_files_are_refused_clearly(ws: Path) -> None:
+    (ws / "lib.so").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)))
+    result = call(READ, context(ws), file_path="lib.so")
+    assert (
+        result.is_error
+        and text(result) == f"{ws / 'lib.so'} is a binary file (264 bytes); Read shows only text and images."
+    )
+
+
+def test_a_missing_file_is_an_error_with_near_names(ws: Path) -> None:
+    (ws / "config.yaml").write_text("a: 1\n")
+    result = call(READ, context(ws), file_path="config.yml")
+    assert (
+        result.is_error
+        and text(result) == f"File does not exist: {ws / 'config.yml'}. Did you mean: {ws / 'config.yaml'}?"
+    )
+
+
+def test_directories_and_empty_files(ws: Path) -> None:
+    (ws / "empty").write_text("")
+    assert text(call(READ, context(ws), file_path="empty")) == "(the file is empty)"
+    result = call(READ, context(ws), file_path=str(ws))
+    assert result.is_error and "is a directory" in text(result)
+
+
+def test_other_encodings_and_line_endings_read_as_text(ws: Path) -> None:
+    (ws / "u16.txt").write_bytes("héllo\nwörld\n".encode("utf-16"))
+    (ws / "latin.txt").write_bytes("café\n".encode("latin-1"))
+    (ws / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
+    (ws / "bom.txt").write_bytes("\ufefftitle\n".encode())
+    assert text(call(READ, context(ws), file_path="u16.txt")) == "     1\théllo\n     2\twörld"
+    assert text(call(READ, context(ws), file_path="latin.txt")) == "     1\tcafé"
+    assert text(call(READ, context(ws), file_path="crlf.txt")) == "     1\tone\n     2\ttwo"
+    assert text(call(READ, context(ws), file_path="bom.txt")) == "     1\ttitle"
+
+
+def test_credentials_are_not_read(ws: Path) -> None:
+    ssh = Path.home() / ".ssh"
+    ssh.mkdir(exist_ok=True)
+    (ssh / "id_rsa").write_text("PRIVATE KEY")
+    result = call(READ, context(ws), file_path="~/.ssh/id_rsa")
+    assert result.is_error and "credential files" in text(result) and "PRIVATE" not in text(result)
+    (ws / ".env").write_text("API_KEY=x\n")
+    assert "environment files" in text(call(READ, context(ws), file_path=".env"))

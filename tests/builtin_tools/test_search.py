@@ -1,0 +1,163 @@
+"""Glob and Grep, over real files with the real ripgrep."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from builtin_tools.glob import Glob
+from builtin_tools.grep import Grep
+from builtin_tools.ripgrep import rg_path
+from tests.builtin_tools.helpers import call, context, text
+
+GLOB, GREP = Glob(), Grep()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    files = {
+        "src/app.py": "import os\n\ndef main():\n    print('Hello World')\n",
+        "src/util.py": "def helper():\n    return 'hello'\n",
+        "src/web/page.tsx": "export const Page = () => <h1>Hello</h1>\n",
+        "tests/test_app.py": "from src.app import main\n\ndef test_main():\n    main()\n",
+        "README.md": "# Hello project\n",
+        ".github/workflows/ci.yml": "name: ci  # hello\n",
+        "build/out.py": "print('hello from build')\n",
+        ".env": "SECRET_TOKEN=hello-secret\n",
+        ".env.example": "SECRET_TOKEN=hello-placeholder\n",
+        "-dash.txt": "hello dash\n",
+    }
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    (root / ".gitignore").write_text("build/\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    (root / ".git" / "hello.txt").write_text("hello from inside .git\n")
+    for i, rel in enumerate(sorted(files)):  # distinct mtimes: older first in sorted order
+        os.utime(root / rel, (1_000_000 + i, 1_000_000 + i))
+    return root
+
+
+def test_rg_is_available() -> None:
+    assert os.access(rg_path(), os.X_OK)
+
+
+def test_glob_matches_like_a_glob_newest_first(repo: Path) -> None:
+    out = text(call(GLOB, context(repo), pattern="**/*.py"))
+    assert out.splitlines() == [
+        str(repo / "tests/test_app.py"),
+        str(repo / "src/util.py"),
+        str(repo / "src/app.py"),
+    ]
+    top = call(GLOB, context(repo), pattern="*.md")
+    assert text(top) == str(repo / "README.md")
+
+
+def test_glob_skips_ignored_files_and_git_but_sees_hidden_ones(repo: Path) -> None:
+    out = text(call(GLOB, context(repo), pattern="**/*"))
+    assert str(repo / ".github/workflows/ci.yml") in out
+    assert "build/out.py" not in out and "/.git/" not in out
+
+
+def test_glob_never_lists_env_files_but_lists_their_templates(repo: Path) -> None:
+    out = text(call(GLOB, context(repo), pattern=".env*"))
+    assert out == str(repo / ".env.example")
+
+
+def test_glob_braces_path_and_absolute_patterns(repo: Path) -> None:
+    assert text(call(GLOB, context(repo), pattern="**/*.{tsx,md}")).splitlines() == [
+        str(repo / "src/web/page.tsx"),
+        str(repo / "README.md"),
+    ]
+    assert text(call(GLOB, context(repo), pattern="*.py", path="src")).splitlines() == [
+        str(repo / "src/util.py"),
+        str(repo / "src/app.py"),
+    ]
+    assert text(call(GLOB, context(repo.parent), pattern=f"{repo}/src/**/*.tsx")) == str(
+        repo / "src/web/page.tsx"
+    )
+
+
+def test_glob_caps_at_100_with_a_note(tmp_path: Path) -> None:
+    for i in range(130):
+        (tmp_path / f"f{i:03}.txt").write_text("x")
+    out = text(call(GLOB, context(tmp_path), pattern="*.txt"))
+    assert len(out.split("\n\n")[0].splitlines()) == 100
+    assert out.endswith(
+        "(Showing the 100 most recently modified of 130 matches; narrow the pattern or the path to see the rest.)"
+    )
+
+
+def test_glob_with_nothing_found_or_a_bad_directory(repo: Path) -> None:
+    assert text(call(GLOB, context(repo), pattern="**/*.rs")) == "No files found"
+    assert call(GLOB, context(repo), pattern="*", path="nope").is_error
+
+
+def test_grep_lists_files_with_matches_newest_first(repo: Path) -> None:
+    out = text(call(GREP, context(repo), pattern="hello", **{"-i": True}))
+    assert out.splitlines() == [
+        str(repo / "src/web/page.tsx"),
+        str(repo / "src/util.py"),
+        str(repo / "src/app.py"),
+        str(repo / "README.md"),
+        str(repo / ".github/workflows/ci.yml"),
+        str(repo / ".env.example"),
+        str(repo / "-dash.txt"),
+    ]  # no .env, nothing ignored, nothing inside .git
+
+
+def test_grep_content_mode_with_line_numbers_and_context(repo: Path) -> None:
+    out = text(call(GREP, context(repo), pattern="print", path="src", output_mode="content", **{"-B": 1}))
+    assert out.splitlines() == [
+        f"{repo}/src/app.py:3-def main():",
+        f"{repo}/src/app.py:4:    print('Hello World')",
+    ]
+    bare = text(
+        call(GREP, context(repo), pattern="print", path="src/app.py", output_mode="content", **{"-n": False})
+    )
+    assert bare == f"{repo}/src/app.py:    print('Hello World')"
+
+
+def test_grep_count_mode_and_filters(repo: Path) -> None:
+    out = call(GREP, context(repo), pattern="def ", output_mode="count", glob="*.py")
+    assert sorted(text(out).splitlines()) == sorted(
+        [f"{repo}/src/app.py:1", f"{repo}/src/util.py:1", f"{repo}/tests/test_app.py:1"]
+    )
+    assert out.summary == "3 matches in 3 files"
+    typed = text(call(GREP, context(repo), pattern="Hello", type="ts", **{"-i": True}))
+    assert typed == str(repo / "src/web/page.tsx")
+
+
+def test_grep_head_limit_and_multiline(repo: Path) -> None:
+    out = text(call(GREP, context(repo), pattern="hello", head_limit=2, **{"-i": True}))
+    assert out.splitlines()[2] == "(... 5 more; raise head_limit or narrow the search)"
+    spanning = call(GREP, context(repo), pattern=r"main\(\):\n\s+print", multiline=True)
+    assert text(spanning) == str(repo / "src/app.py")
+
+
+def test_patterns_and_paths_that_look_like_flags_are_taken_literally(repo: Path) -> None:
+    (repo / "flags.txt").write_text("run it with --force-all\n")
+    assert text(call(GREP, context(repo), pattern="--force-all")) == str(repo / "flags.txt")
+    found = call(GREP, context(repo), pattern="dash", path="-dash.txt", output_mode="content")
+    assert text(found) == f"{repo}/-dash.txt:1:hello dash"
+
+
+def test_grep_reports_bad_regexes_and_no_matches(repo: Path) -> None:
+    bad = call(GREP, context(repo), pattern="(unclosed")
+    assert bad.is_error and "regex parse error" in text(bad)
+    assert text(call(GREP, context(repo), pattern="zzz-not-there")) == "No matches found"
+    assert call(GREP, context(repo), pattern="x", path="missing-dir").is_error
+
+
+def test_grep_cannot_be_pointed_at_credentials(repo: Path) -> None:
+    (Path.home() / ".aws").mkdir(exist_ok=True)
+    (Path.home() / ".aws" / "credentials").write_text("aws_secret=hello\n")
+    result = call(GREP, context(repo), pattern="hello", path="~/.aws")
+    assert result.is_error and "credential" in text(result)
+    everything = text(call(GREP, context(repo), pattern="aws_secret", path=str(Path.home())))
+    assert everything == "No matches found"

@@ -1,0 +1,251 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from builtin_tools.edit import Edit
+from builtin_tools.read import Read
+from builtin_tools.write import Write
+from core.tools import ToolContext
+from tests.builtin_tools.helpers import call, context, text
+
+READ, WRITE, EDIT = Read(), Write(), Edit()
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    return root
+
+
+def read(ctx: ToolContext, path: Path) -> None:
+    assert not call(READ, ctx, file_path=str(path)).is_error
+
+
+# -- Write ----------------------------------------------------------------------------------------
+
+
+def test_write_creates_a_file_and_its_directories_with_a_diff(ws: Path) -> None:
+    result = call(WRITE, context(ws), file_path="pkg/sub/mod.py", content="x = 1\ny = 2\n")
+    assert (ws / "pkg" / "sub" / "mod.py").read_text() == "x = 1\ny = 2\n"
+    assert text(result) == f"Created {ws.resolve() / 'pkg/sub/mod.py'} (2 lines)."
+    diff = result.display["diff"]
+    assert diff.startswith(f"--- a{ws.resolve()}/pkg/sub/mod.py\n+++ b") and "+x = 1\n+y = 2\n" in diff
+
+
+def test_overwriting_needs_a_read_first_and_a_fresh_one(ws: Path) -> None:
+    target = ws / "a.txt"
+    target.write_text("old\n")
+    ctx = context(ws)
+    refused = call(WRITE, ctx, file_path="a.txt", content="new\n")
+    assert refused.is_error and "has not been read" in text(refused)
+    assert target.read_text() == "old\n"
+    read(ctx, target)
+    target.write_text("changed by someone else\n")
+    os.utime(target, ns=(1, 1))
+    stale = call(WRITE, ctx, file_path="a.txt", content="new\n")
+    assert stale.is_error and "modified since read, read it again" in text(stale)
+    read(ctx, target)
+    done = call(WRITE, ctx, file_path="a.txt", content="new\n")
+    assert not done.is_error and target.read_text() == "new\n"
+    assert "-changed by someone else\n+new\n" in done.display["diff"]
+
+
+@pytest.mark.parametrize("target", ["../outside/x.txt", "/etc/piton-test", ".git/hooks/pre-commit"])
+def test_write_refuses_paths_outside_or_protected(ws: Path, target: str) -> None:
+    result = call(WRITE, context(ws), file_path=target, content="#!/bin/sh\n")
+    assert result.is_error
+    assert not (ws / target).exists()
+
+
+def test_write_refuses_through_a_symlink_that_points_out(ws: Path) -> None:
+    (ws / "escape").symlink_to(ws.parent / "outside")
+    result = call(WRITE, context(ws), file_path="escape/x.txt", content="x")
+    assert result.is_error and "outside the writable directories" in text(result)
+    assert not (ws.parent / "outside" / "x.txt").exists()
+
+
+def test_write_in_a_read_only_sandbox_is_refused(ws: Path) -> None:
+    result = call(WRITE, context(ws, "read-only"), file_path="a.txt", content="x")
+    assert result.is_error and "read-only" in text(result)
+
+
+def test_write_keeps_a_files_encoding(ws: Path) -> None:
+    target = ws / "latin.txt"
+    target.write_bytes("caf\xe9\n".encode("latin-1"))
+    ctx = context(ws)
+    read(ctx, target)
+    call(WRITE, ctx, file_path="latin.txt", content="déjà vu\n")
+    assert target.read_bytes() == "déjà vu\n".encode("latin-1")
+
+
+# -- Edit -----------------------------------------------------------------------------------------
+
+
+def edit_file(ws: Path, content: bytes, **edit: object) -> tuple[Path, object]:
+    target = ws / "f.txt"
+    target.write_bytes(content)
+    ctx = context(ws)
+    read(ctx, target)
+    return target, call(EDIT, ctx, file_path=str(target), **edit)
+
+
+def test_edit_replaces_a_unique_string_and_shows_the_result(ws: Path) -> None:
+    target, result = edit_file(
+        ws, b"def f():\n    return 1\n\nprint(f())\n", old_string="return 1", new_string="return 2"
+    )
+    assert target.read_text() == "def f():\n    return 2\n\nprint(f())\n"
+    assert not result.is_error  # type: ignore[attr-defined]
+    assert "     2\t    return 2" in text(result)  # type: ignore[arg-type]
+    assert "-    return 1\n+    return 2\n" in result.display["diff"]  # type: ignore[attr-defined]
+
+
+def test_edit_not_found_names_the_count_and_the_nearest_text(ws: Path) -> None:
+    target, result = edit_file(
+        ws, b"alpha = 1\nbeta = 2\ngamma = 3\n", old_string="beta =  2", new_string="beta = 3"
+    )
+    message = text(result)  # type: ignore[arg-type]
+    assert "was not found" in message and "(0 matches)" in message
+    assert "near line 2" in message and "     2\tbeta = 2" in message
+    assert target.read_bytes() == b"alpha = 1\nbeta = 2\ngamma = 3\n"
+
+
+def test_edit_of_a_repeated_string_needs_context_or_replace_all(ws: Path) -> None:
+    content = b"x = 1\ny = 1\nx = 1\n"
+    target, result = edit_file(ws, content, old_string="x = 1", new_string="x = 2")
+    assert "occurs 2 times" in text(result) and "lines 1, 3" in text(result)  # type: ignore[arg-type]
+    assert target.read_bytes() == content
+    target, result = edit_file(ws, content, old_string="x = 1", new_string="x = 2", replace_all=True)
+    assert target.read_text() == "x = 2\ny = 1\nx = 2\n"
+    assert result.summary == "2 replacements"  # type: ignore[attr-defined]
+
+
+def test_edit_needs_a_fresh_read(ws: Path) -> None:
+    target = ws / "f.txt"
+    target.write_text("a\n")
+    ctx = context(ws)
+    assert "has not been read" in text(call(EDIT, ctx, file_path=str(target), old_string="a", new_string="b"))
+    read(ctx, target)
+    target.write_text("a and more\n")
+    os.utime(target, ns=(5, 5))
+    stale = call(EDIT, ctx, file_path=str(target), old_string="a", new_string="b")
+    assert "modified since read, read it again" in text(stale)
+    assert target.read_text() == "a and more\n"
+
+
+def test_edit_keeps_crlf_line_endings(ws: Path) -> None:
+    target, _ = edit_file(ws, b"one\r\ntwo\r\nthree\r\n", old_string="one\ntwo", new_string="uno\ndos")
+    assert target.read_bytes() == b"uno\r\ndos\r\nthree\r\n"
+
+
+@pytest.mark.parametrize(
+    ("encoding", "prefix"), [("utf-8-sig", b"\xef\xbb\xbf"), ("utf-16", b"\xff\xfe"), ("latin-1", b"")]
+)
+def test_edit_keeps_the_encoding(ws: Path, encoding: str, prefix: bytes) -> None:
+    original = "naïve café\nline two\n"
+    target, _ = edit_file(ws, original.encode(encoding), old_string="café", new_string="crème")
+    data = target.read_bytes()
+    assert data.startswith(prefix)
+    assert data == "naïve crème\nline two\n".encode(encoding)
+
+
+def test_edit_refuses_what_the_encoding_cannot_hold(ws: Path) -> None:
+    content = "caf\xe9\n".encode("latin-1")
+    target, result = edit_file(ws, content, old_string="caf", new_string="カフェ")
+    assert result.is_error and "encoding cannot hold" in text(result)  # type: ignore[attr-defined,arg-type]
+    assert target.read_bytes() == content
+
+
+def test_edit_with_equal_strings_or_an_empty_old_string_on_a_file(ws: Path) -> None:
+    _, same = edit_file(ws, b"a\n", old_string="a", new_string="a")
+    assert "the same" in text(same)  # type: ignore[arg-type]
+    _, empty = edit_file(ws, b"a\n", old_string="", new_string="b")
+    assert "old_string is empty" in text(empty)  # type: ignore[arg-type]
+
+
+def test_edit_with_an_empty_old_string_creates_a_new_file(ws: Path) -> None:
+    result = call(EDIT, context(ws), file_path="new/file.md", old_string="", new_string="# Title\n")
+    assert not result.is_error and (ws / "new" / "file.md").read_text() == "# Title\n"
+    missing = call(EDIT, context(ws), file_path="nope.md", old_string="x", new_string="y")
+    assert missing.is_error and "does not exist" in text(missing)
+
+
+def test_edit_refuses_protected_and_outside_paths(ws: Path) -> None:
+    assert "outside" in text(call(EDIT, context(ws), file_path="../outside/x", old_string="", new_string="x"))
+    assert call(
+        EDIT, context(ws), file_path=".git/hooks/post-checkout", old_string="", new_string="x"
+    ).is_error
+
+
+# -- fuzz: an edit applies exactly, or leaves the file byte for byte --------------------------------
+
+_alphabet = st.sampled_from(list("ab \n\r\tx=é"))
+_texts = st.text(alphabet=_alphabet, max_size=40)
+
+
+def _expected(text_: str, old: str, new: str, replace_all: bool) -> str | None:
+    """What the file must read after the edit, or None if the edit must be refused."""
+    if old == new or not old:
+        return None
+    count = text_.count(old)
+    if count == 0 and "\r\n" in text_ and "\n" in old:
+        crlf_old = old.replace("\r\n", "\n").replace("\n", "\r\n")
+        if text_.count(crlf_old):
+            old, new = crlf_old, new.replace("\r\n", "\n").replace("\n", "\r\n")
+            count = text_.count(old)
+    if count == 0 or (count > 1 and not replace_all):
+        return None
+    return text_.replace(old, new) if replace_all else text_.replace(old, new, 1)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    content=_texts,
+    start=st.integers(0, 40),
+    length=st.integers(0, 8),
+    random_old=_texts,
+    use_substring=st.booleans(),
+    new=_texts,
+    replace_all=st.booleans(),
+    encoding=st.sampled_from(["utf-8", "latin-1", "utf-16", "utf-8-sig"]),
+)
+def test_edit_applies_exactly_or_changes_nothing(
+    tmp_path: Path,
+    content: str,
+    start: int,
+    length: int,
+    random_old: str,
+    use_substring: bool,
+    new: str,
+    replace_all: bool,
+    encoding: str,
+) -> None:
+    old = content[start : start + length] if use_substring else random_old
+    target = tmp_path / "fuzz.txt"
+    original = content.encode(encoding)
+    target.write_bytes(original)
+    ctx = context(tmp_path)
+    read(ctx, target)
+    result = call(EDIT, ctx, file_path=str(target), old_string=old, new_string=new, replace_all=replace_all)
+    expected = _expected(content, old, new, replace_all)
+    if result.is_error:
+        assert target.read_bytes() == original, text(result)
+        if expected is not None:  # refused although it applies: only for text the encoding cannot hold
+            assert "encoding cannot hold" in text(result)
+    else:
+        assert expected is not None
+        # bytes that are valid UTF-8 (plain ASCII "Latin-1") say nothing else: they stay UTF-8
+        written_as = encoding
+        if encoding == "latin-1":
+            try:
+                original.decode("utf-8")
+                written_as = "utf-8"
+            except UnicodeDecodeError:
+                pass
+        assert target.read_bytes() == expected.encode(written_as)
