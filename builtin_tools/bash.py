@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from builtin_tools.files import policy_of
+from core.policy import remove_new
 from core.sandbox import Sandbox, make_sandbox
 from core.shell import run_shell
 from core.tools import Tool, ToolContext, ToolResult
@@ -14,6 +16,7 @@ from core.tools import Tool, ToolContext, ToolResult
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 _CWD = "bash_cwd"  # ToolContext.state key
+_CHANGES_DIRECTORY = re.compile(r"\b(cd|pushd|popd)\b")
 
 
 class BashInput(BaseModel):
@@ -72,7 +75,18 @@ class Bash(Tool):
             notes.append(f"(The directory {cwd} is gone; the command ran in {policy.workspace}.)")
             cwd = policy.workspace
         timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
-        result = await run_shell(args.command, cwd=cwd, sandbox=sandbox, timeout_s=timeout_ms / 1000)
+        policy.prepare()
+        unpinned = policy.missing_protected()
+        try:
+            result = await run_shell(args.command, cwd=cwd, sandbox=sandbox, timeout_s=timeout_ms / 1000)
+        finally:
+            for path in remove_new(unpinned):
+                notes.append(f"(Removed {path}: the command created it, and it is protected from changes.)")
+        if result.cwd is None and not result.timed_out and _CHANGES_DIRECTORY.search(args.command):
+            notes.append(
+                "(The command's final directory is unknown (it replaced the shell or its EXIT trap); "
+                f"the next command starts in {cwd}.)"
+            )
         if result.cwd is not None:
             if policy.in_roots(result.cwd):
                 ctx.state[_CWD] = str(result.cwd)

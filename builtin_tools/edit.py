@@ -6,23 +6,24 @@ was and the model is told why (no match, several matches, stale read, unencodabl
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from builtin_tools.files import (
+    FileTool,
     decode,
+    lines_of,
+    numbered,
     remember,
     require_fresh_read,
-    resolve,
+    require_regular,
     snippet,
     unified_diff,
     writable,
 )
-from core.policy import PolicyError
-from core.tools import Tool, ToolContext, ToolResult
+from core.tools import ToolContext, ToolResult
 
 _MAX_LISTED = 10
 
@@ -55,30 +56,49 @@ def _line_numbers(text: str, needle: str) -> list[int]:
 def _closest(text: str, old: str) -> str:
     """Where the model probably meant: the line most like the first line of old_string."""
     first = next((line.strip() for line in old.splitlines() if line.strip()), "")
-    lines = text.splitlines()
+    lines = lines_of(text)
     if not first or not lines:
         return ""
-    scored = [(difflib.SequenceMatcher(None, first, line.strip()).ratio(), i) for i, line in enumerate(lines)]
-    ratio, best = max(scored)
+    matcher = difflib.SequenceMatcher(None, b=first)
+    rough = []
+    for i, line in enumerate(lines):
+        matcher.set_seq1(line.strip()[:500])
+        rough.append((matcher.quick_ratio(), i))
+    best_rough = sorted(rough, reverse=True)[
+        :20
+    ]  # quick_ratio is an upper bound: rank exactly among the best
+    exact = []
+    for _, i in best_rough:
+        matcher.set_seq1(lines[i].strip()[:500])
+        exact.append((matcher.ratio(), -i))
+    ratio, negative = max(exact)
+    best = -negative
     if ratio < 0.5:
         return ""
-    around = "\n".join(f"{i + 1:>6}\t{lines[i]}" for i in range(max(0, best - 2), min(len(lines), best + 3)))
+    around = "\n".join(numbered(lines[i], i + 1) for i in range(max(0, best - 2), min(len(lines), best + 3)))
     return f" The most similar text is near line {best + 1}:\n{around}"
 
 
+def _crlf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
 def plan_edit(text: str, old: str, new: str, replace_all: bool, path: Path) -> tuple[str, int, int]:
-    """The new text, the index of the first change and the number of replacements; raises EditError."""
+    """The new text, the index of the first change and the number of replacements; raises EditError.
+
+    The model writes newlines as \\n. In a file whose every newline is \\r\\n, old and new are taken
+    in that convention; in a mixed file, the \\r\\n form is tried when the text as given is absent."""
     if old == new:
         raise EditError("old_string and new_string are the same; there is nothing to change.")
     if not old:
         raise EditError(f"old_string is empty; {path} already exists, so use Write to replace it whole.")
+    newlines = text.count("\n")
+    if newlines and text.count("\r\n") == newlines:
+        old, new = _crlf(old), _crlf(new)
     count = text.count(old)
-    if count == 0 and "\r\n" in text and "\n" in old:
-        # the model writes \n; a CRLF file has \r\n: match and write in the file's convention
-        crlf_old = old.replace("\r\n", "\n").replace("\n", "\r\n")
-        if text.count(crlf_old):
-            old, new = crlf_old, new.replace("\r\n", "\n").replace("\n", "\r\n")
-            count = text.count(old)
+    if count == 0 and "\r\n" in text and "\n" in old and text.count(_crlf(old)):
+        old, new = _crlf(old), _crlf(new)
+        count = text.count(old)
     if count == 0:
         raise EditError(f"old_string was not found in {path} (0 matches).{_closest(text, old)}")
     if count > 1 and not replace_all:
@@ -91,7 +111,7 @@ def plan_edit(text: str, old: str, new: str, replace_all: bool, path: Path) -> t
     return text.replace(old, new) if replace_all else text.replace(old, new, 1), index, count
 
 
-class Edit(Tool):
+class Edit(FileTool):
     name = "Edit"
     description = (
         "Replaces exact text in a file.\n"
@@ -104,25 +124,19 @@ class Edit(Tool):
     input_model = EditInput
     kind = "edit"
 
-    def rule_content(self, args: EditInput, ctx: ToolContext) -> str | None:
-        return str(resolve(ctx, args.file_path))
-
-    async def run(self, args: EditInput, ctx: ToolContext) -> ToolResult:
-        return await asyncio.to_thread(self._run, args, ctx)  # file IO off the event loop
-
-    def _run(self, args: EditInput, ctx: ToolContext) -> ToolResult:
+    def run_sync(self, args: EditInput, ctx: ToolContext) -> ToolResult:
+        path = writable(ctx, args.file_path)
+        if not path.exists():
+            return self._create(ctx, path, args)
+        if path.is_dir():
+            return ToolResult.error(f"{path} is a directory, not a file.")
+        require_regular(path)
+        require_fresh_read(ctx, path, "edit")
+        text, encoding = decode(path.read_bytes())
         try:
-            path = writable(ctx, args.file_path)
-            if not path.exists():
-                return self._create(ctx, path, args)
-            if path.is_dir():
-                return ToolResult.error(f"{path} is a directory, not a file.")
-            require_fresh_read(ctx, path, "edit")
-            original = path.read_bytes()
-            text, encoding = decode(original)
             new_text, index, count = plan_edit(text, args.old_string, args.new_string, args.replace_all, path)
-            data = new_text.encode(encoding)
-        except (PolicyError, EditError) as e:
+            data = encoding.encode(new_text)
+        except EditError as e:
             return ToolResult.error(str(e))
         except UnicodeEncodeError:
             return ToolResult.error(

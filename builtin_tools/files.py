@@ -3,14 +3,18 @@ remembering what was read, numbering lines and showing diffs."""
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import difflib
 import os
+import stat
+from abc import abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from core.policy import PolicyError, SandboxPolicy
-from core.tools import ToolContext
+from core.policy import PolicyError, SandboxPolicy, real
+from core.tools import Tool, ToolContext, ToolResult
 
 MAX_LINE_CHARS = 2_000
 SNIFF_BYTES = 8_192
@@ -24,7 +28,7 @@ def policy_of(ctx: ToolContext) -> SandboxPolicy:
 
 
 def resolve(ctx: ToolContext, file_path: str) -> Path:
-    """An absolute path: `~` expanded, relative paths taken from the working directory."""
+    """An absolute path: `~` expanded, relative paths taken from the project directory."""
     path = Path(os.path.expanduser(file_path))
     return path if path.is_absolute() else ctx.cwd / path
 
@@ -38,9 +42,45 @@ def writable(ctx: ToolContext, file_path: str) -> Path:
     return policy_of(ctx).check_write(resolve(ctx, file_path))
 
 
+def require_regular(path: Path) -> None:
+    """Refuse FIFOs, devices and sockets: reading one can block forever."""
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "not a regular file"
+        )
+        raise PolicyError(f"{path} is {kind}; only regular files can be read or changed.")
+
+
+class PathTool(Tool):
+    """A tool that works on one path: permission rules match the path's real location."""
+
+    kind = "read"
+
+    def rule_content(self, args: Any, ctx: ToolContext) -> str | None:
+        return str(real(resolve(ctx, getattr(args, "file_path", None) or getattr(args, "path", None) or ".")))
+
+
+class FileTool(PathTool):
+    """A path tool whose work is file IO: it runs on a worker thread, so concurrent calls overlap
+    and the event loop stays free for interrupts."""
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+        try:
+            return await asyncio.to_thread(self.run_sync, args, ctx)
+        except PolicyError as e:
+            return ToolResult.error(str(e))
+
+    @abstractmethod
+    def run_sync(self, args: Any, ctx: ToolContext) -> ToolResult: ...
+
+
 # -- text and binary ------------------------------------------------------------------------------
 
-_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 _IMAGE_MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),
@@ -58,32 +98,71 @@ def image_type(head: bytes) -> str | None:
     return None
 
 
-def bom_encoding(head: bytes) -> str | None:
+@dataclass(frozen=True, slots=True)
+class Encoding:
+    """How a file's bytes become text and back, byte for byte: a codec, the BOM it starts with, and
+    how undecodable bytes are carried (surrogateescape keeps stray bytes in a UTF-8 file)."""
+
+    codec: str
+    bom: bytes = b""
+    errors: str = "strict"
+
+    def decode(self, data: bytes) -> str:
+        return data[len(self.bom) :].decode(self.codec, self.errors)
+
+    def encode(self, text: str) -> bytes:
+        return self.bom + text.encode(self.codec, self.errors)
+
+
+UTF8 = Encoding("utf-8")
+_BOMS = (
+    (codecs.BOM_UTF8, Encoding("utf-8", codecs.BOM_UTF8)),
+    (codecs.BOM_UTF16_LE, Encoding("utf-16-le", codecs.BOM_UTF16_LE)),
+    (codecs.BOM_UTF16_BE, Encoding("utf-16-be", codecs.BOM_UTF16_BE)),
+)
+
+
+def bom_encoding(head: bytes) -> Encoding | None:
     return next((enc for bom, enc in _BOMS if head.startswith(bom)), None)
 
 
 def looks_binary(head: bytes) -> bool:
     """NUL bytes outside a UTF-16 file mean binary data, as git and grep judge it."""
-    return bom_encoding(head) != "utf-16" and b"\x00" in head
+    encoding = bom_encoding(head)
+    return (encoding is None or not encoding.codec.startswith("utf-16")) and b"\x00" in head
 
 
-def decode(data: bytes) -> tuple[str, str]:
-    """The text and the codec that gives back the same bytes: a BOM's codec, else UTF-8, else
-    Latin-1 (which maps every byte, so an edit keeps bytes it does not touch)."""
+def _mostly_utf8(data: bytes) -> bool:
+    """Whether undecodable bytes are strays in UTF-8 text rather than a single-byte encoding:
+    UTF-8 text has valid multi-byte sequences; Latin-1 text almost never forms one."""
+    text = data.decode("utf-8", "surrogateescape")
+    return any(ord(ch) > 0x7F and not 0xDC80 <= ord(ch) <= 0xDCFF for ch in text)
+
+
+def detect(data: bytes) -> Encoding:
+    """The encoding that gives back the same bytes: a BOM's codec, else UTF-8 (stray bytes kept),
+    else Latin-1 (which maps every byte, so an edit keeps bytes it does not touch)."""
     encoding = bom_encoding(data[:4])
-    if encoding:
-        return data.decode(encoding), encoding
+    if encoding is not None:
+        return encoding
     try:
-        return data.decode("utf-8"), "utf-8"
+        data.decode("utf-8")
     except UnicodeDecodeError:
-        return data.decode("latin-1"), "latin-1"
+        return Encoding("utf-8", errors="surrogateescape") if _mostly_utf8(data) else Encoding("latin-1")
+    return UTF8
+
+
+def decode(data: bytes) -> tuple[str, Encoding]:
+    encoding = detect(data)
+    return encoding.decode(data), encoding
 
 
 def decode_line(raw: bytes) -> str:
+    """One line for display: UTF-8 where it is, a readable stand-in where it is not."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        return raw.decode("latin-1")
+        return raw.decode("utf-8", "replace") if _mostly_utf8(raw) else raw.decode("latin-1")
 
 
 # -- what was read --------------------------------------------------------------------------------
@@ -93,21 +172,23 @@ def decode_line(raw: bytes) -> str:
 class FileStamp:
     mtime_ns: int
     size: int
+    inode: int
 
     @classmethod
     def of(cls, path: Path) -> FileStamp:
         st = path.stat()
-        return cls(st.st_mtime_ns, st.st_size)
+        return cls(st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def remember(ctx: ToolContext, path: Path) -> None:
-    """Note that the model has seen `path` as it now is on disk."""
-    ctx.state.setdefault(_READS, {})[str(path)] = FileStamp.of(path)
+def remember(ctx: ToolContext, path: Path, stamp: FileStamp | None = None) -> None:
+    """Note that the model has seen `path` as it was at `stamp` (taken before reading, so a change
+    made while it was read counts as unseen)."""
+    ctx.state.setdefault(_READS, {})[str(real(path))] = stamp or FileStamp.of(path)
 
 
 def require_fresh_read(ctx: ToolContext, path: Path, verb: str) -> None:
     """Raise PolicyError unless `path` was read in this session and has not changed since."""
-    stamp = ctx.state.get(_READS, {}).get(str(path))
+    stamp = ctx.state.get(_READS, {}).get(str(real(path)))
     if stamp is None:
         raise PolicyError(f"Read {path} before you {verb} it: it has not been read in this session.")
     if stamp != FileStamp.of(path):
@@ -124,6 +205,14 @@ def numbered(line: str, number: int) -> str:
     return f"{number:>6}\t{line}"
 
 
+def lines_of(text: str) -> list[str]:
+    """Lines as Read numbers them: split at \\n only (a form feed or a lone \\r is not a line end)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
 def unified_diff(path: Path, before: str, after: str) -> str:
     lines = difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True), f"a{path}", f"b{path}", n=3
@@ -135,7 +224,7 @@ def unified_diff(path: Path, before: str, after: str) -> str:
 
 def snippet(text: str, index: int, span: int, context: int = 3) -> str:
     """Numbered lines around text[index:index+span], to show the model what an edit left behind."""
-    lines = text.splitlines()
+    lines = lines_of(text)
     first = text.count("\n", 0, index)
     last = first + text.count("\n", index, index + span)
     start, end = max(0, first - context), min(len(lines), last + context + 1)

@@ -2,60 +2,61 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from builtin_tools.files import policy_of, readable, resolve
-from builtin_tools.ripgrep import RipgrepMissing, run_rg
+from builtin_tools.files import PathTool, policy_of, readable, resolve
+from builtin_tools.ripgrep import RipgrepMissing, mtime, run_rg
 from core.globs import compile_glob
-from core.policy import PolicyError
-from core.tools import Tool, ToolContext, ToolResult
+from core.policy import PolicyError, real
+from core.tools import ToolContext, ToolResult
 
 MAX_RESULTS = 100
 
 
 class GlobInput(BaseModel):
     pattern: str = Field(description='The glob to match, e.g. "**/*.py" or "src/**/*.{ts,tsx}".')
-    path: str | None = Field(None, description="The directory to search (default: the working directory).")
+    path: str | None = Field(None, description="The directory to search (default: the project directory).")
 
 
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
+def split_pattern(pattern: str, base: str) -> tuple[str, str]:
+    """Move the pattern's leading fixed directories (`/abs`, `./`, `../x`) into the base directory."""
+    parts = pattern.split("/")
+    fixed = []
+    if pattern.startswith("/"):
+        base, parts = "/", parts[1:]
+    for part in parts[:-1]:
+        if any(c in part for c in "*?[{"):
+            break
+        fixed.append(part)
+    rest = "/".join(parts[len(fixed) :]) or "*"
+    return os.path.join(base, *fixed) if fixed else base, rest
 
 
-class Glob(Tool):
+class Glob(PathTool):
     name = "Glob"
     description = (
         "Finds files by name pattern, fast, in any size of codebase. Returns absolute paths, most "
         f"recently modified first, at most {MAX_RESULTS}.\n"
         '- Patterns: "*" matches within a directory, "**" across directories, "{a,b}" either: '
         '"**/*.js", "src/**/test_*.py", "*.{yml,yaml}".\n'
-        "- Files ignored by .gitignore are left out; hidden files are included.\n"
+        "- Files ignored by .gitignore are left out; hidden files are included; symlinked directories "
+        "are not followed.\n"
         "- To search file contents, use Grep."
     )
     input_model = GlobInput
     read_only = True
-    kind = "read"
 
-    def rule_content(self, args: GlobInput, ctx: ToolContext) -> str | None:
-        return str(resolve(ctx, args.path or "."))
+    def rule_content(self, args: Any, ctx: ToolContext) -> str | None:
+        base, _ = split_pattern(args.pattern.strip(), args.path or ".")
+        return str(real(resolve(ctx, base)))
 
     async def run(self, args: GlobInput, ctx: ToolContext) -> ToolResult:
-        pattern = args.pattern.strip()
-        base_arg = args.path or "."
-        if pattern.startswith("/"):  # an absolute pattern: search from its fixed leading directories
-            fixed = []
-            for part in Path(pattern).parts[1:]:
-                if any(c in part for c in "*?[{"):
-                    break
-                fixed.append(part)
-            base_arg = str(Path("/", *fixed))
-            pattern = pattern[len(base_arg) :].lstrip("/") or "*"
+        base_arg, pattern = split_pattern(args.pattern.strip(), args.path or ".")
         try:
             base = readable(ctx, base_arg)
         except PolicyError as e:
@@ -68,16 +69,18 @@ class Glob(Tool):
             return ToolResult.error(str(e))
         if out.code == 2 and not out.text:
             return ToolResult.error(f"Glob failed: {out.error}")
+        return await asyncio.to_thread(self._matches, ctx, base, pattern, out.paths())
+
+    def _matches(self, ctx: ToolContext, base: Path, pattern: str, listed: list[str]) -> ToolResult:
         matcher = compile_glob(pattern)
         allowed = policy_of(ctx).listing_filter(base)
-        prefix = f"{base}/" if str(base) != "/" else "/"
-        relative = (rel.removeprefix("./") for rel in out.paths())
-        found = [Path(prefix + rel) for rel in relative if matcher.match(rel) and allowed(prefix + rel)]
+        prefix = str(base).rstrip("/") + "/"
+        relative = (rel.removeprefix("./") for rel in listed)
+        found = [prefix + rel for rel in relative if matcher.match(rel) and allowed(prefix + rel)]
         if not found:
             return ToolResult("No files found", summary="no files")
-        found.sort(key=_mtime, reverse=True)
-        shown = [os.fspath(p) for p in found[:MAX_RESULTS]]
-        text = "\n".join(shown)
+        found.sort(key=mtime, reverse=True)
+        text = "\n".join(found[:MAX_RESULTS])
         if len(found) > MAX_RESULTS:
             text += (
                 f"\n\n(Showing the {MAX_RESULTS} most recently modified of {len(found):,} matches; "

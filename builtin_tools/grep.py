@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from builtin_tools.files import policy_of, readable, resolve
-from builtin_tools.ripgrep import RipgrepMissing, run_rg
+from builtin_tools.files import PathTool, policy_of, readable, require_regular
+from builtin_tools.ripgrep import RgOutput, RipgrepMissing, mtime, run_rg
 from core.policy import PolicyError
-from core.tools import Tool, ToolContext, ToolResult
+from core.tools import ToolContext, ToolResult
 
 
 class GrepInput(BaseModel):
@@ -45,14 +46,7 @@ class GrepInput(BaseModel):
     multiline: bool | None = Field(None, description="Let the pattern span lines (. matches newlines).")
 
 
-def _mtime(path: str) -> float:
-    try:
-        return Path(path).stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-class Grep(Tool):
+class Grep(PathTool):
     name = "Grep"
     description = (
         "Searches file contents with ripgrep. Use it instead of running grep or rg in Bash.\n"
@@ -66,10 +60,6 @@ class Grep(Tool):
     )
     input_model = GrepInput
     read_only = True
-    kind = "read"
-
-    def rule_content(self, args: GrepInput, ctx: ToolContext) -> str | None:
-        return str(resolve(ctx, args.path or "."))
 
     def _argv(self, args: GrepInput, target: str) -> list[str]:
         argv = ["--max-columns=500", "--max-columns-preview", "--with-filename"]
@@ -97,28 +87,30 @@ class Grep(Tool):
     async def run(self, args: GrepInput, ctx: ToolContext) -> ToolResult:
         try:
             target = readable(ctx, args.path or ".")
+            if not target.exists():
+                return ToolResult.error(f"Path does not exist: {target}")
+            if not target.is_dir():
+                require_regular(target)
         except PolicyError as e:
             return ToolResult.error(str(e))
-        if not target.exists():
-            return ToolResult.error(f"Path does not exist: {target}")
+        base = target if target.is_dir() else target.parent
         try:
-            out = await run_rg(
-                self._argv(args, str(target)), cwd=target if target.is_dir() else target.parent
-            )
+            out = await run_rg(self._argv(args, str(target)), cwd=base)
         except RipgrepMissing as e:
             return ToolResult.error(str(e))
         if out.code == 2 and not out.text:
             return ToolResult.error(f"Grep failed: {out.error}")
         if out.code == 1 or not out.text:
             return ToolResult("No matches found", summary="no matches")
-        allowed = policy_of(ctx).listing_filter(target if target.is_dir() else target.parent)
+        return await asyncio.to_thread(self._format, args, ctx, base, out)
 
+    def _format(self, args: GrepInput, ctx: ToolContext, base: Path, out: RgOutput) -> ToolResult:
+        allowed = policy_of(ctx).listing_filter(base)
         if args.output_mode == "files_with_matches":
-            files = sorted((p for p in out.paths() if allowed(p)), key=_mtime, reverse=True)
-            entries = files
-            summary = f"{len(files)} files"
+            entries = sorted((p for p in out.paths() if allowed(p)), key=mtime, reverse=True)
+            summary = f"{len(entries)} files"
         else:
-            records = [(p, rest) for p, rest in out.records() if not p or allowed(p)]
+            records = [(p, rest.removesuffix("\r")) for p, rest in out.records() if not p or allowed(p)]
             entries = [f"{p}:{rest}" if p else rest for p, rest in records]
             if args.output_mode == "count":
                 total = sum(int(rest) for p, rest in records if rest.isdigit())
@@ -133,4 +125,6 @@ class Grep(Tool):
                 *entries[: args.head_limit],
                 f"(... {hidden:,} more; raise head_limit or narrow the search)",
             ]
+        if out.code == 2 and out.error:  # some files could not be searched; say which
+            entries.append(f"(Some files could not be searched: {out.error.splitlines()[0]})")
         return ToolResult("\n".join(entries), summary=summary)

@@ -2,35 +2,40 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import difflib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from pydantic import BaseModel, Field
 
 from builtin_tools.files import (
+    MAX_LINE_CHARS,
     SNIFF_BYTES,
+    FileStamp,
+    FileTool,
     bom_encoding,
     decode_line,
     image_type,
+    lines_of,
     looks_binary,
     numbered,
     readable,
     remember,
-    resolve,
+    require_regular,
 )
 from core.messages import Base64ImageSource, ImageBlock
-from core.policy import PolicyError
-from core.tools import Tool, ToolContext, ToolResult
+from core.tools import ToolContext, ToolResult
 
 DEFAULT_LIMIT = 2_000
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # the API's limit for one image
+_KEEP_BYTES = MAX_LINE_CHARS * 4 + 4  # enough bytes for MAX_LINE_CHARS characters of UTF-8, and a bit
 
 
 class ReadInput(BaseModel):
     file_path: str = Field(
-        description="The file to read: an absolute path, or relative to the working directory."
+        description="The file to read: an absolute path, or relative to the project directory."
     )
     offset: int | None = Field(None, ge=0, description="The line number to start from (1 is the first line).")
     limit: int | None = Field(None, ge=1, description=f"How many lines to read (default {DEFAULT_LIMIT}).")
@@ -46,14 +51,35 @@ def _missing(path: Path) -> str:
     return message
 
 
-class Read(Tool):
+def _raw_lines(f: IO[bytes]) -> Iterator[tuple[bytes, int | None]]:
+    """(the line's first bytes, its full length if more was skipped) for each line, in bounded
+    memory even for a gigabyte on one line."""
+    while chunk := f.readline(_KEEP_BYTES):
+        head, length = chunk, len(chunk)
+        while not chunk.endswith(b"\n") and (chunk := f.readline(1 << 20)):
+            length += len(chunk)
+        if length > len(head):
+            yield head, length - chunk.endswith(b"\n")  # the length of the line, not its newline
+        else:
+            yield head, None
+
+
+def _show(raw: bytes, skipped_length: int | None, number: int) -> str:
+    line = decode_line(raw).rstrip("\r\n")
+    if skipped_length is not None:  # the rest was never read; say how long the line really is
+        return f"{numbered(line[:MAX_LINE_CHARS], number)}… [line cut: about {skipped_length:,} bytes]"
+    return numbered(line, number)
+
+
+class Read(FileTool):
     name = "Read"
     description = (
         "Reads a file from the local filesystem and returns its lines numbered like `cat -n` "
         "(line number, a tab, the line).\n"
         f"- Reads up to {DEFAULT_LIMIT} lines from the start by default; use offset and limit to read "
         "a specific part of a long file. Lines longer than 2000 characters are cut.\n"
-        "- Relative paths are taken from the working directory; absolute paths are best.\n"
+        "- Relative paths are taken from the project directory (not the shell's current directory); "
+        "absolute paths are best.\n"
         "- Images (PNG, JPEG, GIF, WebP) are returned as images you can see. Other binary files are "
         "refused.\n"
         "- Read several files at once by calling this tool several times in one turn.\n"
@@ -61,77 +87,73 @@ class Read(Tool):
     )
     input_model = ReadInput
     read_only = True
-    kind = "read"
 
-    def rule_content(self, args: ReadInput, ctx: ToolContext) -> str | None:
-        return str(resolve(ctx, args.file_path))
-
-    async def run(self, args: ReadInput, ctx: ToolContext) -> ToolResult:
-        return await asyncio.to_thread(self._run, args, ctx)  # file IO off the event loop
-
-    def _run(self, args: ReadInput, ctx: ToolContext) -> ToolResult:
-        try:
-            path = readable(ctx, args.file_path)
-        except PolicyError as e:
-            return ToolResult.error(str(e))
+    def run_sync(self, args: ReadInput, ctx: ToolContext) -> ToolResult:
+        path = readable(ctx, args.file_path)
         if path.is_dir():
             return ToolResult.error(f"{path} is a directory, not a file: list it with Glob or Bash (ls).")
         if not path.exists():
             return ToolResult.error(_missing(path))
+        require_regular(path)
+        stamp = FileStamp.of(path)
         try:
-            return self._read(ctx, path, args)
+            with path.open("rb") as f:
+                head = f.read(SNIFF_BYTES)
+                media_type = image_type(head)
+                if media_type is not None:
+                    return self._image(ctx, path, media_type, stamp, f, head)
+                if looks_binary(head):
+                    return ToolResult.error(
+                        f"{path} is a binary file ({stamp.size:,} bytes); Read shows only text and images."
+                    )
+                f.seek(0)
+                result = self._text(f, head, args)
         except PermissionError:
             return ToolResult.error(f"Permission denied: {path} cannot be read.")
+        remember(ctx, path, stamp)
+        return result
 
-    def _read(self, ctx: ToolContext, path: Path, args: ReadInput) -> ToolResult:
-        with path.open("rb") as f:
-            head = f.read(SNIFF_BYTES)
-            media_type = image_type(head)
-            if media_type is not None:
-                return self._image(ctx, path, media_type, head + f.read())
-            if looks_binary(head):
-                size = path.stat().st_size
-                return ToolResult.error(
-                    f"{path} is a binary file ({size:,} bytes); Read shows only text and images."
-                )
-            f.seek(0)
-            encoding = bom_encoding(head)
-            if encoding == "utf-16":
-                lines = f.read().decode("utf-16").splitlines(keepends=True)
-                rows = (line.encode("utf-8") for line in lines)
-            else:
-                rows = iter(f)
-            start = max(1, args.offset or 1)
-            limit = args.limit or DEFAULT_LIMIT
-            shown: list[str] = []
-            number = 0
-            more = False
-            for number, raw in enumerate(rows, start=1):
-                if number < start:
-                    continue
-                if len(shown) == limit:
-                    more = True
-                    break
-                line = decode_line(raw).rstrip("\r\n")
-                if number == 1 and encoding == "utf-8-sig":
-                    line = line.removeprefix("\ufeff")
-                shown.append(numbered(line, number))
-        remember(ctx, path)
+    def _text(self, f: IO[bytes], head: bytes, args: ReadInput) -> ToolResult:
+        encoding = bom_encoding(head)
+        if encoding is not None and encoding.codec.startswith("utf-16"):
+            rows: Iterator[tuple[bytes, int | None]] = (
+                (line.encode("utf-8"), None) for line in lines_of(encoding.decode(f.read()))
+            )
+        else:
+            rows = _raw_lines(f)
+        start = max(1, args.offset or 1)
+        limit = args.limit or DEFAULT_LIMIT
+        shown: list[str] = []
+        number, more = 0, False
+        for number, (raw, skipped_length) in enumerate(rows, start=1):
+            if number < start:
+                continue
+            if len(shown) == limit:
+                more = True
+                break
+            if number == 1 and encoding is not None:
+                raw = raw.removeprefix(encoding.bom)
+            shown.append(_show(raw, skipped_length, number))
         if number == 0:
             return ToolResult("(the file is empty)", summary="empty file")
         if not shown:
-            return ToolResult.error(f"{path} has {number} lines; offset {start} is past the end.")
+            return ToolResult.error(f"The file has {number} lines; offset {start} is past the end.")
         text = "\n".join(shown)
         last = start + len(shown) - 1
         if more:
             text += f"\n\n(The file continues after line {last}. Read on with offset={last + 1}.)"
         return ToolResult(text, summary=f"{len(shown)} lines")
 
-    def _image(self, ctx: ToolContext, path: Path, media_type: str, data: bytes) -> ToolResult:
-        if len(data) > MAX_IMAGE_BYTES:
+    def _image(
+        self, ctx: ToolContext, path: Path, media_type: str, stamp: FileStamp, f: IO[bytes], head: bytes
+    ) -> ToolResult:
+        if stamp.size > MAX_IMAGE_BYTES:
+            size = f"{stamp.size / 2**20:.1f} MB"
             return ToolResult.error(
-                f"{path} is a {len(data) / 2**20:.1f} MB image; images over 5 MB cannot be sent to the model."
+                f"{path} is a {size} image; images over 5 MB cannot be sent to the model."
             )
-        remember(ctx, path)
-        source = Base64ImageSource(media_type=media_type, data=base64.b64encode(data).decode("ascii"))  # type: ignore[arg-type]
+        data = head + f.read()
+        remember(ctx, path, stamp)
+        encoded = base64.b64encode(data).decode("ascii")
+        source = Base64ImageSource(media_type=media_type, data=encoded)  # type: ignore[arg-type]
         return ToolResult([ImageBlock(source=source)], summary=f"image, {len(data):,} bytes")

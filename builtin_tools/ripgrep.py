@@ -19,6 +19,13 @@ class RipgrepMissing(Exception):
     pass
 
 
+def mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
 @cache
 def rg_path() -> str:
     """The `rg` next to this Python (the ripgrep wheel puts it there) or on PATH."""
@@ -57,6 +64,10 @@ async def run_rg(args: list[str], cwd: Path) -> RgOutput:
         *_BASE_ARGS,
         *args,
         cwd=cwd,
+        env={
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+        },  # no secrets to find in /proc
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from pydantic import BaseModel, Field
 
-from builtin_tools.files import decode, remember, require_fresh_read, resolve, unified_diff, writable
-from core.policy import PolicyError
-from core.tools import Tool, ToolContext, ToolResult
+from builtin_tools.files import (
+    UTF8,
+    FileTool,
+    decode,
+    remember,
+    require_fresh_read,
+    require_regular,
+    unified_diff,
+    writable,
+)
+from core.tools import ToolContext, ToolResult
 
 
 class WriteInput(BaseModel):
     file_path: str = Field(
-        description="The file to write: an absolute path, or relative to the working directory."
+        description="The file to write: an absolute path, or relative to the project directory."
     )
     content: str = Field(description="The complete new content of the file.")
 
 
-class Write(Tool):
+class Write(FileTool):
     name = "Write"
     description = (
         "Writes a file, creating it and any missing parent directories, or replacing it entirely.\n"
@@ -30,26 +36,18 @@ class Write(Tool):
     input_model = WriteInput
     kind = "edit"
 
-    def rule_content(self, args: WriteInput, ctx: ToolContext) -> str | None:
-        return str(resolve(ctx, args.file_path))
-
-    async def run(self, args: WriteInput, ctx: ToolContext) -> ToolResult:
-        return await asyncio.to_thread(self._run, args, ctx)  # file IO off the event loop
-
-    def _run(self, args: WriteInput, ctx: ToolContext) -> ToolResult:
+    def run_sync(self, args: WriteInput, ctx: ToolContext) -> ToolResult:
+        path = writable(ctx, args.file_path)
+        if path.is_dir():
+            return ToolResult.error(f"{path} is a directory; give the path of a file inside it.")
+        existed = path.exists()
+        before, encoding = "", UTF8
+        if existed:
+            require_regular(path)
+            require_fresh_read(ctx, path, "overwrite")
+            before, encoding = decode(path.read_bytes())
         try:
-            path = writable(ctx, args.file_path)
-            if path.is_dir():
-                return ToolResult.error(f"{path} is a directory; give the path of a file inside it.")
-            existed = path.exists()
-            before, encoding = "", "utf-8"
-            if existed:
-                require_fresh_read(ctx, path, "overwrite")
-                before, encoding = decode(path.read_bytes())
-        except PolicyError as e:
-            return ToolResult.error(str(e))
-        try:
-            data = args.content.encode(encoding)
+            data = encoding.encode(args.content)
         except UnicodeEncodeError:
             data = args.content.encode("utf-8")  # the old encoding cannot hold the new text
         try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from typing import Any, Protocol, TextIO
 
@@ -23,6 +24,8 @@ from core.events import (
     ToolResultsMessage,
     ToolStarted,
 )
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 class Writer(Protocol):
@@ -94,8 +97,9 @@ class _Base:
                 self.stderr.write(f"  ⎿ {event.result.summary or 'error'}\n")
             detail = event.result.display or {}
             shown = detail.get("diff") or detail.get("todos") if isinstance(detail, dict) else None
-            if shown:
-                self.stderr.write("".join(f"    {line}\n" for line in shown.splitlines()))
+            if shown:  # the model chose this text: no control sequences may reach the terminal
+                safe = _CONTROL.sub("", shown)
+                self.stderr.write("".join(f"    {line}\n" for line in safe.splitlines()))
         elif isinstance(event, StreamRetry):
             self.stderr.write(
                 f"piton: the API stream broke ({event.reason}); retrying in {event.delay_s:.1f}s "

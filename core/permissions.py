@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from core.globs import glob_match
-from core.shellsplit import split_command
+from core.shellsplit import effective_commands, split_command, split_raw, writes_files
 from core.tools import Tool
 
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
@@ -120,13 +120,12 @@ class Permissions:
         return fnmatch.fnmatchcase(content, rule.specifier)
 
     def _first(
-        self, rules: Sequence[Rule], tool: Tool, content: str | None, parts: list[str] | None
+        self, rules: Sequence[Rule], tool: Tool, content: str | None, judged: list[str] | None
     ) -> Rule | None:
-        """The first rule that matches the call or, for a command, any of its parts."""
+        """The first rule that matches the call or, for a command, any command it may run."""
         for rule in rules:
             if tool.kind == "execute" and rule.specifier is not None:
-                candidates = parts if parts is not None else [" ".join((content or "").split())]
-                if any(self._matches(rule, tool, content, p) for p in candidates):
+                if judged and any(self._matches(rule, tool, content, c) for c in judged):
                     return rule
             elif self._matches(rule, tool, content):
                 return rule
@@ -138,19 +137,40 @@ class Permissions:
         bare = next((r for r in self.allow if r.specifier is None and self._matches(r, tool, content)), None)
         if bare is not None:
             return bare
-        if not parts:  # unsplittable (substitutions...) or empty: no prefix rule can vouch for it
+        if not parts or any(writes_files(p) for p in parts):
+            # unsplittable, empty, or writing files by redirection: no prefix rule can vouch for it
             return None
         matched = [next((r for r in self.allow if self._matches(r, tool, content, p)), None) for p in parts]
         return matched[0] if all(matched) else None
 
+    def _commands(self, content: str) -> list[str] | None:
+        """Every command a line may run (its parts, what wrappers run, `bash -c` strings), or None."""
+        raw = split_raw(content)
+        if raw is None:
+            return None
+        found: list[str] = []
+        for part in raw:
+            more = effective_commands(part)
+            if more is None:
+                return None
+            found += more
+        return found
+
     def decide(self, tool: Tool, content: str | None) -> Decision:
         """The decision for calling `tool` on `content` (its command or absolute path, if any)."""
         parts = split_command(content) if tool.kind == "execute" and content is not None else None
-        if rule := self._first(self.deny, tool, content, parts):
+        commands = self._commands(content) if tool.kind == "execute" and content is not None else None
+        # an unsplittable line is still denied when its own text matches; otherwise it asks (below)
+        denial_check = commands if commands is not None or content is None else [" ".join(content.split())]
+        if rule := self._first(self.deny, tool, content, denial_check):
             return Decision("deny", f"the rule {rule} denies it", rule)
         if self.mode == "plan" and not tool.read_only:
             return Decision("deny", "plan mode allows only read-only tools")
-        if rule := self._first(self.ask, tool, content, parts):
+        if tool.kind == "execute" and commands is None and self._has_command_rules():
+            return Decision(
+                "ask", "the command cannot be checked part by part against the deny and ask rules"
+            )
+        if rule := self._first(self.ask, tool, content, commands):
             return Decision("ask", f"the rule {rule} asks first", rule)
         if self.mode == "bypassPermissions":
             return Decision("allow", "bypassPermissions mode")
@@ -161,6 +181,9 @@ class Permissions:
         if self.mode == "acceptEdits" and tool.kind == "edit":
             return Decision("allow", "acceptEdits mode")
         return Decision("ask", f"{tool.name} needs permission")
+
+    def _has_command_rules(self) -> bool:
+        return any(r.specifier is not None for r in (*self.deny, *self.ask) if r.tool == "Bash")
 
 
 def suggest_rule(tool: Tool, content: str | None) -> str:

@@ -7,9 +7,12 @@ writable root and outside the protected files, and credential locations are not 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -21,6 +24,12 @@ SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "dange
 # Under the home directory: never read by the model's tools, hidden inside the shell sandbox.
 CREDENTIAL_PATHS = (
     ".ssh",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".config/git/credentials",
+    ".claude",
     ".aws",
     ".gnupg",
     ".netrc",
@@ -32,17 +41,24 @@ CREDENTIAL_PATHS = (
     ".config/anthropic",
 )
 # Anywhere: environment files, except the templates projects commit on purpose.
-_ENV_FILE = (".env", ".env.*")
+_ENV_FILE = (".env", ".env.*", ".envrc", "*.env")
 _ENV_TEMPLATES = (".env.example", ".env.sample", ".env.template", ".env.dist")
+# Never read by the file tools: another process's environment is where API keys live.
+SYSTEM_PATHS = ("/proc", "/sys")
 # Inside each writable root: what would let a command run later outside the sandbox, or widen it.
 PROTECTED_IN_ROOT = (
     ".git/hooks",
     ".git/config",
+    ".git/commondir",
+    ".git/modules",
+    ".git/worktrees",
     ".piton/settings.json",
     ".piton/settings.local.json",
     ".claude/settings.json",
     ".claude/settings.local.json",
 )
+# Directories that hold protected files: the sandbox pins them in place so they cannot be swapped.
+GUARDED_DIRS = (".git", ".piton", ".claude")
 
 
 class PolicyError(Exception):
@@ -60,8 +76,17 @@ def real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+_FOLD = sys.platform == "darwin"  # macOS filesystems ignore case: so must the protections
+
+
+def _key(path: Path | str) -> str:
+    text = str(path)
+    return text.casefold() if _FOLD else text
+
+
+def _inside(path: Path | str, root: Path | str) -> bool:
+    p, r = _key(path), _key(root).rstrip("/")
+    return p == r or p.startswith(r + "/")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +97,7 @@ class SandboxPolicy:
     network: bool = False
     home: Path = field(default_factory=Path.home)
     read_exceptions: tuple[str, ...] = ()  # absolute-path globs exempt from the credential rule
+    read_denied: tuple[str, ...] = ()  # absolute-path globs never read (the permissions' Read deny rules)
 
     @classmethod
     def create(
@@ -82,6 +108,7 @@ class SandboxPolicy:
         *,
         network: bool = False,
         read_exceptions: tuple[str, ...] | list[str] = (),
+        read_denied: tuple[str, ...] | list[str] = (),
     ) -> SandboxPolicy:
         return cls(
             mode=mode,
@@ -90,7 +117,11 @@ class SandboxPolicy:
             network=network,
             home=real(Path.home()),
             read_exceptions=tuple(read_exceptions),
+            read_denied=tuple(read_denied),
         )
+
+    def read_only(self) -> SandboxPolicy:
+        return replace(self, mode="read-only")
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -109,11 +140,39 @@ class SandboxPolicy:
             return []
         return [root / p for root in self.roots for p in PROTECTED_IN_ROOT]
 
+    def prepare(self) -> None:
+        """Make sure each repository has a hooks directory, so the sandbox can pin it read-only
+        (a hooks directory a command created would run its code outside any sandbox)."""
+        if self.mode != "workspace-write":
+            return
+        for root in self.roots:
+            git = root / ".git"
+            if git.is_dir() and not git.is_symlink() and not os.path.lexists(git / "hooks"):
+                with contextlib.suppress(OSError):
+                    (git / "hooks").mkdir()
+
+    def missing_protected(self) -> list[Path]:
+        """Protected files that do not exist yet: the sandbox cannot pin them, so a command that
+        creates one has it removed afterwards (see `remove_new`). Submodule and worktree folders are
+        left to git, and so is the whole `.git` of a repository the command itself created."""
+        if self.mode != "workspace-write":
+            return []
+        missing = []
+        for root in self.roots:
+            repo = (root / ".git").is_dir()
+            for rel in PROTECTED_IN_ROOT:
+                if rel in (".git/modules", ".git/worktrees") or (rel.startswith(".git/") and not repo):
+                    continue
+                if not os.path.lexists(root / rel):
+                    missing.append(root / rel)
+        return missing
+
     def credential_paths(self) -> list[Path]:
         return [self.home / p for p in CREDENTIAL_PATHS]
 
     def in_roots(self, path: Path) -> bool:
-        return any(_inside(real(path), root) for root in self.roots)
+        target = real(path)
+        return any(_inside(target, root) for root in self.roots)
 
     def check_write(self, path: Path) -> Path:
         """The real path to write `path` through, or `PolicyError` saying why not."""
@@ -124,42 +183,75 @@ class SandboxPolicy:
         if not any(_inside(target, root) for root in self.writable_roots()):
             roots = ", ".join(str(r) for r in self.writable_roots())
             raise PolicyError(f"Cannot write {shown}: it is outside the writable directories ({roots}).")
+        if self.mode == "danger-full-access":
+            return target
+        if any(_key(part) == ".git" for part in target.parts):
+            raise PolicyError(
+                f"Cannot write {shown}: files inside .git belong to git; use git commands in Bash."
+            )
         for protected in self.protected_paths():
-            if _inside(target, protected):
+            if _inside(target, real(protected)):
                 raise PolicyError(f"Cannot write {shown}: {protected.name} is protected from changes.")
         return target
 
     def check_read(self, path: Path) -> Path:
-        """The real path to read `path` through, or `PolicyError` for a credential location."""
+        """The real path to read `path` through, or `PolicyError` saying why not."""
         target = real(path)
-        if self.mode == "danger-full-access" or self._excepted(str(target)):
-            return target
-        for secret in self.credential_paths():
-            if _inside(target, secret):
-                raise PolicyError(f"Cannot read {path}: credential files ({secret}) are off limits.")
-        if _is_env_file(target.name):
-            raise PolicyError(
-                f"Cannot read {path}: environment files may hold secrets. Allow it with a rule such as "
-                f'"Read({target.name})" in the permissions allow list.'
-            )
+        reason = self._read_refusal(str(target))
+        if reason:
+            raise PolicyError(f"Cannot read {path}: {reason}")
         return target
+
+    def _read_refusal(self, path: str) -> str | None:
+        if any(_inside(path, system) for system in SYSTEM_PATHS):
+            return "process and kernel files (/proc, /sys) are off limits."
+        if any(glob_match(pattern, path) for pattern in self.read_denied):
+            return "a permission rule denies reading it."
+        if self.mode == "danger-full-access" or self._excepted(path):
+            return None
+        for secret in self.credential_paths():
+            if _inside(path, secret):
+                return f"credential files ({secret}) are off limits."
+        name = path.rpartition("/")[2]
+        if _is_env_file(name):
+            return (
+                "environment files may hold secrets. Allow it with a rule such as "
+                f'"Read({name})" in the permissions allow list.'
+            )
+        return None
 
     def listing_filter(self, base: Path) -> Callable[[str], bool]:
         """A check for the many paths a search finds under `base`: string tests only, no system calls.
         Sound because searches report paths where they are (they do not follow symlinks)."""
-        if self.mode == "danger-full-access":
-            return lambda path: True
         root = str(real(base))
         secrets = [str(real(p)) for p in self.credential_paths()]
-        secrets = [s for s in secrets if s == root or s.startswith(root + "/")]
+        secrets = [s for s in secrets if _inside(s, root)]
 
         def allowed(path: str) -> bool:
-            hidden = _is_env_file(path.rpartition("/")[2]) or any(
-                path == s or path.startswith(s + "/") for s in secrets
-            )
+            if self.read_denied and any(glob_match(pattern, path) for pattern in self.read_denied):
+                return False
+            if self.mode == "danger-full-access":
+                return True
+            hidden = _is_env_file(path.rpartition("/")[2]) or any(_inside(path, s) for s in secrets)
             return not hidden or self._excepted(path)
 
         return allowed
 
     def _excepted(self, path: str) -> bool:
         return any(glob_match(pattern, path) for pattern in self.read_exceptions)
+
+
+def remove_new(paths: list[Path]) -> list[Path]:
+    """Delete whichever of `paths` exist now (they did not before a command ran); never follows a
+    symlink. Returns what was removed."""
+    removed = []
+    for path in paths:
+        if not os.path.lexists(path):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        removed.append(path)
+    return removed

@@ -15,6 +15,7 @@ from core.permissions import PERMISSION_MODES, Approver, DenyAll, PermissionGate
 from core.policy import SANDBOX_MODES, SandboxPolicy
 from core.providers import Provider
 from core.result_store import FileResultStore, ResultCapper, ResultHandle
+from core.sandbox import make_sandbox
 from core.session import SessionLog, SessionStore
 from core.settings import Settings, load_settings
 from core.system_prompt import build_system_prompt
@@ -84,6 +85,12 @@ def _permissions(options: RunOptions, settings: Settings, notices: list[str]) ->
     return Permissions.from_texts(mode, allow, ask, deny, project=options.cwd)  # type: ignore[arg-type]
 
 
+def _read_globs(permissions: Permissions, rules: list[str]) -> list[str]:
+    """Absolute path globs named by the Read rules among `rules`."""
+    parsed = (Rule.parse(text) for text in rules)
+    return [permissions.path_pattern(r.specifier) for r in parsed if r.tool == "Read" and r.specifier]
+
+
 def _policy(options: RunOptions, settings: Settings, permissions: Permissions) -> SandboxPolicy:
     mode = options.sandbox or settings.sandbox_mode or "workspace-write"
     if mode not in SANDBOX_MODES:
@@ -95,27 +102,34 @@ def _policy(options: RunOptions, settings: Settings, permissions: Permissions) -
     for d in dirs:
         if not d.is_dir():
             raise SetupError(f"--add-dir {d}: not a directory")
-    # `Read(.env)` in the allow list also lifts the credential rule for what it names
-    exceptions = [
-        permissions.path_pattern(r.specifier) for r in permissions.allow if r.tool == "Read" and r.specifier
+    # an allow rule such as `Read(.env)` lifts the credential rule, but only from the user's own file or flags
+    trusted_allow = [
+        *_valid_rules(settings.rules("allow", trusted_only=True), "settings", []),
+        *options.allowed_tools,
     ]
-    return SandboxPolicy.create(mode, options.cwd, dirs, network=settings.network, read_exceptions=exceptions)  # type: ignore[arg-type]
+    deny = [str(r) for r in permissions.deny]
+    return SandboxPolicy.create(
+        mode,  # type: ignore[arg-type]
+        options.cwd,
+        dirs,
+        network=settings.network,
+        read_exceptions=_read_globs(permissions, trusted_allow),
+        read_denied=_read_globs(permissions, deny),
+    )
 
 
-def build_runtime(
-    options: RunOptions,
-    provider: Provider,
-    *,
-    store: SessionStore | None = None,
-    tools: list[Tool] | None = None,
-    approver: Approver | None = None,
-) -> Runtime:
-    """Raises `SessionError` for a session that cannot be opened, `SetupError` for bad options."""
-    settings = load_settings(options.cwd)
-    notices = list(settings.warnings)
-    permissions = _permissions(options, settings, notices)
-    policy = _policy(options, settings, permissions)
-    store = store or SessionStore()
+@dataclass(slots=True)
+class _Session:
+    log: SessionLog
+    history: list[Message]
+    model: str
+    state: dict[str, Any]
+
+
+def _open_session(
+    options: RunOptions, settings: Settings, store: SessionStore, notices: list[str]
+) -> _Session:
+    """The session to continue (resumed history, model, tool state) or a new one."""
     history: list[Message] = []
     session_model: str | None = None
     state: dict[str, Any] = {}
@@ -133,19 +147,39 @@ def build_runtime(
     model = resolve_alias(
         options.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or session_model or DEFAULT_MODEL
     )
-    if log is None:
-        log = store.create(options.cwd, model)
+    return _Session(log or store.create(options.cwd, model), history, model, state)
+
+
+def build_runtime(
+    options: RunOptions,
+    provider: Provider,
+    *,
+    store: SessionStore | None = None,
+    tools: list[Tool] | None = None,
+    approver: Approver | None = None,
+) -> Runtime:
+    """Raises `SessionError` for a session that cannot be opened, `SetupError` for bad options."""
+    settings = load_settings(options.cwd)
+    notices = list(settings.warnings)
+    permissions = _permissions(options, settings, notices)
+    policy = _policy(options, settings, permissions)
+    session = _open_session(options, settings, store or SessionStore(), notices)
+    log = session.log
     thinking = options.thinking if options.thinking is not None else settings.thinking
+    # git runs in a read-only sandbox: a repository's config can name programs for it to run
+    git_sandbox = None if policy.mode == "danger-full-access" else make_sandbox(policy.read_only())
     config = AgentConfig(
-        model=model,
-        system_prompt=build_system_prompt(options.cwd, append=options.append_system_prompt),
+        model=session.model,
+        system_prompt=build_system_prompt(
+            options.cwd, append=options.append_system_prompt, sandbox=git_sandbox
+        ),
         cwd=options.cwd,
         session_id=log.session_id,
         max_turns=options.max_turns,
         thinking=True if thinking is None else thinking,
     )
     context = ToolContext(
-        cwd=options.cwd, session_id=log.session_id, policy=policy, state=state, record=log.record
+        cwd=options.cwd, session_id=log.session_id, policy=policy, state=session.state, record=log.record
     )
 
     def log_handle(handle: ResultHandle) -> None:
@@ -155,10 +189,12 @@ def build_runtime(
         provider,
         ToolRegistry(default_tools() if tools is None else tools),
         config,
-        history=history,
+        history=session.history,
         transcript=log,
         context=context,
         gate=PermissionGate(permissions, approver or DenyAll()),
-        capper=ResultCapper(FileResultStore(store.session_dir(log) / "tool-results"), on_store=log_handle),
+        capper=ResultCapper(
+            FileResultStore(SessionStore.session_dir(log) / "tool-results"), on_store=log_handle
+        ),
     )
     return Runtime(agent, log, notices)

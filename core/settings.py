@@ -2,7 +2,8 @@
 
 Later files override earlier ones key by key, except permission rules and added directories, which
 add up across files (as Claude Code's do). A file or value that cannot be used is skipped with a
-warning; it never stops Piton from starting.
+warning; it never stops Piton from starting. Project files come with the code (anyone who can
+commit can write them), so what would widen the sandbox is taken from the user's own file only.
 """
 
 from __future__ import annotations
@@ -22,31 +23,45 @@ def settings_files(cwd: Path) -> list[Path]:
     return [user_config_dir() / "settings.json", project / "settings.json", project / "settings.local.json"]
 
 
+def _at(layer: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    value: Any = layer
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
 @dataclass(slots=True)
 class Settings:
     layers: list[dict[str, Any]] = field(default_factory=list)  # one per file read, lowest precedence first
+    trusted: list[bool] = field(default_factory=list)  # per layer: the user's own file
     warnings: list[str] = field(default_factory=list)
 
-    def _last(self, *keys: str) -> Any:
+    def _last(self, *keys: str, trusted_only: bool = False) -> Any:
         """The value at `keys` in the last file that sets it."""
-        for layer in reversed(self.layers):
-            value: Any = layer
-            for key in keys:
-                value = value.get(key) if isinstance(value, dict) else None
-            if value is not None:
+        for layer, trusted in zip(reversed(self.layers), reversed(self.trusted), strict=True):
+            value = _at(layer, keys)
+            if value is not None and (trusted or not trusted_only):
                 return value
         return None
 
-    def _all(self, *keys: str) -> list[str]:
+    def _all(self, *keys: str, trusted_only: bool = False) -> list[str]:
         """String list items at `keys`, from every file, in precedence order."""
         out: list[str] = []
-        for layer in self.layers:
-            value: Any = layer
-            for key in keys:
-                value = value.get(key) if isinstance(value, dict) else None
-            if isinstance(value, list):
+        for layer, trusted in zip(self.layers, self.trusted, strict=True):
+            value = _at(layer, keys)
+            if isinstance(value, list) and (trusted or not trusted_only):
                 out += [v for v in value if isinstance(v, str)]
         return out
+
+    def _widening(self, keys: tuple[str, ...], widens: Any) -> None:
+        """Warn when a project file tries to set `keys` to a value that only the user's file may."""
+        for layer, trusted in zip(self.layers, self.trusted, strict=True):
+            value = _at(layer, keys)
+            if not trusted and value is not None and widens(value):
+                self.warnings.append(
+                    f"ignored {'.'.join(keys)}={value!r} from the project's settings: only "
+                    "~/.piton/settings.json or a command-line flag may widen what the sandbox allows"
+                )
 
     @property
     def model(self) -> str | None:
@@ -62,33 +77,45 @@ class Settings:
                 return value
         return None
 
-    def rules(self, behavior: str) -> list[str]:
+    def rules(self, behavior: str, *, trusted_only: bool = False) -> list[str]:
         """Permission rules of one behavior (allow, ask, deny) from every file."""
-        return self._all("permissions", behavior)
+        return self._all("permissions", behavior, trusted_only=trusted_only)
 
     @property
     def default_mode(self) -> str | None:
+        user = self._last("permissions", "defaultMode", trusted_only=True)
         value = self._last("permissions", "defaultMode")
+        if value == "bypassPermissions" and user != value:
+            value = user
         return value if isinstance(value, str) else None
 
     @property
     def additional_directories(self) -> list[str]:
-        return self._all("permissions", "additionalDirectories")
+        return self._all("permissions", "additionalDirectories", trusted_only=True)
 
     @property
     def sandbox_mode(self) -> str | None:
         value = self._last("sandbox", "mode")
+        if value == "danger-full-access":
+            value = self._last("sandbox", "mode", trusted_only=True)
         return value if isinstance(value, str) else None
 
     @property
     def network(self) -> bool:
         """Network access inside the shell sandbox (`"sandbox": {"network": true}`), off by default."""
-        return self._last("sandbox", "network") is True
+        return self._last("sandbox", "network", trusted_only=True) is True
+
+    def check_project_files(self) -> None:
+        """Note each widening value a project file tried to set (they are ignored)."""
+        self._widening(("sandbox", "mode"), lambda v: v == "danger-full-access")
+        self._widening(("sandbox", "network"), lambda v: v is True)
+        self._widening(("permissions", "defaultMode"), lambda v: v == "bypassPermissions")
+        self._widening(("permissions", "additionalDirectories"), lambda v: bool(v))
 
 
 def load_settings(cwd: Path) -> Settings:
     settings = Settings()
-    for path in settings_files(cwd):
+    for index, path in enumerate(settings_files(cwd)):
         if not path.is_file():
             continue
         try:
@@ -100,4 +127,6 @@ def load_settings(cwd: Path) -> Settings:
             settings.warnings.append(f"ignored {path}: expected a JSON object")
             continue
         settings.layers.append(data)
+        settings.trusted.append(index == 0)
+    settings.check_project_files()
     return settings

@@ -33,9 +33,18 @@ class ShellResult:
     dropped_bytes: int = 0
 
 
+def clean_output(text: str) -> str:
+    """Terminal output as text: colours and NUL bytes gone, and of a line redrawn with carriage
+    returns (a progress bar) only what was drawn last."""
+    text = _ANSI.sub("", text).replace("\x00", "").replace("\r\n", "\n")
+    if "\r" in text:
+        text = "\n".join(line.rstrip("\r").rpartition("\r")[2] for line in text.split("\n"))
+    return text
+
+
 def _script(command: str, cwd_fd: int) -> str:
     # The trap is set before the command is parsed, so even `exit` or a syntax error report the cwd.
-    return f"trap 'pwd -P >&{cwd_fd} 2>/dev/null' EXIT\n{command}"
+    return f'trap \'printf "%s\\0" "$(pwd -P)" >&{cwd_fd} 2>/dev/null\' EXIT\n{command}'
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:
@@ -51,15 +60,19 @@ async def _read_into(stream: asyncio.StreamReader, kept: bytearray, dropped: lis
 
 
 def _read_reported_cwd(fd: int) -> Path | None:
-    """What the EXIT trap wrote. Non-blocking: a leftover background job may hold the pipe open."""
+    """What the EXIT trap wrote: the last NUL-terminated record (the command may have written there
+    too, and a directory name may hold a newline). Non-blocking: a leftover background job may hold
+    the pipe open."""
     os.set_blocking(fd, False)
     data = b""
     with contextlib.suppress(BlockingIOError, OSError):
-        while chunk := os.read(fd, 4096):
+        while (chunk := os.read(fd, 4096)) and len(data) < 1 << 20:
             data += chunk
     os.close(fd)
-    text = data.decode("utf-8", "replace").strip()
-    return Path(text) if text else None
+    records = data.split(b"\0")
+    if len(records) < 2 or not records[-2].startswith(b"/"):
+        return None
+    return Path(os.fsdecode(records[-2]))
 
 
 async def run_shell(command: str, *, cwd: Path, sandbox: Sandbox, timeout_s: float) -> ShellResult:
@@ -104,7 +117,7 @@ async def run_shell(command: str, *, cwd: Path, sandbox: Sandbox, timeout_s: flo
     finally:
         reader.cancel()
     reported = _read_reported_cwd(read_fd)
-    output = _ANSI.sub("", kept.decode("utf-8", "replace"))
+    output = clean_output(kept.decode("utf-8", "replace"))
     return ShellResult(
         output=output,
         exit_code=None if timed_out else process.returncode,

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from core.policy import SandboxPolicy, real
+from core.policy import GUARDED_DIRS, SandboxPolicy, real
 from core.sandbox import BASH, OPT_OUT, command_env
 
 _PROBE_TIMEOUT_S = 10.0
@@ -78,7 +78,13 @@ class BwrapSandbox:
         ]  # fmt: skip
         if not self.policy.network:
             args.append("--unshare-net")
-        return [*args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        if not self.policy.network:
+            # sockets on disk (docker, D-Bus, systemd) are network too; they live under /run
+            for run in ("/run", "/var/run"):
+                if os.path.isdir(run) and not os.path.islink(run):
+                    args += ["--tmpfs", run]
+        return args
 
     def _mounts(self) -> list[str]:
         args: list[str] = []
@@ -86,13 +92,20 @@ class BwrapSandbox:
         for root in self.policy.roots:
             # bound even when read-only: a project under /tmp would vanish under the private /tmp
             args += ["--bind" if root in writable else "--ro-bind", str(root), str(root)]
-            git = root / ".git"
-            if root in writable and git.is_dir() and not (git / "hooks").exists():
-                (git / "hooks").mkdir()  # so it exists to be bound read-only: hooks run outside any sandbox
+            if root not in writable:
+                continue
+            for name in GUARDED_DIRS:
+                folder = root / name
+                if folder.is_dir() and not folder.is_symlink():
+                    args += [
+                        "--bind",
+                        str(folder),
+                        str(folder),
+                    ]  # a mount point cannot be renamed or replaced
         for path in self.policy.protected_paths():
-            if os.path.lexists(path):
-                target = str(real(path))
-                args += ["--ro-bind", target, target]
+            target = real(path)
+            if os.path.lexists(path) and target.exists():
+                args += ["--ro-bind", str(target), str(target)]
         for secret in map(real, self.policy.credential_paths()):
             if secret.is_dir():
                 args += ["--tmpfs", str(secret)]

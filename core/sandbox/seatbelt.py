@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 from core.policy import SandboxPolicy, real
@@ -22,7 +23,6 @@ _BASE = """(version 1)
 (allow signal (target same-sandbox))
 (allow process-info* (target same-sandbox))
 (allow sysctl-read)
-(allow mach-lookup)
 (allow ipc-posix-shm)
 (allow ipc-posix-sem)
 (allow iokit-open)
@@ -30,16 +30,35 @@ _BASE = """(version 1)
 (allow file-write-data (literal "/dev/null") (literal "/dev/zero") (literal "/dev/dtracehelper"))
 (allow file-ioctl (literal "/dev/null") (literal "/dev/zero"))
 """
+# Only the system services ordinary command-line programs need: an unrestricted mach-lookup would let
+# a command ask launchd or LaunchServices (`open`, `osascript`) to start programs outside the sandbox.
+_MACH_SERVICES = (
+    "com.apple.system.opendirectoryd.libinfo",
+    "com.apple.system.DirectoryService.libinfo_v1",
+    "com.apple.system.notification_center",
+    "com.apple.system.logger",
+    "com.apple.logd",
+    "com.apple.diagnosticd",
+    "com.apple.cfprefsd.daemon",
+    "com.apple.cfprefsd.agent",
+    "com.apple.trustd.agent",
+    "com.apple.SecurityServer",
+    "com.apple.bsd.dirhelper",
+    "com.apple.FSEvents",
+)
 
 
-def profile(policy: SandboxPolicy) -> tuple[str, dict[str, str]]:
-    """The profile text and its `-D` parameters. Later rules win in SBPL, so denials come last."""
-    params: dict[str, str] = {"TMP": "/private/tmp", "VAR_TMP": "/private/var/folders"}
-    writes = ['(subpath (param "TMP"))', '(subpath (param "VAR_TMP"))']
+def profile(policy: SandboxPolicy, private_tmp: str) -> tuple[str, dict[str, str]]:
+    """The profile text and its `-D` parameters. Later rules win in SBPL, so denials come last.
+    `private_tmp` is this sandbox's own temporary directory (macOS has no mount namespace to give
+    each command a private /tmp)."""
+    params: dict[str, str] = {"PRIVATE_TMP": private_tmp}
+    writes = ['(subpath (param "PRIVATE_TMP"))']
     for i, root in enumerate(policy.writable_roots()):
         params[f"WRITABLE_{i}"] = str(root)
         writes.append(f'(subpath (param "WRITABLE_{i}"))')
-    rules = [_BASE, f"(allow file-write* {' '.join(writes)})"]
+    services = " ".join(f'(global-name "{name}")' for name in _MACH_SERVICES)
+    rules = [_BASE, f"(allow mach-lookup {services})", f"(allow file-write* {' '.join(writes)})"]
     for i, path in enumerate(policy.protected_paths()):
         params[f"PROTECTED_{i}"] = str(real(path))
         rules.append(f'(deny file-write* (subpath (param "PROTECTED_{i}")))')
@@ -48,8 +67,6 @@ def profile(policy: SandboxPolicy) -> tuple[str, dict[str, str]]:
         rules.append(f'(deny file-read* file-write* (subpath (param "SECRET_{i}")))')
     if policy.network:
         rules.append("(allow network*)")
-    else:
-        rules.append('(allow network* (remote unix-socket (path-regex #"^/private/var/run/")))')
     return "\n".join(rules) + "\n", params
 
 
@@ -59,16 +76,22 @@ class SeatbeltSandbox:
     def __init__(self, policy: SandboxPolicy, executable: str = SANDBOX_EXEC) -> None:
         self.policy = policy
         self.executable = executable if os.path.exists(executable) else (shutil.which("sandbox-exec") or "")
+        self._tmp: str | None = None
 
     def unavailable_reason(self) -> str | None:
         if not self.executable:
             return f"the shell sandbox cannot start: sandbox-exec was not found; {OPT_OUT}"
         return None
 
+    def private_tmp(self) -> str:
+        if self._tmp is None:
+            self._tmp = str(real(Path(tempfile.mkdtemp(prefix="piton-sandbox-"))))
+        return self._tmp
+
     def command(self, script: str, cwd: Path) -> list[str]:
-        text, params = profile(self.policy)
+        text, params = profile(self.policy, self.private_tmp())
         defines = [arg for key, value in params.items() for arg in ("-D", f"{key}={value}")]
         return [self.executable, "-p", text, *defines, *BASH, script]
 
     def env(self) -> dict[str, str] | None:
-        return command_env(os.environ, self.policy)
+        return {**command_env(os.environ, self.policy), "TMPDIR": self.private_tmp()}

@@ -83,3 +83,21 @@ def test_timeouts_above_ten_minutes_are_refused(ws: Path) -> None:
 def test_huge_output_is_captured_whole(ws: Path) -> None:
     out = text(call(BASH, context(ws), command="head -c 2000000 /dev/zero | tr '\\0' 'x'"))
     assert len(out) == 2_000_000
+
+
+def test_progress_bars_and_nul_bytes_are_cleaned(ws: Path) -> None:
+    out = text(call(BASH, context(ws), command=r"printf '10%%\r50%%\r100%%\nbin\0ary\r\nend\n'"))
+    assert out == "100%\nbinary\nend"
+
+
+def test_a_command_that_hides_its_directory_says_so(ws: Path) -> None:
+    ctx = context(ws)
+    out = text(call(BASH, ctx, command="cd sub && trap - EXIT && exec true"))
+    assert "final directory is unknown" in out
+    assert text(call(BASH, ctx, command="pwd")) == str(ws.resolve())
+
+
+def test_writing_to_the_report_descriptor_cannot_steer_the_directory(ws: Path) -> None:
+    ctx = context(ws)
+    call(BASH, ctx, command="echo / >&3; cd sub")
+    assert text(call(BASH, ctx, command="pwd")) == str(ws.resolve() / "sub")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import base64
+import os
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ def test_offset_and_limit_pick_a_range(ws: Path) -> None:
     assert out.splitlines()[:3] == ["    50\tline 50", "    51\tline 51", "    52\tline 52"]
     assert "offset=53" in out
     past = call(READ, context(ws), file_path="big.txt", offset=500)
-    assert past.is_error and "has 100 lines; offset 500 is past the end" in text(past)
+    assert past.is_error and text(past) == "The file has 100 lines; offset 500 is past the end."
 
 
 def test_overlong_lines_are_cut(ws: Path) -> None:
@@ -119,3 +120,19 @@ def test_credentials_are_not_read(ws: Path) -> None:
     assert result.is_error and "credential files" in text(result) and "PRIVATE" not in text(result)
     (ws / ".env").write_text("API_KEY=x\n")
     assert "environment files" in text(call(READ, context(ws), file_path=".env"))
+
+
+def test_fifos_and_devices_are_refused_not_waited_on(ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    result = call(READ, context(ws), file_path="pipe")
+    assert result.is_error and "is a FIFO" in text(result)
+    device = call(READ, context(ws), file_path="/dev/zero")
+    assert device.is_error and "is a device" in text(device)
+
+
+def test_a_gigantic_line_is_cut_without_reading_it_whole(ws: Path) -> None:
+    with (ws / "one-line.json").open("wb") as f:
+        f.write(b"[" + b"1," * 3_000_000 + b"1]\nsecond\n")
+    first, second = text(call(READ, context(ws), file_path="one-line.json")).splitlines()
+    assert first.startswith("     1\t[1,1,") and first.endswith("… [line cut: about 6,000,003 bytes]")
+    assert second == "     2\tsecond"

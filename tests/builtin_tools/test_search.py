@@ -161,3 +161,43 @@ def test_grep_cannot_be_pointed_at_credentials(repo: Path) -> None:
     assert result.is_error and "credential" in text(result)
     everything = text(call(GREP, context(repo), pattern="aws_secret", path=str(Path.home())))
     assert everything == "No matches found"
+
+
+def test_glob_patterns_may_start_with_fixed_directories(repo: Path) -> None:
+    assert text(call(GLOB, context(repo), pattern="./src/*.py")).splitlines() == [
+        str(repo / "src/util.py"),
+        str(repo / "src/app.py"),
+    ]
+    assert text(call(GLOB, context(repo / "tests"), pattern="../src/web/*.tsx")) == str(
+        repo / "src/web/page.tsx"
+    )
+
+
+def test_grep_shows_crlf_lines_without_the_carriage_return(tmp_path: Path) -> None:
+    (tmp_path / "dos.txt").write_bytes(b"first line\r\nneedle here\r\n")
+    out = text(call(GREP, context(tmp_path), pattern="needle", output_mode="content"))
+    assert out == f"{tmp_path}/dos.txt:2:needle here"
+
+
+def test_grep_never_reads_process_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-value")
+    result = call(GREP, context(tmp_path), pattern="sk-ant", path="/proc/self/environ")
+    assert result.is_error and "/proc" in text(result)
+
+
+def test_grep_over_a_fifo_is_refused(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    result = call(GREP, context(tmp_path), pattern="x", path="pipe")
+    assert result.is_error and "FIFO" in text(result)
+
+
+def test_path_rules_see_the_real_path(repo: Path) -> None:
+    from core.permissions import Permissions
+
+    ctx = context(repo)
+    permissions = Permissions.from_texts("default", deny=["Read(./src/**)"], project=repo)
+    sneaky = GREP.input_model.model_validate({"pattern": "x", "path": "tests/../src"})
+    assert permissions.decide(GREP, GREP.rule_content(sneaky, ctx)).behavior == "deny"
+    (repo / "alias").symlink_to(repo / "src")
+    via_link = GLOB.input_model.model_validate({"pattern": "*", "path": "alias"})
+    assert permissions.decide(GLOB, GLOB.rule_content(via_link, ctx)).behavior == "deny"

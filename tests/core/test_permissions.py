@@ -179,3 +179,49 @@ def test_other_tools_match_by_name_and_specifier_text() -> None:
         perms(allow=("WebFetch(domain:example.com)",)).decide(fetch, "domain:example.com").behavior == "allow"
     )
     assert perms(allow=("WebFetch(domain:example.com)",)).decide(fetch, "domain:evil.com").behavior == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status \\ #; touch PWNED",  # an escaped space does not start a comment
+        "git status \\\t#;touch PWNED",
+        "git status .\\\n#; touch PWNED",  # a line continuation joins `.#`: no comment either
+        "git status $'\\'' ; touch PWNED #'",  # ANSI-C quoting cannot be split: never allowed by prefix
+        "git status > important.txt",  # writing a file by redirection is more than `git status`
+        "git status; { touch PWNED; }",
+    ],
+)
+def test_a_prefix_rule_does_not_cover_what_else_the_line_runs(command: str) -> None:
+    assert perms(allow=("Bash(git status:*)",)).decide(BASH, command).behavior == "ask"
+
+
+def test_redirections_to_null_or_descriptors_are_fine() -> None:
+    p = perms(allow=("Bash(git status:*)",))
+    assert p.decide(BASH, "git status > /dev/null 2>&1").behavior == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "timeout 5 git push origin main",
+        "env GIT_TRACE=1 git push",
+        "X=1 git push",
+        "nice -n 5 git push",
+        "bash -c 'git push'",
+        'sh -c "cd sub && git push"',
+        "eval git push",
+        "sudo -u me git push",
+    ],
+)
+def test_deny_rules_see_through_wrappers_and_nested_shells(command: str) -> None:
+    assert perms("bypassPermissions", deny=("Bash(git push:*)",)).decide(BASH, command).behavior == "deny"
+
+
+@pytest.mark.parametrize(
+    "command", ["echo $(git push)", "cat <<<x; git push", "true `git push`", 'bash -c "$(cat x)"']
+)
+def test_lines_that_cannot_be_checked_ask_when_deny_rules_exist(command: str) -> None:
+    decision = perms("bypassPermissions", deny=("Bash(git push:*)",)).decide(BASH, command)
+    assert decision.behavior == "ask" and "cannot be checked" in decision.reason
+    assert perms("bypassPermissions").decide(BASH, command).behavior == "allow"  # no rules to check against

@@ -43,14 +43,43 @@ def test_a_symlink_pointing_out_cannot_be_written_through(ws: Path) -> None:
 
 
 def test_protected_files_stay_read_only(ws: Path) -> None:
-    for path in (
-        ws / ".git" / "hooks" / "pre-commit",
-        ws / ".git" / "config",
-        ws / ".piton" / "settings.json",
-    ):
+    for path in (ws / ".piton" / "settings.json", ws / ".claude" / "settings.local.json"):
         with pytest.raises(PolicyError, match="protected"):
             policy(ws).check_write(path)
-    assert policy(ws).check_write(ws / ".git" / "HEAD")  # the rest of .git is the project's
+    for path in (ws / ".git" / "hooks" / "pre-commit", ws / ".git" / "HEAD", ws / "sub" / ".git" / "config"):
+        with pytest.raises(PolicyError, match=r"files inside \.git belong to git"):
+            policy(ws).check_write(path)
+
+
+def test_a_symlink_cannot_lead_a_write_into_a_protected_file(ws: Path) -> None:
+    (ws / "cfg").mkdir()
+    (ws / ".piton").symlink_to(ws / "cfg")
+    with pytest.raises(PolicyError, match="protected"):
+        policy(ws).check_write(ws / "cfg" / "settings.json")
+
+
+def test_process_and_kernel_files_are_never_read(ws: Path) -> None:
+    for path in ("/proc/self/environ", f"/proc/{os.getpid()}/cmdline", "/sys/kernel/notes"):
+        with pytest.raises(PolicyError, match=r"/proc, /sys"):
+            policy(ws, "danger-full-access").check_read(Path(path))
+
+
+def test_read_deny_globs_apply_to_reads_and_listings(ws: Path) -> None:
+    p = policy(ws, read_denied=[f"{ws.resolve()}/secrets/**"])
+    with pytest.raises(PolicyError, match="permission rule"):
+        p.check_read(ws / "nope" / ".." / "secrets" / "key.pem")
+    allowed = p.listing_filter(ws)
+    assert not allowed(f"{ws.resolve()}/secrets/key.pem")
+    assert allowed(f"{ws.resolve()}/src/a.py")
+
+
+def test_a_listing_from_the_filesystem_root_still_hides_credentials(ws: Path) -> None:
+    allowed = policy(ws).listing_filter(Path("/"))
+    home = Path.home().resolve()
+    assert not allowed(f"{home}/.ssh/id_rsa")
+    assert not allowed(f"{home}/.aws/credentials")
+    assert not allowed("/srv/app/.env")
+    assert allowed("/srv/app/main.py")
 
 
 def test_added_directories_are_writable(ws: Path) -> None:

@@ -58,13 +58,52 @@ def test_bad_rules_in_settings_are_skipped_with_a_notice_and_bad_flags_refused(p
 def test_sandbox_settings_and_added_directories(project: Path, tmp_path: Path) -> None:
     extra = tmp_path / "shared"
     extra.mkdir()
-    settings(project / ".piton" / "settings.json", {"sandbox": {"mode": "read-only", "network": True}})
+    settings(Path.home() / ".piton" / "settings.json", {"sandbox": {"network": True}})
+    settings(project / ".piton" / "settings.json", {"sandbox": {"mode": "read-only"}})
     policy = build(project, add_dirs=[extra]).agent.context.policy
     assert policy is not None
     assert (policy.mode, policy.network, policy.extra_dirs) == ("read-only", True, (extra.resolve(),))
     assert build(project, sandbox="danger-full-access").agent.context.policy.mode == "danger-full-access"  # type: ignore[union-attr]
     with pytest.raises(SetupError, match="not a directory"):
         build(project, add_dirs=[tmp_path / "missing"])
+
+
+def test_project_settings_cannot_widen_the_sandbox(project: Path, tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    settings(
+        project / ".piton" / "settings.local.json",
+        {
+            "sandbox": {"mode": "danger-full-access", "network": True},
+            "permissions": {
+                "defaultMode": "bypassPermissions",
+                "additionalDirectories": [str(tmp_path / "elsewhere")],
+                "allow": ["Read(~/.ssh/**)"],
+            },
+        },
+    )
+    runtime = build(project)
+    policy = runtime.agent.context.policy
+    assert policy is not None
+    assert (policy.mode, policy.network, policy.extra_dirs, policy.read_exceptions) == (
+        "workspace-write",
+        False,
+        (),
+        (),
+    )
+    assert runtime.agent.gate.permissions.mode == "default"
+    ignored = [n for n in runtime.notices if n.startswith("ignored ")]
+    assert len(ignored) == 4 and all("only ~/.piton/settings.json" in n for n in ignored)
+
+
+def test_the_users_own_settings_may_widen_it(project: Path) -> None:
+    settings(
+        Path.home() / ".piton" / "settings.json",
+        {"sandbox": {"mode": "danger-full-access"}, "permissions": {"defaultMode": "bypassPermissions"}},
+    )
+    runtime = build(project)
+    assert runtime.agent.context.policy.mode == "danger-full-access"  # type: ignore[union-attr]
+    assert runtime.agent.gate.permissions.mode == "bypassPermissions"
+    assert runtime.notices == []
 
 
 def test_an_allow_rule_for_an_env_file_lets_read_see_it(project: Path) -> None:
@@ -97,6 +136,12 @@ def test_large_tool_results_are_stored_with_the_session_and_listed_in_its_log(pr
         "schema_version",
         "metadata",
     } <= handle.keys()
+    # the preview tells the model to page through the stored file with Read: that must work
+    from builtin_tools.read import Read
+    from tests.builtin_tools.helpers import call
+
+    page = call(Read(), runtime.agent.context, file_path=handle["path"], offset=50_000, limit=2)
+    assert str(page.content).startswith(" 50000\trow\n 50001\trow\n\n(The file continues")
 
 
 def test_the_todo_list_comes_back_with_a_resumed_session(project: Path) -> None:

@@ -39,3 +39,20 @@ def test_commands_split_into_their_simple_commands(command: str, parts: list[str
 )
 def test_what_depends_on_expansion_cannot_be_split(command: str) -> None:
     assert split_command(command) is None
+
+
+@pytest.mark.parametrize(
+    ("command", "parts"),
+    [
+        ("npm \\\ntest", ["npm test"]),  # a line continuation is removed, as bash does
+        ("echo \\ #not-a-comment; ls", ["echo  #not-a-comment", "ls"]),
+        ("echo a#b", ["echo a#b"]),
+        ("echo '#' x", ["echo # x"]),
+    ],
+)
+def test_comments_and_continuations_follow_bash(command: str, parts: list[str]) -> None:
+    assert split_command(command) == parts
+
+
+def test_ansi_c_quoting_cannot_be_split() -> None:
+    assert split_command("echo $'a\\'b' ; ls") is None

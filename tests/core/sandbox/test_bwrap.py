@@ -297,3 +297,94 @@ def test_a_project_under_tmp_is_visible_in_every_mode(tmp_path: Path) -> None:
     for mode in ("workspace-write", "read-only"):
         result = call(BASH, context(tmp_path, mode), command="cat data.txt")
         assert (text(result), result.is_error) == ("visible", False), mode
+
+
+@pytest.mark.parametrize("folder", [".git", ".piton"])
+def test_folders_holding_protected_files_cannot_be_swapped(place: Path, folder: str) -> None:
+    out, failed = bash(place, f"mv {folder} {folder}.old")
+    assert failed and "busy" in out.lower(), out
+    assert (place / "ws" / folder).is_dir() and not (place / "ws" / f"{folder}.old").exists()
+
+
+@pytest.mark.parametrize(
+    "created",
+    [".piton/settings.local.json", ".claude/settings.json", ".git/commondir"],
+)
+def test_protected_files_a_command_creates_are_removed(place: Path, created: str) -> None:
+    out, _ = bash(place, f"mkdir -p $(dirname {created}) && echo '{{}}' > {created} && echo made")
+    assert out.startswith("made") and f"Removed {place / 'ws' / created}" in out
+    assert not (place / "ws" / created).exists()
+
+
+def test_a_repository_the_command_creates_is_left_alone(place: Path) -> None:
+    fresh = place / "ws" / "fresh"
+    out, failed = bash(place, "git init -q fresh && cd fresh && git config user.name x && echo ok")
+    assert (out.splitlines()[0], failed) == ("ok", False)
+    assert (fresh / ".git" / "config").is_file()
+
+
+def test_a_symlinked_git_folder_is_not_followed(place: Path) -> None:
+    shutil.rmtree(place / "ws" / ".git")
+    (place / "ws" / ".git").symlink_to(place / "outside")
+    out, failed = bash(place, "echo fine")
+    assert (out, failed) == ("fine", False)
+    assert not (place / "outside" / "hooks").exists()
+
+
+def test_sockets_under_run_are_out_of_reach(place: Path) -> None:
+    path = Path("/run") / f"piton-test-{uuid.uuid4().hex[:8]}.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen()
+    probe = f"python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{path}'); print('CONNECTED')\""
+    try:
+        out, failed = bash(place, probe)
+        assert failed and "CONNECTED" not in out
+        out, failed = bash(place, probe, network=True)
+        assert (out, failed) == ("CONNECTED", False)  # the control: with network on, the socket is reachable
+    finally:
+        server.close()
+        path.unlink()
+
+
+def test_startup_git_never_runs_a_repositorys_programs(place: Path) -> None:
+    from core.system_prompt import git_summary
+
+    ws = place / "ws"
+    marker = place / "outside" / "fsmonitor-ran"
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    subprocess.run(["git", "config", "core.fsmonitor", f"touch {marker}; false"], cwd=ws, check=True)
+    (ws / "tracked.txt").write_text("x\n")
+    subprocess.run(["git", "-c", "core.fsmonitor=false", "add", "."], cwd=ws, check=True)
+    sandbox = make_sandbox(SandboxPolicy.create("read-only", ws))
+    for runner in (sandbox, None):  # in the read-only sandbox, and bare (git's own switches off)
+        summary = git_summary(ws, runner)
+        assert "tracked.txt" in summary
+        assert not marker.exists()
+    subprocess.run(["git", "status"], cwd=ws, capture_output=True, check=False)
+    assert marker.exists()  # the control: a plain `git status` does run it
+
+
+@pytest.mark.parametrize("mode", ["workspace-write", "danger-full-access"])
+def test_an_interrupt_kills_the_command_and_its_children(place: Path, mode: str) -> None:
+    import asyncio
+
+    from core.messages import ToolUseBlock
+    from core.tools import ToolRegistry
+
+    seconds = 5000 + os.getpid() % 1000 + (7 if mode == "danger-full-access" else 0)
+    ctx = context(place / "ws", mode)
+
+    async def interrupted() -> None:
+        block = ToolUseBlock(id="t", name="Bash", input={"command": f"sleep {seconds} & sleep {seconds}"})
+        task = asyncio.create_task(ToolRegistry([BASH]).call(block, ctx))
+        for _ in range(200):  # until the command is running
+            await asyncio.sleep(0.02)
+            if _running(f"sleep {seconds}"):
+                break
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(interrupted())
+    assert _running(f"sleep {seconds}") == []

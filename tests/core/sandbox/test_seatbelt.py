@@ -12,14 +12,16 @@ from core.sandbox.seatbelt import SeatbeltSandbox, profile
 def test_the_profile_denies_by_default_and_takes_paths_as_parameters(tmp_path: Path) -> None:
     ws = tmp_path / 'it\'s (odd) "ws"'
     ws.mkdir()
-    text, params = profile(SandboxPolicy.create("workspace-write", ws, [tmp_path]))
+    text, params = profile(
+        SandboxPolicy.create("workspace-write", ws, [tmp_path]), "/private/var/folders/x/T/p"
+    )
     assert text.startswith("(version 1)\n(deny default)")
     assert str(ws) not in text  # paths never become profile syntax
     assert params["WRITABLE_0"] == str(ws.resolve()) and params["WRITABLE_1"] == str(tmp_path.resolve())
-    assert (
-        '(allow file-write* (subpath (param "TMP")) (subpath (param "VAR_TMP")) (subpath (param "WRITABLE_0"))'
-        in text
-    )
+    assert params["PRIVATE_TMP"] == "/private/var/folders/x/T/p"
+    assert '(allow file-write* (subpath (param "PRIVATE_TMP")) (subpath (param "WRITABLE_0"))' in text
+    assert "(allow mach-lookup)" not in text and '(global-name "com.apple.system.logger")' in text
+    assert "/private/tmp" not in text  # the shared /tmp is not writable
     protected = [k for k, v in params.items() if k.startswith("PROTECTED_") and v.endswith(".git/hooks")]
     assert protected and f'(deny file-write* (subpath (param "{protected[0]}")))' in text
     secrets = [k for k, v in params.items() if k.startswith("SECRET_") and v.endswith("/.ssh")]
@@ -28,12 +30,12 @@ def test_the_profile_denies_by_default_and_takes_paths_as_parameters(tmp_path: P
 
 
 def test_denials_come_after_the_allowances_they_narrow(tmp_path: Path) -> None:
-    text, _ = profile(SandboxPolicy.create("workspace-write", tmp_path))
+    text, _ = profile(SandboxPolicy.create("workspace-write", tmp_path), "/t")
     assert text.index("(allow file-write*") < text.index("(deny file-write*")
 
 
 def test_read_only_and_network_variants(tmp_path: Path) -> None:
-    text, params = profile(SandboxPolicy.create("read-only", tmp_path, network=True))
+    text, params = profile(SandboxPolicy.create("read-only", tmp_path, network=True), "/t")
     assert not any(k.startswith("WRITABLE_") for k in params)
     assert "(allow network*)" in text
 
