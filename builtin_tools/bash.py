@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from builtin_tools.files import policy_of
-from core.policy import remove_new
+from core import guard
 from core.sandbox import Sandbox, make_sandbox
 from core.shell import run_shell
 from core.tools import Tool, ToolContext, ToolResult
@@ -75,13 +75,12 @@ class Bash(Tool):
             notes.append(f"(The directory {cwd} is gone; the command ran in {policy.workspace}.)")
             cwd = policy.workspace
         timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
-        policy.prepare()
-        unpinned = policy.missing_protected()
+        guard.prepare(policy)
+        before = guard.snapshot(policy)
         try:
             result = await run_shell(args.command, cwd=cwd, sandbox=sandbox, timeout_s=timeout_ms / 1000)
         finally:
-            for path in remove_new(unpinned):
-                notes.append(f"(Removed {path}: the command created it, and it is protected from changes.)")
+            notes += guard.restore(before)
         if result.cwd is None and not result.timed_out and _CHANGES_DIRECTORY.search(args.command):
             notes.append(
                 "(The command's final directory is unknown (it replaced the shell or its EXIT trap); "

@@ -59,9 +59,12 @@ class RgOutput:
 
 
 async def run_rg(args: list[str], cwd: Path) -> RgOutput:
+    # rg anchors globs at its working directory; from / that keeps it out of /proc and /sys
+    system = ["--glob=!/proc", "--glob=!/sys"] if str(cwd) == "/" else []
     process = await asyncio.create_subprocess_exec(
         rg_path(),
         *_BASE_ARGS,
+        *system,
         *args,
         cwd=cwd,
         env={

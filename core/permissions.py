@@ -137,7 +137,8 @@ class Permissions:
         bare = next((r for r in self.allow if r.specifier is None and self._matches(r, tool, content)), None)
         if bare is not None:
             return bare
-        if not parts or any(writes_files(p) for p in parts):
+        raw = split_raw(content) if content is not None else None
+        if not parts or raw is None or any(writes_files(p) for p in raw):
             # unsplittable, empty, or writing files by redirection: no prefix rule can vouch for it
             return None
         matched = [next((r for r in self.allow if self._matches(r, tool, content, p)), None) for p in parts]

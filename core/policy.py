@@ -7,9 +7,7 @@ writable root and outside the protected files, and credential locations are not 
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -39,26 +37,16 @@ CREDENTIAL_PATHS = (
     ".config/gcloud",
     ".config/gh",
     ".config/anthropic",
+    ".claude.json",
 )
 # Anywhere: environment files, except the templates projects commit on purpose.
 _ENV_FILE = (".env", ".env.*", ".envrc", "*.env")
 _ENV_TEMPLATES = (".env.example", ".env.sample", ".env.template", ".env.dist")
 # Never read by the file tools: another process's environment is where API keys live.
 SYSTEM_PATHS = ("/proc", "/sys")
-# Inside each writable root: what would let a command run later outside the sandbox, or widen it.
-PROTECTED_IN_ROOT = (
-    ".git/hooks",
-    ".git/config",
-    ".git/commondir",
-    ".git/modules",
-    ".git/worktrees",
-    ".piton/settings.json",
-    ".piton/settings.local.json",
-    ".claude/settings.json",
-    ".claude/settings.local.json",
-)
-# Directories that hold protected files: the sandbox pins them in place so they cannot be swapped.
-GUARDED_DIRS = (".git", ".piton", ".claude")
+# Settings files: whoever can write them can grant permissions, at whatever depth they lie.
+SETTINGS_FILES = ("settings.json", "settings.local.json")
+SETTINGS_DIRS = (".piton", ".claude")
 
 
 class PolicyError(Exception):
@@ -98,6 +86,7 @@ class SandboxPolicy:
     home: Path = field(default_factory=Path.home)
     read_exceptions: tuple[str, ...] = ()  # absolute-path globs exempt from the credential rule
     read_denied: tuple[str, ...] = ()  # absolute-path globs never read (the permissions' Read deny rules)
+    private_paths: tuple[Path, ...] = ()  # more credential-like places (Piton's own session store...)
 
     @classmethod
     def create(
@@ -109,6 +98,7 @@ class SandboxPolicy:
         network: bool = False,
         read_exceptions: tuple[str, ...] | list[str] = (),
         read_denied: tuple[str, ...] | list[str] = (),
+        private_paths: tuple[Path, ...] | list[Path] = (),
     ) -> SandboxPolicy:
         return cls(
             mode=mode,
@@ -118,6 +108,7 @@ class SandboxPolicy:
             home=real(Path.home()),
             read_exceptions=tuple(read_exceptions),
             read_denied=tuple(read_denied),
+            private_paths=tuple(private_paths),
         )
 
     def read_only(self) -> SandboxPolicy:
@@ -135,40 +126,8 @@ class SandboxPolicy:
             return (Path("/"),)
         return self.roots
 
-    def protected_paths(self) -> list[Path]:
-        if self.mode == "danger-full-access":
-            return []
-        return [root / p for root in self.roots for p in PROTECTED_IN_ROOT]
-
-    def prepare(self) -> None:
-        """Make sure each repository has a hooks directory, so the sandbox can pin it read-only
-        (a hooks directory a command created would run its code outside any sandbox)."""
-        if self.mode != "workspace-write":
-            return
-        for root in self.roots:
-            git = root / ".git"
-            if git.is_dir() and not git.is_symlink() and not os.path.lexists(git / "hooks"):
-                with contextlib.suppress(OSError):
-                    (git / "hooks").mkdir()
-
-    def missing_protected(self) -> list[Path]:
-        """Protected files that do not exist yet: the sandbox cannot pin them, so a command that
-        creates one has it removed afterwards (see `remove_new`). Submodule and worktree folders are
-        left to git, and so is the whole `.git` of a repository the command itself created."""
-        if self.mode != "workspace-write":
-            return []
-        missing = []
-        for root in self.roots:
-            repo = (root / ".git").is_dir()
-            for rel in PROTECTED_IN_ROOT:
-                if rel in (".git/modules", ".git/worktrees") or (rel.startswith(".git/") and not repo):
-                    continue
-                if not os.path.lexists(root / rel):
-                    missing.append(root / rel)
-        return missing
-
     def credential_paths(self) -> list[Path]:
-        return [self.home / p for p in CREDENTIAL_PATHS]
+        return [self.home / p for p in CREDENTIAL_PATHS] + list(self.private_paths)
 
     def in_roots(self, path: Path) -> bool:
         target = real(path)
@@ -189,15 +148,19 @@ class SandboxPolicy:
             raise PolicyError(
                 f"Cannot write {shown}: files inside .git belong to git; use git commands in Bash."
             )
-        for protected in self.protected_paths():
-            if _inside(target, real(protected)):
-                raise PolicyError(f"Cannot write {shown}: {protected.name} is protected from changes.")
+        lexical = Path(os.path.abspath(path))
+        settings = [real(root / d / f) for root in self.roots for d in SETTINGS_DIRS for f in SETTINGS_FILES]
+        if any(
+            _key(p.parent.name) in SETTINGS_DIRS and _key(p.name) in SETTINGS_FILES for p in (lexical, target)
+        ) or any(_key(target) == _key(s) for s in settings):
+            raise PolicyError(f"Cannot write {shown}: settings files are protected from changes.")
         return target
 
     def check_read(self, path: Path) -> Path:
-        """The real path to read `path` through, or `PolicyError` saying why not."""
+        """The real path to read `path` through, or `PolicyError` saying why not. Both the path as
+        given and where it leads are judged: a symlink at a credential location leads elsewhere."""
         target = real(path)
-        reason = self._read_refusal(str(target))
+        reason = self._read_refusal(str(target)) or self._read_refusal(os.path.abspath(path))
         if reason:
             raise PolicyError(f"Cannot read {path}: {reason}")
         return target
@@ -210,7 +173,7 @@ class SandboxPolicy:
         if self.mode == "danger-full-access" or self._excepted(path):
             return None
         for secret in self.credential_paths():
-            if _inside(path, secret):
+            if _inside(path, secret) or _inside(path, real(secret)):
                 return f"credential files ({secret}) are off limits."
         name = path.rpartition("/")[2]
         if _is_env_file(name):
@@ -239,19 +202,3 @@ class SandboxPolicy:
 
     def _excepted(self, path: str) -> bool:
         return any(glob_match(pattern, path) for pattern in self.read_exceptions)
-
-
-def remove_new(paths: list[Path]) -> list[Path]:
-    """Delete whichever of `paths` exist now (they did not before a command ran); never follows a
-    symlink. Returns what was removed."""
-    removed = []
-    for path in paths:
-        if not os.path.lexists(path):
-            continue
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                path.unlink()
-        removed.append(path)
-    return removed

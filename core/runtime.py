@@ -12,11 +12,11 @@ from core.agent import Agent, AgentConfig
 from core.messages import Message
 from core.models import DEFAULT_MODEL, resolve_alias
 from core.permissions import PERMISSION_MODES, Approver, DenyAll, PermissionGate, Permissions, Rule
-from core.policy import SANDBOX_MODES, SandboxPolicy
+from core.policy import SANDBOX_MODES, SandboxPolicy, real
 from core.providers import Provider
 from core.result_store import FileResultStore, ResultCapper, ResultHandle
 from core.sandbox import make_sandbox
-from core.session import SessionLog, SessionStore
+from core.session import SessionLog, SessionStore, state_dir
 from core.settings import Settings, load_settings
 from core.system_prompt import build_system_prompt
 from core.tools import Tool, ToolContext, ToolRegistry
@@ -91,7 +91,11 @@ def _read_globs(permissions: Permissions, rules: list[str]) -> list[str]:
     return [permissions.path_pattern(r.specifier) for r in parsed if r.tool == "Read" and r.specifier]
 
 
-def _policy(options: RunOptions, settings: Settings, permissions: Permissions) -> SandboxPolicy:
+def _policy(
+    options: RunOptions, settings: Settings, permissions: Permissions, results: Path
+) -> SandboxPolicy:
+    """The sandbox policy. Piton's own state (other sessions' transcripts) is private, except this
+    session's stored tool results, which the model is told to read."""
     mode = options.sandbox or settings.sandbox_mode or "workspace-write"
     if mode not in SANDBOX_MODES:
         raise SetupError(f"unknown sandbox mode {mode!r} (one of {', '.join(SANDBOX_MODES)})")
@@ -113,8 +117,9 @@ def _policy(options: RunOptions, settings: Settings, permissions: Permissions) -
         options.cwd,
         dirs,
         network=settings.network,
-        read_exceptions=_read_globs(permissions, trusted_allow),
+        read_exceptions=[*_read_globs(permissions, trusted_allow), f"{real(results)}/**"],
         read_denied=_read_globs(permissions, deny),
+        private_paths=[state_dir()],
     )
 
 
@@ -162,9 +167,10 @@ def build_runtime(
     settings = load_settings(options.cwd)
     notices = list(settings.warnings)
     permissions = _permissions(options, settings, notices)
-    policy = _policy(options, settings, permissions)
     session = _open_session(options, settings, store or SessionStore(), notices)
     log = session.log
+    results = SessionStore.session_dir(log) / "tool-results"
+    policy = _policy(options, settings, permissions, results)
     thinking = options.thinking if options.thinking is not None else settings.thinking
     # git runs in a read-only sandbox: a repository's config can name programs for it to run
     git_sandbox = None if policy.mode == "danger-full-access" else make_sandbox(policy.read_only())
@@ -193,8 +199,6 @@ def build_runtime(
         transcript=log,
         context=context,
         gate=PermissionGate(permissions, approver or DenyAll()),
-        capper=ResultCapper(
-            FileResultStore(SessionStore.session_dir(log) / "tool-results"), on_store=log_handle
-        ),
+        capper=ResultCapper(FileResultStore(results), on_store=log_handle),
     )
     return Runtime(agent, log, notices)

@@ -14,8 +14,24 @@ import shlex
 
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "\n", "(", ")")
 _REDIRECTS = (">&", "<&", "&>>", "&>", ">|")
-_UNSPLITTABLE = ("$(", "<(", ">(", "<<", "$'", "`")
-_OUTPUT_REDIRECT = re.compile(r"^(?:\d*|&)>>?\|?(.*)$")
+_UNSPLITTABLE = ("$(", "<(", ">(", "<<", "$'", "`", "${")  # ${x@P} runs its value as a prompt string
+_DUP_TARGET = re.compile(r"\s*(\d+|-)(?=\s|$)")
+_RESERVED = {
+    "{",
+    "}",
+    "!",
+    "if",
+    "then",
+    "else",
+    "elif",
+    "fi",
+    "while",
+    "until",
+    "do",
+    "done",
+    "coproc",
+    "function",
+}
 # Commands that run the command after them (with their options that take a value): a deny rule for
 # `git push` must see through `timeout 5 git push`.
 _WRAPPERS: dict[str, set[str]] = {
@@ -30,8 +46,9 @@ _WRAPPERS: dict[str, set[str]] = {
     "ionice": {"-c", "-n", "-p"},
     "timeout": {"-s", "-k", "--signal", "--kill-after"},
     "env": {"-u", "-C", "-S", "--unset", "--chdir"},
-    "xargs": {"-I", "-n", "-P", "-d", "-L", "-s", "-E", "-a"},
 }
+# Commands that run commands we cannot see (from stdin, from a file): opaque to deny rules.
+_OPAQUE_RUNNERS = {"xargs", "source", ".", "parallel", "watch"}
 _SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "fish"}
 
 
@@ -118,25 +135,44 @@ def split_command(command: str) -> list[str] | None:
 
 
 def writes_files(part: str) -> bool:
-    """Whether a simple command redirects output into a file (not /dev/null, not another descriptor)."""
-    try:
-        words = shlex.split(part)
-    except ValueError:
-        return True
-    for i, word in enumerate(words):
-        m = _OUTPUT_REDIRECT.match(word)
-        if m is None:
-            continue
-        target = m.group(1) or (words[i + 1] if i + 1 < len(words) else "")
-        if target != "/dev/null" and not target.startswith("&"):
-            return True
+    """Whether a simple command, as written, redirects output into a file (anything but /dev/null
+    or another descriptor), wherever the redirection stands (`echo hi>run.sh` too)."""
+    quote = ""
+    i, n = 0, len(part)
+    while i < n:
+        ch = part[i]
+        if quote:
+            if ch == "\\" and quote == '"':
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch == "\\":
+            i += 1
+        elif ch in "'\"":
+            quote = ch
+        elif ch == ">":
+            if i > 0 and part[i - 1] == "<":
+                return True  # <> opens the file for writing
+            j = i + 1
+            if j < n and part[j] in ">|":
+                j += 1
+            if j < n and part[j] == "&":
+                if not _DUP_TARGET.match(part, j + 1):
+                    return True  # >&file writes the file
+                i = j + 1
+                continue
+            target = part[j:].lstrip().split(maxsplit=1)
+            if not target or target[0] != "/dev/null":
+                return True
+        i += 1
     return False
 
 
 def _unwrap(words: list[str]) -> list[str]:
-    """The command a wrapper (`timeout 5`, `env X=1`, `sudo -u me`, assignments) runs."""
+    """The command a wrapper (`timeout 5`, `env X=1`, `sudo -u me`, assignments) or a reserved
+    word (`{`, `!`, `if`, `while`...) runs."""
     while words:
-        if "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
+        if words[0] in _RESERVED or ("=" in words[0] and words[0].split("=", 1)[0].isidentifier()):
             words = words[1:]
         elif words[0] in _WRAPPERS:
             takes_value = _WRAPPERS[words[0]]
@@ -148,6 +184,33 @@ def _unwrap(words: list[str]) -> list[str]:
     return words
 
 
+def _find_exec(words: list[str]) -> list[str]:
+    """The commands `find ... -exec CMD ;` runs."""
+    found, i = [], 0
+    while i < len(words):
+        if words[i] in ("-exec", "-execdir", "-ok", "-okdir"):
+            end = next((j for j in range(i + 1, len(words)) if words[j] in (";", "+")), len(words))
+            found.append(" ".join(words[i + 1 : end]))
+            i = end
+        i += 1
+    return found
+
+
+def _unquoted_dollar(part: str) -> bool:
+    quote = ""
+    for i, ch in enumerate(part):
+        if quote:
+            if ch == quote and (quote == "'" or part[i - 1] != "\\"):
+                quote = ""
+            elif ch == "$" and quote == '"':
+                return True
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "$" and (i == 0 or part[i - 1] != "\\"):
+            return True
+    return False
+
+
 def split_raw(command: str) -> list[str] | None:
     """The simple commands in `command` as written (quotes kept), or None when not splittable."""
     raw = _raw_parts(command)
@@ -156,8 +219,12 @@ def split_raw(command: str) -> list[str] | None:
 
 def effective_commands(part: str, depth: int = 0) -> list[str] | None:
     """What one simple command (as written) may really run, for deny and ask rules, each normalised:
-    itself, the command a wrapper runs, and the commands in a `bash -c` or `eval` string. None when
-    that cannot be known."""
+    itself, what wrappers and reserved words lead to, its program by basename, `find -exec`
+    commands, and the commands in a `bash -c` or `eval` string. None when that cannot be known:
+    a variable may hold any word, a glob may match any program, `xargs` and `source` read their
+    commands from elsewhere."""
+    if _unquoted_dollar(part):
+        return None
     try:
         words = shlex.split(part)
     except ValueError:
@@ -166,13 +233,29 @@ def effective_commands(part: str, depth: int = 0) -> list[str] | None:
         return []
     found = [" ".join(words)]
     inner = _unwrap(words)
-    if inner and inner != words:
+    if not inner:
+        return found
+    program = inner[0]
+    if any(c in program for c in "*?[]{}") or program in _OPAQUE_RUNNERS:
+        return None
+    if inner != words:
         found.append(" ".join(inner))
-    if inner and (inner[0] == "eval" or (inner[0] in _SHELLS and "-c" in inner)):
-        if depth >= 3:
-            return None
-        at = inner.index("-c") + 1 if inner[0] != "eval" else 1
-        script = " ".join(inner[at:]) if inner[0] == "eval" else (inner[at] if at < len(inner) else "")
+    if "/" in program:
+        found.append(" ".join([program.rsplit("/", 1)[1], *inner[1:]]))
+        program = program.rsplit("/", 1)[1]
+    if program in _SHELLS and "-c" not in inner and len(inner) > 1:
+        return None  # a script file we do not read
+    nested_scripts = []
+    if program == "eval":
+        nested_scripts.append(" ".join(inner[1:]))
+    elif program in _SHELLS and "-c" in inner:
+        at = inner.index("-c") + 1
+        nested_scripts.append(inner[at] if at < len(inner) else "")
+    elif program == "find":
+        nested_scripts += _find_exec(inner)
+    if nested_scripts and depth >= 3:
+        return None
+    for script in nested_scripts:
         nested = split_raw(script)
         if nested is None:
             return None

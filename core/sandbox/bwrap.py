@@ -13,7 +13,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from core.policy import GUARDED_DIRS, SandboxPolicy, real
+from core.guard import GUARDED_DIRS, protected_paths
+from core.policy import SandboxPolicy, real
 from core.sandbox import BASH, OPT_OUT, command_env
 
 _PROBE_TIMEOUT_S = 10.0
@@ -102,7 +103,7 @@ class BwrapSandbox:
                         str(folder),
                         str(folder),
                     ]  # a mount point cannot be renamed or replaced
-        for path in self.policy.protected_paths():
+        for path in protected_paths(self.policy):
             target = real(path)
             if os.path.lexists(path) and target.exists():
                 args += ["--ro-bind", str(target), str(target)]

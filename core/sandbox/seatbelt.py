@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from core.guard import protected_paths
 from core.policy import SandboxPolicy, real
 from core.sandbox import BASH, OPT_OUT, command_env
 
@@ -59,7 +60,7 @@ def profile(policy: SandboxPolicy, private_tmp: str) -> tuple[str, dict[str, str
         writes.append(f'(subpath (param "WRITABLE_{i}"))')
     services = " ".join(f'(global-name "{name}")' for name in _MACH_SERVICES)
     rules = [_BASE, f"(allow mach-lookup {services})", f"(allow file-write* {' '.join(writes)})"]
-    for i, path in enumerate(policy.protected_paths()):
+    for i, path in enumerate(protected_paths(policy)):
         params[f"PROTECTED_{i}"] = str(real(path))
         rules.append(f'(deny file-write* (subpath (param "PROTECTED_{i}")))')
     for i, secret in enumerate(policy.credential_paths()):

@@ -201,3 +201,9 @@ def test_path_rules_see_the_real_path(repo: Path) -> None:
     (repo / "alias").symlink_to(repo / "src")
     via_link = GLOB.input_model.model_validate({"pattern": "*", "path": "alias"})
     assert permissions.decide(GLOB, GLOB.rule_content(via_link, ctx)).behavior == "deny"
+
+
+def test_searches_into_proc_and_sys_are_refused(tmp_path: Path) -> None:
+    for tool, arguments in ((GLOB, {"pattern": "/proc/self/*"}), (GREP, {"pattern": "x", "path": "/sys"})):
+        result = call(tool, context(tmp_path), **arguments)
+        assert result.is_error and "(/proc, /sys) are off limits" in text(result)

@@ -225,3 +225,56 @@ def test_lines_that_cannot_be_checked_ask_when_deny_rules_exist(command: str) ->
     decision = perms("bypassPermissions", deny=("Bash(git push:*)",)).decide(BASH, command)
     assert decision.behavior == "ask" and "cannot be checked" in decision.reason
     assert perms("bypassPermissions").decide(BASH, command).behavior == "allow"  # no rules to check against
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo ${x='$(touch PWNED)'}${x@P}",  # prompt expansion runs the value
+        "echo hi>run.sh",  # a redirection in the middle of a word
+        "echo hi >&out.txt",
+        "echo hi >& out.txt",
+        "echo hi 1<>out.txt",
+    ],
+)
+def test_expansions_and_hidden_redirections_are_not_covered_by_a_prefix(command: str) -> None:
+    assert perms(allow=("Bash(echo:*)",)).decide(BASH, command).behavior == "ask"
+
+
+def test_descriptor_duplication_is_not_a_file_write() -> None:
+    p = perms(allow=("Bash(echo:*)",))
+    for command in ("echo hi >&2", "echo hi 2>&1", "echo hi >&-", "echo hi > /dev/null"):
+        assert p.decide(BASH, command).behavior == "allow", command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "{ git push; }",
+        "if true; then git push; fi",
+        "! git push",
+        "while git push; do break; done",
+        "coproc git push",
+        "f(){ git push; }; f",
+        "/usr/bin/git push",
+        "find . -name x -exec git push \\;",
+    ],
+)
+def test_deny_rules_see_through_shell_grammar(command: str) -> None:
+    assert perms("bypassPermissions", deny=("Bash(git push:*)",)).decide(BASH, command).behavior == "deny"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "g?t push",
+        "{git,push}",
+        "x=push; git $x",
+        "echo push | xargs git",
+        "source ./deploy.sh",
+        "bash deploy.sh",
+    ],
+)
+def test_commands_hidden_behind_variables_globs_or_files_ask(command: str) -> None:
+    decision = perms("bypassPermissions", deny=("Bash(git push:*)",)).decide(BASH, command)
+    assert decision.behavior == "ask", command

@@ -135,3 +135,27 @@ def test_the_shell_may_only_stay_in_the_workspace_and_added_dirs(ws: Path) -> No
     p = policy(ws, extra_dirs=[extra])
     assert p.in_roots(ws / "sub") and p.in_roots(extra)
     assert not p.in_roots(Path("/"))
+
+
+@pytest.mark.parametrize("rel", ["pkg/.piton/settings.json", "deep/er/.claude/settings.local.json"])
+def test_settings_files_are_refused_at_any_depth(ws: Path, rel: str) -> None:
+    with pytest.raises(PolicyError, match="settings files are protected"):
+        policy(ws).check_write(ws / rel)
+
+
+def test_a_symlinked_credential_file_is_still_a_credential(ws: Path) -> None:
+    dotfiles = ws.parent / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "npmrc").write_text("//registry.npmjs.org/:_authToken=secret\n")
+    (Path.home() / ".npmrc").symlink_to(dotfiles / "npmrc")
+    with pytest.raises(PolicyError, match="credential"):
+        policy(ws).check_read(Path.home() / ".npmrc")
+    with pytest.raises(PolicyError, match="credential"):
+        policy(ws).check_read(Path.home() / ".claude.json")
+
+
+def test_private_paths_are_treated_like_credentials(ws: Path) -> None:
+    store = ws.parent / "state"
+    (store / "projects").mkdir(parents=True)
+    with pytest.raises(PolicyError, match="credential"):
+        policy(ws, private_paths=[store]).check_read(store / "projects" / "x.jsonl")

@@ -84,12 +84,8 @@ def test_project_settings_cannot_widen_the_sandbox(project: Path, tmp_path: Path
     runtime = build(project)
     policy = runtime.agent.context.policy
     assert policy is not None
-    assert (policy.mode, policy.network, policy.extra_dirs, policy.read_exceptions) == (
-        "workspace-write",
-        False,
-        (),
-        (),
-    )
+    assert (policy.mode, policy.network, policy.extra_dirs) == ("workspace-write", False, ())
+    assert [e for e in policy.read_exceptions if ".ssh" in e] == []
     assert runtime.agent.gate.permissions.mode == "default"
     ignored = [n for n in runtime.notices if n.startswith("ignored ")]
     assert len(ignored) == 4 and all("only ~/.piton/settings.json" in n for n in ignored)
@@ -173,3 +169,19 @@ def test_old_and_oversized_sessions_are_pruned_with_their_files(tmp_path: Path) 
     (store.root / ".last-prune").unlink()
     assert store.prune(max_bytes=1) == 3  # over the size limit: oldest first, until it fits
     assert store.prune(max_bytes=1) == 0  # at most once a day
+
+
+def test_other_sessions_are_private_but_this_sessions_results_are_readable(project: Path) -> None:
+    from core.policy import PolicyError
+
+    other = build(project)
+    other.log.close()
+    runtime = build(project)
+    policy = runtime.agent.context.policy
+    assert policy is not None
+    with pytest.raises(PolicyError, match="credential"):
+        policy.check_read(other.log.path)
+    results = SessionStore.session_dir(runtime.log) / "tool-results"
+    results.mkdir(parents=True)
+    (results / "tr_x.txt").write_text("stored\n")
+    assert policy.check_read(results / "tr_x.txt")

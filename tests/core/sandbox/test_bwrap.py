@@ -388,3 +388,53 @@ def test_an_interrupt_kills_the_command_and_its_children(place: Path, mode: str)
 
     asyncio.run(interrupted())
     assert _running(f"sleep {seconds}") == []
+
+
+def test_a_symlink_made_where_a_guarded_folder_was_missing_is_removed_not_followed(place: Path) -> None:
+    victim = place / "outside" / "victim"
+    victim.mkdir()
+    (victim / "settings.json").write_text("{}\n")
+    out, _ = bash(place, f"ln -s {victim} .claude && echo linked")
+    assert out.startswith("linked") and f"Removed {place / 'ws' / '.claude'}" in out
+    assert not os.path.lexists(place / "ws" / ".claude")
+    assert (victim / "settings.json").read_text() == "{}\n"  # what the link pointed to is untouched
+
+
+def _separate_git_dir(place: Path, link: bool) -> Path:
+    ws = place / "ws"
+    shutil.rmtree(ws / ".git")
+    gitdir = place / "ws" / "gitdir"
+    subprocess.run(["git", "init", "-q", "--separate-git-dir", str(gitdir), str(ws)], check=True)
+    if link:
+        (ws / ".git").unlink()
+        (ws / ".git").symlink_to(gitdir)
+    return gitdir
+
+
+def test_a_symlinked_git_folder_cannot_be_swapped(place: Path) -> None:
+    gitdir = _separate_git_dir(place, link=True)
+    command = "rm .git && cp -r gitdir .git && git config -f .git/config core.fsmonitor 'touch PWNED' && echo swapped"
+    out, _ = bash(place, command)
+    assert f"Restored {place / 'ws' / '.git'} -> {gitdir}" in out
+    assert os.readlink(place / "ws" / ".git") == str(gitdir)
+    assert "fsmonitor" not in (gitdir / "config").read_text()
+
+
+def test_a_symlinked_hooks_folder_cannot_be_swapped(place: Path) -> None:
+    tracked = place / "ws" / "githooks"
+    tracked.mkdir()
+    shutil.rmtree(place / "ws" / ".git" / "hooks")
+    (place / "ws" / ".git" / "hooks").symlink_to(tracked)
+    out, _ = bash(place, "rm .git/hooks && mkdir .git/hooks && echo 'touch PWNED' > .git/hooks/pre-commit")
+    assert "Restored" in out and os.readlink(place / "ws" / ".git" / "hooks") == str(tracked)
+    assert not (tracked / "pre-commit").exists()
+
+
+def test_a_gitfile_and_the_directory_it_names_are_protected(place: Path) -> None:
+    gitdir = _separate_git_dir(place, link=False)
+    assert (place / "ws" / ".git").read_text().startswith("gitdir:")
+    out, failed = bash(place, "echo 'gitdir: evil' > .git")
+    assert failed and "Read-only file system" in out
+    out, failed = bash(place, "git config core.fsmonitor 'touch PWNED'")
+    assert failed
+    assert "fsmonitor" not in (gitdir / "config").read_text()
