@@ -64,6 +64,27 @@ def _raw_lines(f: IO[bytes]) -> Iterator[tuple[bytes, int | None]]:
             yield head, None
 
 
+def _skip_lines(f: IO[bytes], count: int) -> int:
+    """Move past `count` lines by counting newlines in large blocks (fast for a far offset).
+    Returns how many lines were passed: fewer than `count` at the end of the file."""
+    passed, unterminated = 0, False
+    while passed < count:
+        block = f.read(1 << 20)
+        if not block:
+            return passed + unterminated  # a last line without a newline is a line too
+        newlines = block.count(b"\n")
+        unterminated = not block.endswith(b"\n")
+        if passed + newlines < count:
+            passed += newlines
+            continue
+        index = -1
+        for _ in range(count - passed):
+            index = block.index(b"\n", index + 1)
+        f.seek(index + 1 - len(block), 1)
+        return count
+    return passed
+
+
 def _show(raw: bytes, skipped_length: int | None, number: int) -> str:
     line = decode_line(raw).rstrip("\r\n")
     if skipped_length is not None:  # the rest was never read; say how long the line really is
@@ -115,29 +136,30 @@ class Read(FileTool):
 
     def _text(self, f: IO[bytes], head: bytes, args: ReadInput) -> ToolResult:
         encoding = bom_encoding(head)
-        if encoding is not None and encoding.codec.startswith("utf-16"):
-            rows: Iterator[tuple[bytes, int | None]] = (
-                (line.encode("utf-8"), None) for line in lines_of(encoding.decode(f.read()))
-            )
-        else:
-            rows = _raw_lines(f)
         start = max(1, args.offset or 1)
+        if encoding is not None and encoding.codec.startswith("utf-16"):
+            lines = lines_of(encoding.decode(f.read()))
+            rows: Iterator[tuple[bytes, int | None]] = (
+                (line.encode("utf-8"), None) for line in lines[start - 1 :]
+            )
+            skipped = min(start - 1, len(lines))
+        else:
+            skipped = _skip_lines(f, start - 1)
+            rows = _raw_lines(f)
         limit = args.limit or DEFAULT_LIMIT
         shown: list[str] = []
-        number, more = 0, False
-        for number, (raw, skipped_length) in enumerate(rows, start=1):
-            if number < start:
-                continue
+        more = False
+        for number, (raw, skipped_length) in enumerate(rows, start=start):
             if len(shown) == limit:
                 more = True
                 break
             if number == 1 and encoding is not None:
                 raw = raw.removeprefix(encoding.bom)
             shown.append(_show(raw, skipped_length, number))
-        if number == 0:
-            return ToolResult("(the file is empty)", summary="empty file")
         if not shown:
-            return ToolResult.error(f"The file has {number} lines; offset {start} is past the end.")
+            if skipped == 0:
+                return ToolResult("(the file is empty)", summary="empty file")
+            return ToolResult.error(f"The file has {skipped} lines; offset {start} is past the end.")
         text = "\n".join(shown)
         last = start + len(shown) - 1
         if more:

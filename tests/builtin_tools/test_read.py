@@ -136,3 +136,14 @@ def test_a_gigantic_line_is_cut_without_reading_it_whole(ws: Path) -> None:
     first, second = text(call(READ, context(ws), file_path="one-line.json")).splitlines()
     assert first.startswith("     1\t[1,1,") and first.endswith("… [line cut: about 6,000,003 bytes]")
     assert second == "     2\tsecond"
+
+
+def test_offsets_count_lines_exactly_with_or_without_a_final_newline(ws: Path) -> None:
+    (ws / "no-eol.txt").write_text("one\ntwo\nthree")
+    assert text(call(READ, context(ws), file_path="no-eol.txt", offset=3)) == "     3\tthree"
+    past = call(READ, context(ws), file_path="no-eol.txt", offset=5)
+    assert text(past) == "The file has 3 lines; offset 5 is past the end."
+    (ws / "big.txt").write_bytes(b"".join(b"row %d\n" % i for i in range(1, 300_001)))
+    assert text(call(READ, context(ws), file_path="big.txt", offset=250_000, limit=1)).startswith(
+        "250000\trow 250000"
+    )
