@@ -11,9 +11,9 @@ from tests.fakes import network
 
 
 def test_resolving_a_real_host_fails_and_is_recorded() -> None:
-    with pytest.raises(OSError, match=r"may not resolve api\.anthropic\.com"):
-        socket.getaddrinfo("api.anthropic.com", 443)
-    assert network.escapes == ["api.anthropic.com"]
+    with pytest.raises(OSError, match=r"may not resolve example\.com"):
+        socket.getaddrinfo("example.com", 443)
+    assert network.escapes == ["example.com"]
     network.escapes.clear()  # seen and expected here; the fixture would fail the test otherwise
 
 
@@ -35,4 +35,4 @@ def test_the_sdk_cannot_reach_the_real_api_from_a_test(monkeypatch: pytest.Monke
 
 def test_loopback_stays_reachable() -> None:
     assert network.is_local("127.0.0.1") and network.is_local("::1") and network.is_local("localhost")
-    assert not network.is_local("api.anthropic.com")
+    assert not network.is_local("example.com")
