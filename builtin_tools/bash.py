@@ -106,7 +106,7 @@ class Bash(Tool):
             summary = f"exit {result.exit_code}"
         else:
             lines = result.output.count("\n")
-            summary = f"{lines} lines" if lines else "no output"
+            summary = f"{lines} line{'s' if lines != 1 else ''}" if lines else "no output"
         parts += notes
         text = "\n".join(parts) or "(no output)"
         return ToolResult(text, is_error=result.timed_out or bool(result.exit_code), summary=summary)

@@ -124,6 +124,14 @@ class Edit(FileTool):
     input_model = EditInput
     kind = "edit"
 
+    def preview(self, args: EditInput, ctx: ToolContext) -> str | None:
+        path = writable(ctx, args.file_path)
+        if not path.exists():
+            return unified_diff(path, "", args.new_string)
+        text, _ = decode(path.read_bytes())
+        new_text, _, _ = plan_edit(text, args.old_string, args.new_string, args.replace_all, path)
+        return unified_diff(path, text, new_text)
+
     def run_sync(self, args: EditInput, ctx: ToolContext) -> ToolResult:
         path = writable(ctx, args.file_path)
         if not path.exists():

@@ -36,6 +36,11 @@ class Write(FileTool):
     input_model = WriteInput
     kind = "edit"
 
+    def preview(self, args: WriteInput, ctx: ToolContext) -> str | None:
+        path = writable(ctx, args.file_path)
+        before = decode(path.read_bytes())[0] if path.is_file() else ""
+        return unified_diff(path, before, args.content)
+
     def run_sync(self, args: WriteInput, ctx: ToolContext) -> ToolResult:
         path = writable(ctx, args.file_path)
         if path.is_dir():

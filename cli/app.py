@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -131,14 +130,8 @@ def piton(
     ] = False,
 ) -> None:
     """Piton: a coding assistant for your terminal."""
-    from cli.headless import HeadlessOptions, run_headless
-    from core.runtime import RunOptions
+    from core.options import RunOptions
 
-    if not print_mode:
-        sys.stderr.write(
-            'piton: the interactive REPL is not available in this build; use piton -p "your prompt"\n'
-        )
-        raise typer.Exit(2)
     options = RunOptions(
         cwd=Path.cwd(),
         model=model,
@@ -153,5 +146,11 @@ def piton(
         sandbox=sandbox.value if sandbox else None,
         add_dirs=[d.expanduser().resolve() for d in add_dir or []],
     )
+    if not print_mode:
+        from cli.repl import run_repl
+
+        raise typer.Exit(run_repl(options, verbose=verbose, initial_prompt=prompt))
+    from cli.headless import HeadlessOptions, run_headless
+
     code = run_headless(HeadlessOptions(options, prompt, output_format.value, verbose))
     raise typer.Exit(code)

@@ -11,6 +11,13 @@ def main() -> None:
 
         print(f"piton {__version__}")
         return
+    if not sys.argv[1:]:  # the REPL, as fast as it can draw: no argument parser to load
+        from pathlib import Path
+
+        from cli.repl import run_repl
+        from core.options import RunOptions
+
+        sys.exit(run_repl(RunOptions(cwd=Path.cwd())))
     try:
         from typer.exceptions import TyperException
 

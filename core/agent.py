@@ -24,7 +24,7 @@ from core.events import (
     ToolStarted,
 )
 from core.history import interrupted_result
-from core.messages import INTERRUPTED_REQUEST, Message, ToolResultBlock, ToolUseBlock
+from core.messages import INTERRUPTED_REQUEST, ContentBlock, Message, ToolResultBlock, ToolUseBlock
 from core.permissions import PermissionGate
 from core.providers import ModelRequest, Provider, ProviderError
 from core.result_store import ResultCapper
@@ -94,13 +94,20 @@ class Agent:
         self.capper = capper
         self._stats = _RunStats()
 
-    async def run(self, prompt: str) -> AsyncIterator[AgentEvent]:
+    def add_note(self, text: str) -> None:
+        """Put something in the conversation for the model's next turn, without a turn now (a shell
+        command the user ran, say). It joins the next prompt in the same request."""
+        self._append(Message.user(text))
+
+    async def run(self, prompt: str | list[ContentBlock]) -> AsyncIterator[AgentEvent]:
         self._stats = _RunStats(denials_before=len(self.gate.denials) if self.gate else 0)
         mode = self.gate.permissions.mode if self.gate else "bypassPermissions"
         yield SessionStarted(
             self.config.session_id, self.config.model, str(self.config.cwd), self.tools.names(), mode
         )
-        self._append(Message.user(prompt))
+        self._append(
+            Message.user(prompt) if isinstance(prompt, str) else Message(role="user", content=prompt)
+        )
         try:
             while True:
                 done: MessageDone | None = None
@@ -183,7 +190,10 @@ class Agent:
 
     async def _permit(self, tool: Tool, args: Any, block: ToolUseBlock) -> ToolResult | None:
         assert self.gate is not None
-        decision = await self.gate.check(tool, tool.rule_content(args, self.context), block.id, block.input)
+        content = tool.rule_content(args, self.context)
+        decision = await self.gate.check(
+            tool, content, block.id, block.input, preview=lambda: tool.preview(args, self.context)
+        )
         if decision.behavior == "allow":
             return None
         return ToolResult.error(f"The user did not permit this {tool.name} call: {decision.reason}.")

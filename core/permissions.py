@@ -10,9 +10,10 @@ or asks about. The sandbox applies whatever is decided here.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -206,6 +207,7 @@ class PermissionRequest:
     content: str | None
     reason: str
     suggestion: str
+    preview: str | None = None  # what the call would change (a diff), when the tool can tell
 
 
 class Approver(Protocol):
@@ -235,12 +237,21 @@ class PermissionGate:
     denials: list[dict[str, Any]] = field(default_factory=list)
 
     async def check(
-        self, tool: Tool, content: str | None, tool_use_id: str, tool_input: dict[str, Any]
+        self,
+        tool: Tool,
+        content: str | None,
+        tool_use_id: str,
+        tool_input: dict[str, Any],
+        preview: Callable[[], str | None] | None = None,
     ) -> Decision:
         decision = self.permissions.decide(tool, content)
         if decision.behavior == "ask":
+            shown = None
+            if preview is not None:
+                with contextlib.suppress(Exception):  # a preview is a courtesy: it must not stop the question
+                    shown = preview()
             request = PermissionRequest(
-                tool, tool_use_id, tool_input, content, decision.reason, suggest_rule(tool, content)
+                tool, tool_use_id, tool_input, content, decision.reason, suggest_rule(tool, content), shown
             )
             decision = await self.approver(request)
         if decision.behavior != "allow":

@@ -11,6 +11,7 @@ from typing import Any
 from core.agent import Agent, AgentConfig
 from core.messages import Message
 from core.models import DEFAULT_MODEL, resolve_alias
+from core.options import RunOptions
 from core.permissions import PERMISSION_MODES, Approver, DenyAll, PermissionGate, Permissions, Rule
 from core.policy import SANDBOX_MODES, SandboxPolicy, real
 from core.providers import Provider
@@ -24,22 +25,6 @@ from core.tools import Tool, ToolContext, ToolRegistry
 
 class SetupError(Exception):
     """Options that cannot make a run; the message is one line for people."""
-
-
-@dataclass(slots=True)
-class RunOptions:
-    cwd: Path
-    model: str | None = None
-    thinking: bool | None = None
-    max_turns: int | None = None
-    append_system_prompt: str | None = None
-    continue_latest: bool = False
-    resume: str | None = None
-    permission_mode: str | None = None
-    allowed_tools: list[str] = field(default_factory=list)
-    disallowed_tools: list[str] = field(default_factory=list)
-    sandbox: str | None = None
-    add_dirs: list[Path] = field(default_factory=list)
 
 
 @dataclass(slots=True)

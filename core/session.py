@@ -172,6 +172,28 @@ def load_session(path: Path, session_id: str) -> LoadedSession:
     return loaded
 
 
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    session_id: str
+    modified: float
+    first_prompt: str
+    messages: int
+
+
+def _summary(path: Path) -> SessionSummary:
+    first, count = "", 0
+    with contextlib.suppress(OSError), path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if '"type": "message"' not in line:
+                continue
+            count += 1
+            if not first and '"role": "user"' in line:
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    message = Message.model_validate(json.loads(line)["message"])
+                    first = " ".join(message.text.split())
+    return SessionSummary(path.stem, path.stat().st_mtime, first, count)
+
+
 class SessionStore:
     """Finds, creates and opens sessions under one root (the state directory by default)."""
 
@@ -222,6 +244,14 @@ class SessionStore:
         self.root.mkdir(parents=True, exist_ok=True)
         marker.touch()
         return removed
+
+    def recent(self, cwd: Path, limit: int = 20) -> list[SessionSummary]:
+        """This project's sessions, newest first, each with its first prompt (for a picker)."""
+        directory = self.project_dir(cwd)
+        if not directory.is_dir():
+            return []
+        files = sorted(directory.glob("*.jsonl"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        return [_summary(path) for path in files[:limit]]
 
     def latest(self, cwd: Path) -> str | None:
         """The most recently written session of this project, if any."""

@@ -70,6 +70,10 @@ class Tool(ABC):
         """What permission rules match against: the command, or the absolute path it touches."""
         return None
 
+    def preview(self, args: Any, ctx: ToolContext) -> str | None:
+        """What a person deciding whether to allow the call should see (a diff), if not the input."""
+        return None
+
     def spec(self) -> dict[str, Any]:
         schema = self.input_model.model_json_schema(by_alias=True)
         schema.pop("title", None)

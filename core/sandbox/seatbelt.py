@@ -6,6 +6,7 @@ with quotes or parentheses cannot change the profile's meaning.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -87,6 +88,7 @@ class SeatbeltSandbox:
     def private_tmp(self) -> str:
         if self._tmp is None:
             self._tmp = str(real(Path(tempfile.mkdtemp(prefix="piton-sandbox-"))))
+            atexit.register(shutil.rmtree, self._tmp, True)
         return self._tmp
 
     def command(self, script: str, cwd: Path) -> list[str]:

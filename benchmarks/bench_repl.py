@@ -1,0 +1,161 @@
+"""The interactive terminal: time to a ready prompt, rendering cost of long streamed answers, and the
+memory of an idle REPL, each against a baseline measured in the same run.
+
+    python benchmarks/bench_repl.py
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pexpect
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rich.console import Console  # noqa: E402
+from rich.markdown import Markdown  # noqa: E402
+
+from cli.render import Renderer  # noqa: E402
+from core.events import MessageDone, TextDelta  # noqa: E402
+from core.messages import Message  # noqa: E402
+from core.usage import Usage  # noqa: E402
+
+RUNS = 10
+PITON = str(Path(sys.executable).with_name("piton"))
+
+
+def _env(state: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "ANTHROPIC_API_KEY": "unused",
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+        "XDG_STATE_HOME": state,
+        "TERM": "xterm-256color",
+    }
+
+
+def time_to(argv: list[str], until: str | type, cwd: str, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    child = pexpect.spawn(
+        argv[0], argv[1:], cwd=cwd, env=env, encoding="utf-8", timeout=30, dimensions=(30, 100)
+    )
+    child.expect(until if until is pexpect.EOF else [until.encode().decode()])
+    elapsed = time.perf_counter() - started
+    if child.isalive():
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+    child.close()
+    return elapsed
+
+
+def startup() -> list[tuple[str, float]]:
+    project, state = tempfile.mkdtemp(), tempfile.mkdtemp()
+    env = _env(state)
+    cases = [
+        ("python -c pass (baseline)", [sys.executable, "-c", "pass"], pexpect.EOF),
+        ("python: import prompt_toolkit", [sys.executable, "-c", "import prompt_toolkit"], pexpect.EOF),
+        ("piton: ready prompt", [PITON], "❯ "),
+    ]
+    time_to([PITON], "❯ ", project, env)  # warm the file cache
+    return [
+        (label, statistics.median(time_to(argv, until, project, env) for _ in range(RUNS)))  # type: ignore[arg-type]
+        for label, argv, until in cases
+    ]
+
+
+def answer(size: int) -> str:
+    """Markdown like a long answer: prose, lists and code, about `size` characters."""
+    unit = (
+        "## A section\n\nSome prose with **bold**, `code` and a [link](https://example.com) that goes on "
+        "for a while to make a realistic paragraph of an answer.\n\n"
+        "- first point\n- second point with `inline code`\n\n"
+        "```python\ndef example(x):\n    return x * 2\n```\n\n"
+    )
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def render_cpu(text: str) -> float:
+    """CPU seconds to stream `text` in 20-character deltas, with the live area drawn ~12 times a second
+    at a typical 600 deltas a second (one draw per 50 deltas)."""
+    console = Console(
+        file=io.StringIO(),
+        width=100,
+        height=40,
+        force_terminal=True,
+        color_system="truecolor",
+        highlight=False,
+    )
+    renderer = Renderer(console)
+    renderer.begin()
+    started = time.process_time()
+    for n, i in enumerate(range(0, len(text), 20)):
+        renderer.handle(TextDelta(text[i : i + 20]))
+        if n % 50 == 0:
+            renderer.live()
+    renderer.handle(MessageDone(Message(role="assistant", content=[]), Usage(), "end_turn", "m", "id"))
+    return time.process_time() - started
+
+
+def render_once(text: str) -> float:
+    """CPU seconds to render the whole answer once, at the end: the least any display could do."""
+    console = Console(
+        file=io.StringIO(),
+        width=100,
+        height=40,
+        force_terminal=True,
+        color_system="truecolor",
+        highlight=False,
+    )
+    started = time.process_time()
+    console.print(Markdown(text))
+    return time.process_time() - started
+
+
+def idle_rss_mb(argv: list[str], until: str | type, settle_s: float) -> float:
+    project, state = tempfile.mkdtemp(), tempfile.mkdtemp()
+    child = pexpect.spawn(argv[0], argv[1:], cwd=project, env=_env(state), encoding="utf-8", timeout=30)
+    child.expect(until if until is pexpect.EOF else [until])  # type: ignore[list-item]
+    time.sleep(settle_s)  # the background load (the SDK import) finishes
+    with open(f"/proc/{child.pid}/status") as f:
+        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS"))
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    child.close()
+    return rss / 1024
+
+
+def main() -> None:
+    print(f"Time to a ready prompt (median of {RUNS}, ms)\n")
+    rows = startup()
+    base = rows[0][1]
+    print(f"{'command':<32} {'ms':>8} {'x baseline':>11}")
+    for label, seconds in rows:
+        print(f"{label:<32} {seconds * 1000:>8.0f} {seconds / base:>11.2f}")
+
+    print("\nRendering a streamed answer in 20-character deltas (CPU seconds, median of 3)\n")
+    print(f"{'answer':<10} {'render once':>12} {'streamed':>9} {'ratio':>6}")
+    streamed = {}
+    for size in (50_000, 200_000):
+        text = answer(size)
+        once = statistics.median(render_once(text) for _ in range(3))
+        streamed[size] = statistics.median(render_cpu(text) for _ in range(3))
+        print(f"{size // 1000:>4} KB    {once:>12.2f} {streamed[size]:>9.2f} {streamed[size] / once:>6.2f}")
+    print(f"\n4x the text costs {streamed[200_000] / streamed[50_000]:.2f}x the time")
+
+    print("\nMemory of an idle process (RSS MB)\n")
+    python_idle = idle_rss_mb([sys.executable, "-c", "import prompt_toolkit; input()"], "", 1.0)
+    repl_idle = idle_rss_mb([PITON], "❯ ", 4.0)
+    print(f"{'process':<40} {'MB':>7} {'ratio':>6}")
+    print(f"{'python with prompt_toolkit, waiting':<40} {python_idle:>7.1f} {1:>6.2f}")
+    print(f"{'piton REPL, idle (SDK loaded)':<40} {repl_idle:>7.1f} {repl_idle / python_idle:>6.2f}")
+
+
+if __name__ == "__main__":
+    main()

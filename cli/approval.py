@@ -1,0 +1,44 @@
+"""Asking the user whether a tool call may run: what it would do, then allow once, allow for the
+session, or deny with a reason the model will read."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from rich.console import Console
+from rich.text import Text
+
+from cli.render import diff_text
+from core.permissions import Decision, PermissionGate, PermissionRequest
+
+_YES = {"1", "y", "yes"}
+_ALWAYS = {"2", "a", "always"}
+
+
+async def approve(
+    request: PermissionRequest,
+    console: Console,
+    ask: Callable[[str], Awaitable[str]],
+    gate: PermissionGate | None,
+) -> Decision:
+    why = "" if request.reason.endswith("needs permission") else f" ({request.reason})"
+    console.print(Text(f"  ⎿  Waiting for your permission{why}", style="yellow"))
+    if request.preview:
+        console.print(diff_text(request.preview), end="")
+    elif request.tool.kind == "execute" and request.content:
+        console.print(Text(f"    {request.content}", style="bold"))
+    question = (
+        f"Allow? 1 yes · 2 yes, and allow {request.suggestion} for this session · "
+        "3 no (type a reason after it to tell Piton what to do instead) › "
+    )
+    answer = (await ask(question)).strip()
+    word, _, rest = answer.partition(" ")
+    if word.lower() in _YES:
+        return Decision("allow", "the user allowed it")
+    if word.lower() in _ALWAYS:
+        if gate is not None:
+            gate.allow_for_session(request.suggestion)
+        console.print(Text(f"  ⎿  {request.suggestion} is allowed for the rest of this session", style="dim"))
+        return Decision("allow", f"the user allowed {request.suggestion} for this session")
+    reason = rest.strip() if word.lower() in {"3", "n", "no"} else answer
+    return Decision("deny", f"the user said no: {reason}" if reason else "the user said no")

@@ -1,0 +1,62 @@
+"""`@path` mentions: the mentioned files' content attached to the prompt, as the user meant."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from pathlib import Path
+
+from builtin_tools.files import decode, image_type, looks_binary, readable, remember, require_regular
+from core.messages import Base64ImageSource, ContentBlock, ImageBlock, TextBlock
+from core.policy import PolicyError
+from core.tools import ToolContext
+
+MAX_CHARS = 200_000  # per file; the rest is left out with a note
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+
+
+def _attachment(ctx: ToolContext, mention: str) -> list[ContentBlock] | str:
+    """The blocks for one mention, or why it was not attached."""
+    try:
+        path = readable(ctx, mention.rstrip(".,;:!?)"))
+        if not path.is_file():
+            return f"@{mention} is not a file"
+        require_regular(path)
+        data = path.read_bytes()
+    except (PolicyError, OSError) as e:
+        return f"@{mention}: {e}"
+    media_type = image_type(data[:16])
+    if media_type is not None:
+        if len(data) > MAX_IMAGE_BYTES:
+            return f"@{mention} is an image over 5 MB"
+        source = Base64ImageSource(media_type=media_type, data=base64.b64encode(data).decode("ascii"))  # type: ignore[arg-type]
+        return [TextBlock(text=f"(The image {path}:)"), ImageBlock(source=source)]
+    if looks_binary(data[:8192]):
+        return f"@{mention} is a binary file"
+    text, _ = decode(data)
+    remember(ctx, path)  # the user showed it to the model: it counts as read
+    if len(text) > MAX_CHARS:
+        text = (
+            text[:MAX_CHARS]
+            + f"\n[... {len(text) - MAX_CHARS:,} more characters: Read the file for the rest]"
+        )
+    return [TextBlock(text=f'<file path="{path}">\n{text}\n</file>')]
+
+
+def attach(
+    ctx: ToolContext, prompt: str, mentions: list[str], warn: Callable[[str, str], None]
+) -> str | list[ContentBlock]:
+    """The prompt as typed, followed by the content of each file it mentions that exists."""
+    blocks: list[ContentBlock] = []
+    seen: set[Path] = set()
+    for mention in mentions:
+        candidate = (ctx.cwd / mention.rstrip(".,;:!?)")).resolve()
+        if candidate in seen or not candidate.exists():
+            continue  # an e-mail address or a handle, not a file
+        seen.add(candidate)
+        attached = _attachment(ctx, mention)
+        if isinstance(attached, str):
+            warn(f"  (not attached: {attached})", "yellow")
+        else:
+            blocks += attached
+    return [TextBlock(text=prompt), *blocks] if blocks else prompt

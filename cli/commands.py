@@ -1,0 +1,276 @@
+"""Slash commands in the REPL: /help, /clear, /compact, /context, /cost, /model, /resume,
+/permissions, /status, /exit. Skills and custom commands register through the same table."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+from rich.text import Text
+
+from core import __version__
+from core.context import TokenCounter, report
+from core.models import model_info, resolve_alias
+from core.permissions import Rule
+from core.runtime import build_runtime
+from core.settings import settings_files
+
+if TYPE_CHECKING:
+    from cli.repl import Repl
+
+Handler = Callable[["Repl", str], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    summary: str
+    handler: Handler
+    usage: str = ""
+
+
+class Commands:
+    def __init__(self, repl: Repl) -> None:
+        self.repl = repl
+        self.table: dict[str, Command] = {}
+        for command in BUILTIN:
+            self.register(command)
+        self.counter = TokenCounter()
+
+    def register(self, command: Command) -> None:
+        self.table[command.name] = command
+
+    def names(self) -> list[tuple[str, str]]:
+        return [(c.name, c.summary) for c in self.table.values()]
+
+    async def run(self, line: str) -> None:
+        name, _, args = line[1:].partition(" ")
+        command = self.table.get(name) or self.table.get(_ALIASES.get(name, ""))
+        if command is None:
+            close = difflib.get_close_matches(name, list(self.table), n=3, cutoff=0.5)
+            hint = f" Did you mean {', '.join('/' + c for c in close)}?" if close else " /help lists them."
+            self.repl.print_line(f"Unknown command /{name}.{hint}", "yellow")
+            return
+        await command.handler(self.repl, args.strip())
+
+
+def _console(repl: Repl):  # type: ignore[no-untyped-def]
+    assert repl.console is not None
+    return repl.console
+
+
+async def _help(repl: Repl, _: str) -> None:
+    assert repl.commands is not None
+    table = Table(show_header=False, box=None, padding=(0, 2))
+    for command in repl.commands.table.values():
+        table.add_row(f"/{command.name} {command.usage}".strip(), command.summary)
+    console = _console(repl)
+    console.print(table)
+    console.print(
+        Text(
+            "Enter sends · Alt+Enter, Ctrl-J or a trailing \\ adds a line · @path attaches a file · "
+            "!cmd runs a shell command · Esc or Ctrl-C interrupts · Shift+Tab changes the permission mode · "
+            "Ctrl-O shows thinking in full · Ctrl-R searches history · Ctrl-D or Ctrl-C twice exits",
+            style="dim",
+        )
+    )
+
+
+async def _rebuild(repl: Repl, **changes: object) -> None:
+    """A new runtime with changed options (a new or resumed session), keeping provider and model."""
+    old = await repl.ready()
+    if repl.busy:
+        repl.interrupt()
+        await asyncio.sleep(0)
+    options = replace(repl.options, continue_latest=False, model=old.agent.config.model, **changes)  # type: ignore[arg-type]
+    old.log.close()
+    runtime = await asyncio.to_thread(
+        build_runtime, options, old.agent.provider, tools=repl.tools, approver=repl._approve
+    )
+    repl.runtime = runtime
+    repl.totals.last = None
+    for notice in runtime.notices:
+        repl.print_line(f"piton: {notice}", "yellow")
+
+
+async def _clear(repl: Repl, _: str) -> None:
+    await _rebuild(repl, resume=None)
+    assert repl.runtime is not None
+    repl.print_line(f"(a new session: {repl.runtime.log.session_id})", "dim")
+
+
+async def _compact(repl: Repl, args: str) -> None:
+    runtime = await repl.ready()
+    compact = getattr(runtime.agent, "compact", None)
+    if compact is None:
+        repl.print_line("Compaction is not part of this build.", "yellow")
+        return
+    assert repl.renderer is not None
+    async for event in compact(instructions=args or None):
+        repl.renderer.handle(event)
+
+
+async def _context(repl: Repl, _: str) -> None:
+    runtime = await repl.ready()
+    assert repl.commands is not None
+    agent = runtime.agent
+    window = model_info(agent.config.model).context_window
+    r = report(
+        repl.commands.counter,
+        agent.config.system_prompt,
+        agent.tools.specs(),
+        agent.history,
+        window,
+        repl.totals.last,
+    )
+    table = Table(
+        title=f"Context: {r.used:,} of {window:,} tokens ({r.used / window:.1%})", box=None, padding=(0, 2)
+    )
+    table.add_column("part")
+    table.add_column("tokens (estimate)", justify="right")
+    for part, tokens in (
+        ("system prompt", r.system),
+        ("tool definitions", r.tools),
+        ("messages", r.messages),
+        ("tool results", r.tool_results),
+    ):
+        table.add_row(part, f"{tokens:,}")
+    _console(repl).print(table)
+    if r.reported is not None:
+        repl.print_line(f"The API counted {r.reported:,} tokens for the latest request and its reply.", "dim")
+
+
+async def _cost(repl: Repl, _: str) -> None:
+    totals = repl.totals
+    if not totals.by_model:
+        repl.print_line("No requests yet in this session.", "dim")
+        return
+    table = Table(box=None, padding=(0, 2))
+    for column in ("model", "input", "cache read", "cache write", "output", "cache hits", "cost"):
+        table.add_column(column, justify="left" if column == "model" else "right")
+    for model, usage in totals.by_model.items():
+        prompt = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+        hits = usage.cache_read_input_tokens / prompt if prompt else 0.0
+        table.add_row(
+            model,
+            f"{usage.input_tokens:,}",
+            f"{usage.cache_read_input_tokens:,}",
+            f"{usage.cache_creation_input_tokens:,}",
+            f"{usage.output_tokens:,}",
+            f"{hits:.0%}",
+            f"${usage.cost_usd(model):.4f}",
+        )
+    _console(repl).print(table)
+    repl.print_line(f"Total: ${totals.cost_usd:.4f}", "bold")
+
+
+async def _model(repl: Repl, args: str) -> None:
+    runtime = await repl.ready()
+    config = runtime.agent.config
+    if args:
+        config.model = resolve_alias(args)
+    info = model_info(config.model)
+    known = "" if info.known else " (an id Piton does not know: safe defaults)"
+    repl.print_line(
+        f"Model: {info.id}{known} · window {info.context_window:,} tokens · thinking {info.thinking}",
+        "bold" if args else "",
+    )
+
+
+async def _resume(repl: Repl, args: str) -> None:
+    runtime = await repl.ready()
+    from core.session import SessionStore
+
+    choice = args
+    if not choice:
+        sessions = [
+            s for s in SessionStore().recent(repl.options.cwd) if s.session_id != runtime.log.session_id
+        ]
+        if not sessions:
+            repl.print_line("No other sessions in this directory.", "dim")
+            return
+        for number, s in enumerate(sessions[:10], start=1):
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.modified))
+            repl.print_line(f"  {number:>2}. {when}  {s.messages:>3} messages  {s.first_prompt[:70]}")
+        answer = (await repl.ask("Resume which? (number, or Enter to cancel) › ")).strip()
+        if not answer.isdigit() or not 1 <= int(answer) <= len(sessions[:10]):
+            return
+        choice = sessions[int(answer) - 1].session_id
+    await _rebuild(repl, resume=choice)
+    assert repl.runtime is not None
+    messages = len(repl.runtime.agent.history)
+    repl.print_line(f"(resumed session {choice}: {messages} messages)", "dim")
+
+
+async def _permissions(repl: Repl, args: str) -> None:
+    runtime = await repl.ready()
+    gate = runtime.agent.gate
+    assert gate is not None
+    verb, _, rule = args.partition(" ")
+    if verb in ("allow", "ask", "deny") and rule:
+        try:
+            getattr(gate.permissions, verb).append(Rule.parse(rule))
+        except ValueError as e:
+            repl.print_line(str(e), "red")
+            return
+        repl.print_line(f"{verb}: {rule} (for this session)", "dim")
+        return
+    permissions = gate.permissions
+    repl.print_line(f"Mode: {permissions.mode} (Shift+Tab cycles default, acceptEdits, plan)", "bold")
+    for behavior in ("allow", "ask", "deny"):
+        rules = getattr(permissions, behavior)
+        repl.print_line(f"  {behavior}: {', '.join(map(str, rules)) or '(none)'}")
+    repl.print_line("Add one for this session with /permissions allow|ask|deny <rule>.", "dim")
+
+
+async def _status(repl: Repl, _: str) -> None:
+    runtime = await repl.ready()
+    agent = runtime.agent
+    policy = agent.context.policy
+    from builtin_tools.bash import sandbox_of
+
+    sandbox = sandbox_of(agent.context)
+    problem = sandbox.unavailable_reason()
+    lines = [
+        f"Piton {__version__}",
+        f"Session: {runtime.log.session_id}",
+        f"Directory: {repl.options.cwd}",
+        f"Model: {agent.config.model}",
+        f"Permission mode: {agent.gate.permissions.mode if agent.gate else 'default'}",
+        f"Sandbox: {policy.mode if policy else '?'} via {sandbox.name}"
+        + (f" (unavailable: {problem})" if problem else ""),
+        f"API: {os.environ.get('ANTHROPIC_BASE_URL') or 'https://api.anthropic.com'}",
+        "Settings: "
+        + (", ".join(str(p) for p in settings_files(repl.options.cwd) if p.is_file()) or "(none)"),
+    ]
+    for line in lines:
+        repl.print_line(line)
+
+
+async def _exit(repl: Repl, _: str) -> None:
+    repl.exiting = True
+    if repl.session is not None and repl.session.app.is_running:
+        repl.session.app.exit(exception=EOFError())
+
+
+BUILTIN = (
+    Command("help", "list the commands and keys", _help),
+    Command("clear", "start a new session", _clear),
+    Command("compact", "summarise the conversation to free the context window", _compact, "[instructions]"),
+    Command("context", "what fills the context window", _context),
+    Command("cost", "tokens and dollars used in this session", _cost),
+    Command("model", "show or change the model", _model, "[id]"),
+    Command("resume", "continue an earlier session of this directory", _resume, "[id]"),
+    Command(
+        "permissions", "show the permission mode and rules, or add one", _permissions, "[allow|ask|deny rule]"
+    ),
+    Command("status", "version, session, model, sandbox, API", _status),
+    Command("exit", "leave Piton", _exit),
+)
+_ALIASES = {"quit": "exit", "q": "exit", "new": "clear", "reset": "clear"}

@@ -1,0 +1,205 @@
+"""Showing a run in the terminal: streamed answers, thinking, tool calls and diffs.
+
+Finished output goes to the console once, into the normal scrollback. What is still streaming (the
+unfinished Markdown block, the latest thinking lines, a spinner) is the live area, which the prompt
+redraws at a capped rate; it is bounded, so a long answer never costs more than its length.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from rich.console import Console, Group
+from rich.text import Text
+
+from cli.markdown_render import render_block
+from cli.markdown_stream import MarkdownStream
+from cli.output import tool_label
+from core.events import (
+    AgentEvent,
+    MessageDone,
+    Notice,
+    Result,
+    StreamRetry,
+    TextDelta,
+    ThinkingDelta,
+    ToolFinished,
+    ToolResultsMessage,
+    ToolStarted,
+    ToolUseStart,
+)
+
+LIVE_LINES = 12  # the most lines the live area shows of an unfinished block
+THINKING_LINES = 3  # thinking collapses to its last lines once the answer starts
+OUTPUT_LINES = 4  # of a shell command's output, under its tool line
+_SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # the model's text must not steer the terminal
+LiveText = list[tuple[str, str]]  # (style, text) pairs, as prompt_toolkit formats them
+
+
+def diff_text(diff: str) -> Text:
+    """A unified diff, coloured line by line."""
+    text = Text()
+    for line in _CONTROL.sub("", diff).splitlines():
+        style = (
+            "bold"
+            if line.startswith(("---", "+++"))
+            else "green"
+            if line.startswith("+")
+            else "red"
+            if line.startswith("-")
+            else "cyan"
+            if line.startswith("@@")
+            else "dim"
+        )
+        text.append(f"    {line}\n", style=style)
+    return text
+
+
+class Renderer:
+    def __init__(self, console: Console, *, verbose: bool = False) -> None:
+        self.console = console
+        self.verbose = verbose
+        self._md = MarkdownStream()
+        self._thinking: list[str] = []
+        self._thinking_started = 0.0
+        self._busy_since = 0.0
+        self._streamed_chars = 0
+        self._tool: str | None = None  # the tool call being streamed, if any
+        self._blocks_printed = 0  # in the current reply
+        self.active = False
+
+    # -- the run's lifecycle -----------------------------------------------------------------------
+    def begin(self) -> None:
+        self.active = True
+        self._busy_since = time.monotonic()
+        self._streamed_chars = 0
+
+    def end(self) -> None:
+        self._flush_thinking()
+        self._flush_text()
+        self.active = False
+        self._tool = None
+
+    def interrupted(self) -> None:
+        self.end()
+        self.console.print(Text("  ⎿  Interrupted · what should Piton do instead?", style="yellow"))
+
+    # -- events ------------------------------------------------------------------------------------
+    def handle(self, event: AgentEvent) -> None:
+        if isinstance(event, TextDelta):
+            self._flush_thinking()
+            self._streamed_chars += len(event.text)
+            for block in self._md.feed(event.text):
+                self._print_markdown(block)
+        elif isinstance(event, ThinkingDelta):
+            self._think(event.thinking)
+        elif isinstance(event, ToolUseStart):
+            self._flush_thinking()
+            self._flush_text()
+            self._tool = event.name
+        elif isinstance(event, MessageDone):
+            self._flush_thinking()
+            self._flush_text()
+            self._tool = None
+            self._blocks_printed = 0
+        elif isinstance(event, ToolStarted):
+            self._tool = event.name
+            self.console.print(
+                Text("● ", style="bold green") + Text(tool_label(event.name, event.input), style="bold")
+            )
+        elif isinstance(event, ToolFinished):
+            self._tool_finished(event)
+        elif isinstance(event, StreamRetry):
+            self._md = MarkdownStream()
+            self.console.print(
+                Text(f"  ⎿  The reply was cut off ({event.reason}); asking again…", style="yellow")
+            )
+        elif isinstance(event, Notice):
+            self.console.print(Text(f"  {event.text}", style="yellow"))
+        elif isinstance(event, Result) and event.is_error:
+            self.console.print(Text(f"  ⎿  {event.result}", style="bold red"))
+        elif isinstance(event, ToolResultsMessage | Result):
+            self._tool = None
+
+    def _print_markdown(self, block: str) -> None:
+        rendered = render_block(_CONTROL.sub("", block))
+        if self._blocks_printed:  # blocks are rendered one by one; keep the blank line between them
+            rendered = Text("\n") + rendered if isinstance(rendered, Text) else Group(Text(), rendered)
+        self._blocks_printed += 1
+        self.console.print(rendered)
+
+    def _flush_text(self) -> None:
+        for block in self._md.flush():
+            self._print_markdown(block)
+
+    def _think(self, text: str) -> None:
+        if not self._thinking:
+            self._thinking_started = time.monotonic()
+            self._thinking = [""]
+        lines = text.split("\n")
+        self._thinking[-1] += lines[0]
+        self._thinking += lines[1:]
+
+    def _flush_thinking(self) -> None:
+        if not self._thinking:
+            return
+        lines = [line for line in self._thinking if line.strip()]
+        seconds = time.monotonic() - self._thinking_started
+        shown = lines if self.verbose else lines[-THINKING_LINES:]
+        header = f"✻ Thought for {seconds:.0f}s"
+        if len(shown) < len(lines):
+            header += f" ({len(lines) - len(shown)} earlier lines hidden; Ctrl-O shows thinking in full)"
+        text = Text(header + "\n", style="dim")
+        for line in shown:
+            text.append(f"  {_CONTROL.sub('', line)}\n", style="dim italic")
+        self.console.print(text, end="")
+        self._thinking = []
+
+    def _tool_finished(self, event: ToolFinished) -> None:
+        result = event.result
+        summary = result.summary or ("error" if result.is_error else "done")
+        style = "red" if result.is_error else "dim"
+        self.console.print(Text(f"  ⎿  {_CONTROL.sub('', summary)}", style=style))
+        if event.name == "Bash" and isinstance(result.content, str) and result.content.strip():
+            lines = _CONTROL.sub("", result.content).splitlines()
+            shown = Text()
+            for line in lines[:OUTPUT_LINES]:
+                shown.append(f"     {line[: self.console.width - 6]}\n", style=style)
+            if len(lines) > OUTPUT_LINES:
+                shown.append(f"     … {len(lines) - OUTPUT_LINES} more lines\n", style="dim")
+            self.console.print(shown, end="")
+        display: Any = result.display or {}
+        if isinstance(display, dict) and display.get("diff"):
+            self.console.print(diff_text(display["diff"]), end="")
+        elif isinstance(display, dict) and display.get("todos"):
+            todos = Text()
+            for line in display["todos"].splitlines():
+                todos.append(f"    {line}\n", style="dim" if line.startswith("☒") else "")
+            self.console.print(todos, end="")
+
+    # -- the live area -----------------------------------------------------------------------------
+    def live(self) -> LiveText:
+        """What to draw above the prompt now: the streaming tail and a spinner line."""
+        if not self.active:
+            return []
+        out: LiveText = []
+        if self._thinking:
+            for line in [line for line in self._thinking if line.strip()][-THINKING_LINES:]:
+                out.append(("class:thinking", f"  {_CONTROL.sub('', line)[: self.console.width - 4]}\n"))
+        tail = self._md.tail
+        if tail:
+            for line in tail.split("\n")[-LIVE_LINES:]:
+                out.append(("class:live", f"{_CONTROL.sub('', line)}\n"))
+        out.append(("class:spinner", self._spinner_line() + "\n"))
+        return out
+
+    def _spinner_line(self) -> str:
+        elapsed = time.monotonic() - self._busy_since
+        frame = _SPINNER[int(elapsed * 10) % len(_SPINNER)]
+        doing = "Thinking" if self._thinking else f"Running {self._tool}" if self._tool else "Working"
+        tokens = self._streamed_chars // 4
+        counted = f" · ↓ {tokens:,} tokens" if tokens else ""
+        return f"{frame} {doing}… ({elapsed:.0f}s{counted} · esc to interrupt)"

@@ -1,0 +1,158 @@
+"""The terminal renderer, on a recording console (no terminal needed)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from cli.render import LIVE_LINES, Renderer
+from core.events import (
+    MessageDone,
+    Notice,
+    Result,
+    StreamRetry,
+    TextDelta,
+    ThinkingDelta,
+    ToolFinished,
+    ToolStarted,
+)
+from core.messages import Message
+from core.tools import ToolResult
+from core.usage import Usage
+
+
+def plain(console: Console, clear: bool = True) -> str:
+    """What the console showed, without Rich's padding to the full width."""
+    return "\n".join(line.rstrip() for line in console.export_text(clear=clear).split("\n"))
+
+
+def make(verbose: bool = False) -> tuple[Renderer, Console]:
+    console = Console(record=True, width=80, color_system=None)
+    renderer = Renderer(console, verbose=verbose)
+    renderer.begin()
+    return renderer, console
+
+
+def done() -> MessageDone:
+    return MessageDone(Message(role="assistant", content=[]), Usage(), "end_turn", "m", "msg_1")
+
+
+def feed(renderer: Renderer, text: str, size: int = 20) -> None:
+    for i in range(0, len(text), size):
+        renderer.handle(TextDelta(text[i : i + size]))
+
+
+def test_finished_blocks_are_printed_once_and_the_tail_stays_live() -> None:
+    renderer, console = make()
+    feed(renderer, "First paragraph.\n\nSecond **bold** para")
+    assert plain(console, clear=False) == "First paragraph.\n"
+    assert [text for _, text in renderer.live()][:1] == ["Second **bold** para\n"]
+    renderer.handle(done())
+    out = plain(console)
+    assert out == "First paragraph.\n\nSecond bold para\n"  # rendered as Markdown, once
+    assert out.count("First paragraph") == 1
+
+
+def test_the_live_area_is_bounded_however_long_the_block() -> None:
+    renderer, _ = make()
+    feed(renderer, "```\n" + "".join(f"line {i}\n" for i in range(500)))
+    live = renderer.live()
+    assert len(live) == LIVE_LINES + 1  # the last lines of the block, and the spinner
+    assert live[-2][1] == "line 499\n" or live[-2][1] == "\n"
+    assert "esc to interrupt" in live[-1][1]
+
+
+def test_thinking_collapses_to_its_last_lines_when_the_answer_starts() -> None:
+    renderer, console = make()
+    for i in range(6):
+        renderer.handle(ThinkingDelta(f"thought {i}\n"))
+    assert [t for s, t in renderer.live() if s == "class:thinking"] == [
+        "  thought 3\n",
+        "  thought 4\n",
+        "  thought 5\n",
+    ]
+    feed(renderer, "Answer.\n\n")
+    out = console.export_text()
+    assert "✻ Thought for" in out and "3 earlier lines hidden" in out
+    assert "thought 0" not in out and "thought 5" in out
+    assert out.rstrip().endswith("Answer.")
+
+
+def test_verbose_shows_all_thinking() -> None:
+    renderer, console = make(verbose=True)
+    for i in range(6):
+        renderer.handle(ThinkingDelta(f"thought {i}\n"))
+    renderer.handle(done())
+    out = console.export_text()
+    assert all(f"thought {i}" in out for i in range(6))
+
+
+def test_tool_calls_are_one_line_with_a_result_summary_and_a_diff() -> None:
+    renderer, console = make()
+    renderer.handle(ToolStarted("t1", "Edit", {"file_path": "src/app.py", "old_string": "a"}))
+    diff = "--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n"
+    renderer.handle(
+        ToolFinished("t1", "Edit", ToolResult("ok", summary="1 replacement", display={"diff": diff}), 0.1)
+    )
+    renderer.handle(ToolStarted("t2", "Bash", {"command": "npm test"}))
+    output = "".join(f"line {i}\n" for i in range(10))
+    renderer.handle(
+        ToolFinished("t2", "Bash", ToolResult(output + "Exit code 1", is_error=True, summary="exit 1"), 1.0)
+    )
+    out = console.export_text()
+    assert "● Edit(src/app.py)\n  ⎿  1 replacement\n    --- a/src/app.py" in out
+    assert "    -a = 1\n    +a = 2\n" in out
+    assert (
+        "● Bash(npm test)\n  ⎿  exit 1\n     line 0\n     line 1\n     line 2\n     line 3\n     … 7 more lines"
+        in out
+    )
+
+
+def test_errors_are_red_and_tool_lines_green() -> None:
+    console = Console(record=True, width=80, color_system="truecolor", force_terminal=True)
+    renderer = Renderer(console)
+    renderer.begin()
+    renderer.handle(ToolStarted("t", "Bash", {"command": "false"}))
+    renderer.handle(
+        ToolFinished("t", "Bash", ToolResult("Exit code 1", is_error=True, summary="exit 1"), 0.1)
+    )
+    renderer.handle(Result("error_during_execution", True, "API error 500", "s", 1, 1, 1, Usage(), {}, 0.0))
+    styled = console.export_text(styles=True)
+    assert "\x1b[1;31m  ⎿  API error 500" in styled
+    assert "\x1b[31m  ⎿  exit 1" in styled
+    assert "\x1b[1;32m● " in styled
+
+
+def test_a_retry_notice_and_notices_are_shown() -> None:
+    renderer, console = make()
+    feed(renderer, "partial answ")
+    renderer.handle(StreamRetry(1, 3, 0.5, "overloaded_error: Overloaded"))
+    renderer.handle(Notice("The model is deprecated."))
+    feed(renderer, "Whole answer.")
+    renderer.handle(done())
+    out = console.export_text()
+    assert "asking again" in out and "The model is deprecated." in out
+    assert "partial answ" not in out and out.rstrip().endswith("Whole answer.")
+
+
+def test_an_interrupt_keeps_what_streamed_and_says_so() -> None:
+    renderer, console = make()
+    feed(renderer, "half an ans")
+    renderer.interrupted()
+    out = plain(console)
+    assert out == "half an ans\n  ⎿  Interrupted · what should Piton do instead?\n"
+    assert renderer.live() == []
+
+
+def test_control_characters_from_the_model_never_reach_the_terminal() -> None:
+    renderer, console = make()
+    feed(renderer, "evil \x1b]0;pwned\x07 title\n\n")
+    assert "\x1b" not in console.export_text() and "\x07" not in console.export_text()
+
+
+def test_a_long_answer_shows_every_paragraph_once() -> None:
+    renderer, console = make()
+    paragraphs = [f"Paragraph number {i} says something." for i in range(300)]
+    feed(renderer, "\n\n".join(paragraphs), size=7)
+    renderer.handle(done())
+    out = plain(console)
+    assert [line for line in out.splitlines() if line] == paragraphs

@@ -1,0 +1,380 @@
+"""The REPL, driven through prompt_toolkit's pipe input, with the scripted provider and a recording
+console. Keys are the bytes a terminal sends: Enter "\\r", Esc "\\x1b", Ctrl-C "\\x03", Ctrl-D "\\x04"."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from cli.repl import Repl, ReplIO
+from core.history import is_valid
+from core.messages import INTERRUPTED_REQUEST, TextBlock
+from core.options import RunOptions
+from tests.fakes.script import ToolCall, reply
+from tests.fakes.scripted import ScriptedProvider
+from tests.fakes.tools import Probe
+
+ENTER, ESC, CTRL_C, CTRL_D = "\r", "\x1b", "\x03", "\x04"
+
+
+class Session:
+    """A running REPL and the keys to drive it."""
+
+    def __init__(self, repl: Repl, send: Callable[[str], None], console: Console) -> None:
+        self.repl = repl
+        self.send = send
+        self.console = console
+
+    async def until(self, condition: Callable[[], bool], within: float = 10) -> None:
+        deadline = time.monotonic() + within
+        while not condition():
+            assert time.monotonic() < deadline, f"timed out; the screen shows:\n{self.screen}"
+            await asyncio.sleep(0.02)
+
+    async def type(self, text: str, pause: float = 0.05) -> None:
+        self.send(text)
+        await asyncio.sleep(pause)
+
+    async def idle(self) -> None:
+        await self.until(
+            lambda: self.repl.runtime is not None and not self.repl.busy and not self.repl._tasks
+        )
+
+    @property
+    def screen(self) -> str:
+        return "\n".join(line.rstrip() for line in self.console.export_text(clear=False).split("\n"))
+
+    @property
+    def history(self) -> list[Any]:
+        assert self.repl.runtime is not None
+        return self.repl.runtime.agent.history
+
+
+async def drive(
+    project: Path,
+    provider: ScriptedProvider,
+    script: Callable[[Session], Awaitable[None]],
+    *,
+    tools: list[Any] | None = None,
+    initial_prompt: str | None = None,
+    **options: Any,
+) -> Session:
+    console = Console(record=True, width=100, color_system=None, file=io.StringIO())
+    with create_pipe_input() as pipe:
+        repl = Repl(
+            RunOptions(cwd=project, **options),
+            initial_prompt=initial_prompt,
+            provider_factory=lambda: provider,
+            tools=tools if tools is not None else [Probe("Echo", read_only=True), Probe("Shell")],
+            io=ReplIO(input=pipe, output=DummyOutput(), console=console),
+        )
+        session = Session(repl, pipe.send_text, console)
+        task = asyncio.ensure_future(repl.run())
+        await session.until(lambda: repl.runtime is not None)
+        try:
+            await script(session)
+        finally:
+            if not task.done():
+                session.send(CTRL_D)
+            code = await asyncio.wait_for(task, 10)
+        assert code == 0
+    return session
+
+
+def run(
+    project: Path, provider: ScriptedProvider, script: Callable[[Session], Awaitable[None]], **kw: Any
+) -> Session:
+    return asyncio.run(drive(project, provider, script, **kw))
+
+
+def test_a_prompt_streams_an_answer_and_ctrl_d_exits(project: Path) -> None:
+    async def script(s: Session) -> None:
+        await s.type("hello there" + ENTER)
+        await s.idle()
+
+    s = run(project, ScriptedProvider(reply("Hi! **How** can I help?")), script)
+    assert "❯ hello there" in s.screen and "Hi! How can I help?" in s.screen
+    assert [m.role for m in s.history] == ["user", "assistant"]
+    assert "Resume this session with: piton --resume" in s.screen
+
+
+def test_the_initial_prompt_runs_at_once(project: Path) -> None:
+    async def script(s: Session) -> None:
+        await s.until(lambda: len(s.history) == 2)
+
+    s = run(project, ScriptedProvider(reply("Started.")), script, initial_prompt="begin")
+    assert s.history[0].text == "begin" and "Started." in s.screen
+
+
+def test_tool_calls_show_a_line_and_a_summary(project: Path) -> None:
+    provider = ScriptedProvider(reply("Checking.", ToolCall("Echo", {"text": "README.md"})), reply("Done."))
+
+    async def script(s: Session) -> None:
+        await s.type("look" + ENTER)
+        await s.idle()
+
+    s = run(project, provider, script)
+    assert "● Echo(README.md)\n  ⎿  Echo: README.md" in s.screen
+    assert s.screen.index("Checking.") < s.screen.index("● Echo") < s.screen.index("Done.")
+
+
+@pytest.mark.parametrize(("answer", "allowed"), [("1", True), ("3 use the other tool", False)])
+def test_a_call_that_needs_permission_asks_and_the_answer_decides(
+    project: Path, answer: str, allowed: bool
+) -> None:
+    shell = Probe("Shell")
+    provider = ScriptedProvider(reply(ToolCall("Shell", {"text": "make deploy"})), reply("ok"))
+
+    async def script(s: Session) -> None:
+        await s.type("deploy" + ENTER)
+        await s.until(lambda: s.repl.question is not None)
+        await s.type(answer + ENTER)
+        await s.idle()
+
+    s = run(project, provider, script, tools=[shell])
+    assert "Waiting for your permission" in s.screen and "Allow? 1 yes" in s.screen
+    assert (shell.log == ["start make deploy", "end make deploy"]) is allowed
+    [result] = provider.requests[1].messages[-1].tool_results
+    if allowed:
+        assert result.content == "Shell: make deploy"
+    else:
+        assert result.is_error and "the user said no: use the other tool" in str(result.content)
+
+
+def test_allowing_for_the_session_stops_asking(project: Path) -> None:
+    calls = [ToolCall("Shell", {"text": "npm test"}), ToolCall("Shell", {"text": "npm test --watch"})]
+    provider = ScriptedProvider(reply(calls[0]), reply(calls[1]), reply("ok"))
+    shell = Probe("Shell")
+    asked: list[int] = []
+
+    async def script(s: Session) -> None:
+        await s.type("test" + ENTER)
+        await s.until(lambda: s.repl.question is not None)
+        asked.append(1)
+        await s.type("2" + ENTER)
+        await s.idle()
+
+    s = run(project, provider, script, tools=[shell])
+    assert len(asked) == 1 and len(shell.log) == 4  # both ran; one question
+    assert "is allowed for the rest of this session" in s.screen
+
+
+def test_esc_interrupts_a_slow_answer_and_the_next_prompt_works(project: Path) -> None:
+    provider = ScriptedProvider(reply("word " * 400, chunk=5), reply("Fresh answer."), delay_s=0.01)
+
+    async def script(s: Session) -> None:
+        await s.type("write a lot" + ENTER)
+        await s.until(
+            lambda: (
+                "word word" in s.screen
+                or (s.repl.renderer is not None and "word" in str(s.repl.renderer.live()))
+            )
+        )
+        await s.type(ESC, pause=0.3)
+        await s.idle()
+        await s.type("again" + ENTER)
+        await s.idle()
+
+    s = run(project, provider, script)
+    assert "Interrupted · what should Piton do instead?" in s.screen
+    assert "Fresh answer." in s.screen
+    assert is_valid(s.history)
+    texts = [m.text for m in s.history]
+    assert INTERRUPTED_REQUEST in texts and texts[-2:] == ["again", "Fresh answer."]
+
+
+def test_ctrl_c_interrupts_a_running_tool(project: Path) -> None:
+    async def never(_: str) -> str:
+        await asyncio.Event().wait()
+        return ""
+
+    provider = ScriptedProvider(reply(ToolCall("Slow", {"text": "x"})))
+
+    async def script(s: Session) -> None:
+        await s.type("go" + ENTER)
+        await s.until(lambda: "● Slow(x)" in s.screen)
+        await s.type(CTRL_C)
+        await s.idle()
+
+    s = run(project, provider, script, tools=[Probe("Slow", never, read_only=True)])
+    assert "Interrupted" in s.screen
+    assert is_valid(s.history) and s.history[-2].tool_results[0].is_error
+
+
+def test_ctrl_c_twice_on_an_empty_prompt_exits(project: Path) -> None:
+    async def script(s: Session) -> None:
+        await s.type(CTRL_C)
+        assert not s.repl.exiting
+        await s.type(CTRL_C, pause=0.2)
+
+    s = run(project, ScriptedProvider(), script)
+    assert s.repl.exiting
+
+
+def test_typing_while_the_model_works_queues_the_next_message(project: Path) -> None:
+    provider = ScriptedProvider(reply("slow " * 60, chunk=3), reply("Second answer."), delay_s=0.01)
+
+    async def script(s: Session) -> None:
+        await s.type("first" + ENTER)
+        await s.until(lambda: s.repl.busy)
+        await s.type("second" + ENTER)
+        assert s.repl.queue == ["second"]
+        await s.until(lambda: len(s.history) == 4)
+        await s.idle()
+
+    s = run(project, provider, script)
+    assert "(queued" in s.screen
+    assert [m.text for m in s.history][2:] == ["second", "Second answer."]
+
+
+def test_multiline_input(project: Path) -> None:
+    provider = ScriptedProvider(reply("ok"))
+
+    async def script(s: Session) -> None:
+        await s.type(
+            "one\x1b\rtwo\nthree\\" + ENTER + "four" + ENTER
+        )  # Alt+Enter, Ctrl-J, trailing backslash
+        await s.idle()
+
+    s = run(project, provider, script)
+    assert s.history[0].text == "one\ntwo\nthree\nfour"
+
+
+def test_bang_runs_a_shell_command_without_a_model_turn(project: Path) -> None:
+    provider = ScriptedProvider(reply("I saw it."))
+
+    async def script(s: Session) -> None:
+        await s.type("!echo from-the-shell" + ENTER)
+        await s.until(lambda: s.repl.runtime is not None and len(s.history) == 1)  # the note, no turn
+        assert provider.requests == []
+        assert s.screen.splitlines()[-1] == "from-the-shell"
+        await s.type("what did it print?" + ENTER)
+        await s.idle()
+
+    run(project, provider, script)
+    sent = provider.requests[0].messages
+    assert "<bash-input>echo from-the-shell</bash-input>" in sent[0].text
+    assert "from-the-shell" in sent[0].text and sent[-1].text == "what did it print?"
+
+
+def test_a_mention_attaches_the_file(project: Path) -> None:
+    (project / "notes.md").write_text("The secret word is banana.\n")
+    provider = ScriptedProvider(reply("banana"))
+
+    async def script(s: Session) -> None:
+        await s.type("what is in @notes.md and @nobody" + ENTER)
+        await s.idle()
+
+    run(project, provider, script)
+    content = provider.requests[0].messages[0].content
+    assert isinstance(content[1], TextBlock)
+    assert content[0].text == "what is in @notes.md and @nobody"
+    assert "The secret word is banana." in content[1].text and len(content) == 2
+
+
+def test_shift_tab_cycles_the_permission_mode(project: Path) -> None:
+    seen: list[str] = []
+
+    async def script(s: Session) -> None:
+        assert s.repl.runtime is not None and s.repl.runtime.agent.gate is not None
+        for _ in range(3):
+            await s.type("\x1b[Z", pause=0.2)
+            seen.append(s.repl.runtime.agent.gate.permissions.mode)
+
+    run(project, ScriptedProvider(), script)
+    assert seen == ["acceptEdits", "plan", "default"]
+
+
+def slash(project: Path, *commands: str, provider: ScriptedProvider | None = None) -> Session:
+    async def script(s: Session) -> None:
+        for command in commands:
+            await s.type(command + ENTER, pause=0.3)
+            await s.idle()
+
+    return run(project, provider or ScriptedProvider(), script)
+
+
+def test_help_lists_the_commands_and_keys(project: Path) -> None:
+    screen = slash(project, "/help").screen
+    for name in (
+        "/clear",
+        "/compact",
+        "/context",
+        "/cost",
+        "/model",
+        "/resume",
+        "/permissions",
+        "/status",
+        "/exit",
+    ):
+        assert name in screen
+    assert "Esc or Ctrl-C interrupts" in screen
+
+
+def test_an_unknown_command_suggests_close_ones(project: Path) -> None:
+    assert "Unknown command /stauts. Did you mean /status?" in slash(project, "/stauts").screen
+
+
+def test_model_cost_status_and_context(project: Path) -> None:
+    provider = ScriptedProvider(
+        reply("hi", input_tokens=1000, output_tokens=100, cache_read_input_tokens=3000)
+    )
+    s = slash(project, "hello", "/model opus", "/cost", "/status", "/context", provider=provider)
+    assert s.repl.runtime is not None and s.repl.runtime.agent.config.model == "claude-opus-5-5"
+    assert "Model: claude-opus-5-5 · window 1,000,000 tokens · thinking adaptive" in s.screen
+    assert (
+        "claude-sonnet-5-5" in s.screen and "75%" in s.screen
+    )  # 3,000 of 4,000 prompt tokens from the cache
+    assert "Permission mode: default" in s.screen and "Sandbox: workspace-write via bwrap" in s.screen
+    assert "system prompt" in s.screen and "tool definitions" in s.screen
+
+
+def test_clear_and_resume_switch_sessions(project: Path) -> None:
+    provider = ScriptedProvider(reply("first answer"), reply("in the new session"))
+
+    async def script(s: Session) -> None:
+        await s.type("first question" + ENTER)
+        await s.idle()
+        assert s.repl.runtime is not None
+        first = s.repl.runtime.log.session_id
+        await s.type("/clear" + ENTER, pause=0.3)
+        await s.until(lambda: s.repl.runtime is not None and s.repl.runtime.log.session_id != first)
+        assert s.history == []
+        await s.type("/resume" + ENTER)
+        await s.until(lambda: s.repl.question is not None)
+        await s.type("1" + ENTER, pause=0.3)
+        await s.until(lambda: s.repl.runtime is not None and s.repl.runtime.log.session_id == first)
+        await s.type("continue" + ENTER)
+        await s.idle()
+
+    s = run(project, provider, script)
+    assert [m.text for m in provider.requests[1].messages] == ["first question", "first answer", "continue"]
+    assert "first question" in s.screen.split("/resume")[-1]  # the picker shows each session's first prompt
+
+
+def test_permissions_shows_rules_and_adds_one(project: Path) -> None:
+    s = slash(project, "/permissions allow Shell(make:*)", "/permissions")
+    assert "Mode: default" in s.screen and "allow: Shell(make:*)" in s.screen
+
+
+def test_exit_command(project: Path) -> None:
+    s = slash(project, "/exit")
+    assert s.repl.exiting
+
+
+def test_no_color_is_respected(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    console = Repl(RunOptions(cwd=project))._make_console()
+    assert console.no_color
+    console.begin_capture()
+    console.print("[red]plain[/red]")
+    assert "\x1b[31m" not in console.end_capture()

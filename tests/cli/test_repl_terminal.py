@@ -1,0 +1,69 @@
+"""The REPL in a real pseudo-terminal: the installed `piton`, the real SDK, the fake API over HTTP."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pexpect
+
+from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.fakes.script import ToolCall, reply
+
+PITON = str(Path(sys.executable).with_name("piton"))
+PROMPT = "❯ "
+_ANSI = r"(?:\x1b\[[0-9;?]*[A-Za-z])*"
+
+
+def expect_text(child: pexpect.spawn, text: str) -> None:
+    """Wait for `text` on the screen, styled or not (ANSI sequences may stand between characters)."""
+    child.expect(_ANSI.join(re.escape(ch) for ch in text))
+
+
+def spawn(project: Path) -> pexpect.spawn:
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "40"}
+    child = pexpect.spawn(
+        PITON, cwd=str(project), env=env, encoding="utf-8", timeout=30, dimensions=(40, 100)
+    )
+    child.expect_exact(PROMPT)
+    return child
+
+
+def test_type_stream_run_a_tool_interrupt_and_exit(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    (project / "main.py").write_text("print('hello')\n")
+    fake_api.add(
+        reply("Let me read it.", ToolCall("Read", {"file_path": "main.py"})),
+        reply("It prints **hello**."),
+        reply("slow " * 2000, chunk=4, delay_s=0.01),
+        reply("Back again."),
+    )
+    child = spawn(project)
+    child.send("what does main.py do?\r")
+    child.expect_exact("Read(main.py)")
+    expect_text(child, "It prints hello.")
+    child.expect_exact(PROMPT)
+
+    child.send("write forever\r")
+    child.expect_exact("slow slow")  # streaming
+    child.send("\x1b")  # Esc
+    child.expect_exact("Interrupted")
+    child.send("hello again\r")
+    expect_text(child, "Back again.")
+
+    child.send("\x04")  # Ctrl-D
+    child.expect_exact("Resume this session with: piton --resume")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert fake_api.rejections == []
+    last = fake_api.bodies[-1]["messages"]
+    assert last[-1]["content"][-1]["text"] == "hello again"  # the interrupted turn left a valid history
+
+
+def test_without_a_terminal_the_repl_points_to_print_mode(project: Path) -> None:
+    child = pexpect.spawn("/bin/sh", ["-c", f"{PITON} < /dev/null"], cwd=str(project), encoding="utf-8")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "needs a terminal" in (child.before or "") and child.exitstatus == 2
