@@ -66,6 +66,7 @@ async def drive(
     *,
     tools: list[Any] | None = None,
     initial_prompt: str | None = None,
+    history_file: Path | None = None,
     **options: Any,
 ) -> Session:
     console = Console(record=True, width=100, color_system=None, file=io.StringIO())
@@ -75,7 +76,7 @@ async def drive(
             initial_prompt=initial_prompt,
             provider_factory=lambda: provider,
             tools=tools if tools is not None else [Probe("Echo", read_only=True), Probe("Shell")],
-            io=ReplIO(input=pipe, output=DummyOutput(), console=console),
+            io=ReplIO(input=pipe, output=DummyOutput(), console=console, history_file=history_file),
         )
         session = Session(repl, pipe.send_text, console)
         task = asyncio.ensure_future(repl.run())
@@ -378,3 +379,33 @@ def test_no_color_is_respected(project: Path, monkeypatch: pytest.MonkeyPatch) -
     console.begin_capture()
     console.print("[red]plain[/red]")
     assert "\x1b[31m" not in console.end_capture()
+
+
+def test_a_paste_keeps_its_newlines(project: Path) -> None:
+    provider = ScriptedProvider(reply("ok"))
+
+    async def script(s: Session) -> None:
+        await s.type("\x1b[200~def f():\r    return 1\x1b[201~")  # bracketed paste, as terminals send it
+        await s.type(ENTER)
+        await s.idle()
+
+    s = run(project, provider, script)
+    assert s.history[0].text == "def f():\n    return 1"
+
+
+def test_the_prompt_history_outlives_the_session(project: Path, tmp_path: Path) -> None:
+    history = tmp_path / "repl_history"
+    provider = ScriptedProvider(reply("one"), reply("two"))
+
+    async def first(s: Session) -> None:
+        await s.type("remember this prompt" + ENTER)
+        await s.idle()
+
+    async def second(s: Session) -> None:
+        await s.type("\x1b[A")  # Up: the previous session's prompt comes back
+        await s.type(ENTER)
+        await s.idle()
+
+    run(project, provider, first, history_file=history)
+    s = run(project, provider, second, history_file=history)
+    assert s.history[-2].text == "remember this prompt"
