@@ -15,11 +15,11 @@ from rich.table import Table
 from rich.text import Text
 
 from core import __version__
-from core.context import TokenCounter, report
+from core.context import report
 from core.models import model_info, resolve_alias
 from core.permissions import Rule
 from core.runtime import build_runtime
-from core.settings import settings_files
+from core.settings import load_settings, settings_files
 
 if TYPE_CHECKING:
     from cli.repl import Repl
@@ -41,7 +41,6 @@ class Commands:
         self.table: dict[str, Command] = {}
         for command in BUILTIN:
             self.register(command)
-        self.counter = TokenCounter()
 
     def register(self, command: Command) -> None:
         self.table[command.name] = command
@@ -94,7 +93,6 @@ async def _rebuild(repl: Repl, **changes: object) -> None:
         build_runtime, options, old.agent.provider, tools=repl.tools, approver=repl._approve
     )
     repl.runtime = runtime
-    repl.totals.last = None
     for notice in runtime.notices:
         repl.print_line(f"piton: {notice}", "yellow")
 
@@ -107,43 +105,69 @@ async def _clear(repl: Repl, _: str) -> None:
 
 async def _compact(repl: Repl, args: str) -> None:
     runtime = await repl.ready()
-    compact = getattr(runtime.agent, "compact", None)
-    if compact is None:
-        repl.print_line("Compaction is not part of this build.", "yellow")
-        return
     assert repl.renderer is not None
-    async for event in compact(instructions=args or None):
-        repl.renderer.handle(event)
+    if not runtime.agent.history:
+        repl.print_line("Nothing to compact yet.", "dim")
+        return
+    if repl.busy:
+        repl.print_line("Piton is working; /compact once this turn ends (Esc stops it).", "yellow")
+        return
+    repl.turn = asyncio.current_task()  # so Esc and Ctrl-C stop it like a turn
+    repl.renderer.begin()
+    try:
+        async for event in runtime.agent.compact(instructions=args or None):
+            repl.renderer.handle(event)
+            repl._count(event)
+    except asyncio.CancelledError:
+        repl.renderer.end()
+        repl.print_line("  ⎿  Compaction interrupted; the conversation is as it was.", "yellow")
+        return
+    repl.renderer.end()
+
+
+def _bar(used: int, limit: int, window: int, width: int = 40) -> Text:
+    """The window as a bar: used, free before compaction starts, and the part kept for the reply."""
+    filled = min(width, round(used / window * width))
+    before_limit = max(0, round(limit / window * width) - filled)
+    bar = Text("█" * filled, style="cyan") + Text("░" * before_limit, style="dim")
+    return bar + Text("▒" * max(0, width - filled - before_limit), style="yellow")
 
 
 async def _context(repl: Repl, _: str) -> None:
     runtime = await repl.ready()
-    assert repl.commands is not None
     agent = runtime.agent
-    window = model_info(agent.config.model).context_window
     r = report(
-        repl.commands.counter,
+        agent.meter,
         agent.config.system_prompt,
         agent.tools.specs(),
         agent.history,
-        window,
-        repl.totals.last,
+        window=agent.context_window(),
+        limit=agent.context_limit(),
+        skills=agent.config.skills_listing,
     )
-    table = Table(
-        title=f"Context: {r.used:,} of {window:,} tokens ({r.used / window:.1%})", box=None, padding=(0, 2)
+    console = _console(repl)
+    console.print(
+        Text(f"Context: {r.used:,} of {r.window:,} tokens ({r.used / r.window:.1%})  ", style="bold")
+        + _bar(r.used, r.limit, r.window)
     )
+    table = Table(box=None, padding=(0, 2))
     table.add_column("part")
     table.add_column("tokens (estimate)", justify="right")
     for part, tokens in (
         ("system prompt", r.system),
         ("tool definitions", r.tools),
+        ("skills listing", r.skills),
         ("messages", r.messages),
         ("tool results", r.tool_results),
     ):
         table.add_row(part, f"{tokens:,}")
-    _console(repl).print(table)
-    if r.reported is not None:
-        repl.print_line(f"The API counted {r.reported:,} tokens for the latest request and its reply.", "dim")
+    console.print(table)
+    compactor = agent.compactor
+    if compactor is not None and not compactor.settings.enabled:
+        repl.print_line("Automatic compaction is off (autoCompact: false); /compact runs it.", "dim")
+    else:
+        left = max(0, r.limit - r.used)
+        repl.print_line(f"Compaction starts at {r.limit:,} tokens ({left:,} from now).", "dim")
 
 
 async def _cost(repl: Repl, _: str) -> None:
@@ -166,8 +190,22 @@ async def _cost(repl: Repl, _: str) -> None:
             f"{hits:.0%}",
             f"${usage.cost_usd(model):.4f}",
         )
-    _console(repl).print(table)
+    console = _console(repl)
+    console.print(table)
     repl.print_line(f"Total: ${totals.cost_usd:.4f}", "bold")
+    if repl.runtime is None:
+        return
+    metrics = repl.runtime.agent.metrics.to_dict()
+    if metrics["tools"]:
+        tools = Table(box=None, padding=(0, 2))
+        for column in ("tool", "calls", "avg time", "errors"):
+            tools.add_column(column, justify="left" if column == "tool" else "right")
+        for name, m in sorted(metrics["tools"].items(), key=lambda item: -item[1]["calls"]):
+            tools.add_row(name, str(m["calls"]), f"{m['avg_duration_ms']:,} ms", f"{m['error_rate']:.0%}")
+        console.print(tools)
+    repl.print_line(
+        f"Compactions: {metrics['compactions']} · skill activations: {metrics['skill_activations']}", "dim"
+    )
 
 
 async def _model(repl: Repl, args: str) -> None:
@@ -175,10 +213,15 @@ async def _model(repl: Repl, args: str) -> None:
     config = runtime.agent.config
     if args:
         config.model = resolve_alias(args)
+        # a window set in the settings for this model (or for all) applies from the next request
+        config.context_window, config.max_output_tokens = load_settings(repl.options.cwd).model_limits(
+            config.model
+        )
     info = model_info(config.model)
     known = "" if info.known else " (an id Piton does not know: safe defaults)"
+    window = runtime.agent.context_window()
     repl.print_line(
-        f"Model: {info.id}{known} · window {info.context_window:,} tokens · thinking {info.thinking}",
+        f"Model: {info.id}{known} · window {window:,} tokens · thinking {info.thinking}",
         "bold" if args else "",
     )
 
@@ -264,7 +307,7 @@ BUILTIN = (
     Command("clear", "start a new session", _clear),
     Command("compact", "summarise the conversation to free the context window", _compact, "[instructions]"),
     Command("context", "what fills the context window", _context),
-    Command("cost", "tokens and dollars used in this session", _cost),
+    Command("cost", "tokens, dollars and tool statistics of this session (also /stats)", _cost),
     Command("model", "show or change the model", _model, "[id]"),
     Command("resume", "continue an earlier session of this directory", _resume, "[id]"),
     Command(
@@ -273,4 +316,4 @@ BUILTIN = (
     Command("status", "version, session, model, sandbox, API", _status),
     Command("exit", "leave Piton", _exit),
 )
-_ALIASES = {"quit": "exit", "q": "exit", "new": "clear", "reset": "clear"}
+_ALIASES = {"quit": "exit", "q": "exit", "new": "clear", "reset": "clear", "stats": "cost"}

@@ -15,6 +15,7 @@ from typing import Any, Protocol, TextIO
 from core import __version__
 from core.events import (
     AgentEvent,
+    Compacted,
     MessageDone,
     Notice,
     Result,
@@ -62,7 +63,16 @@ def result_to_dict(result: Result) -> dict[str, Any]:
     }
     if result.errors:
         out["errors"] = list(result.errors)
+    out["metrics"] = result.metrics
     return out
+
+
+def compacted_line(event: Compacted) -> str:
+    how = "older tool results cleared" if event.phase == "tool-results" else "earlier part summarised"
+    return (
+        f"compacted the conversation ({event.trigger}, {how}): "
+        f"{event.pre_tokens:,} → {event.post_tokens:,} tokens"
+    )
 
 
 class _Base:
@@ -100,6 +110,8 @@ class _Base:
             if shown:  # the model chose this text: no control sequences may reach the terminal
                 safe = _CONTROL.sub("", shown)
                 self.stderr.write("".join(f"    {line}\n" for line in safe.splitlines()))
+        elif isinstance(event, Compacted):
+            self.stderr.write(f"piton: {compacted_line(event)}\n")
         elif isinstance(event, StreamRetry):
             self.stderr.write(
                 f"piton: the API stream broke ({event.reason}); retrying in {event.delay_s:.1f}s "
@@ -174,6 +186,16 @@ class StreamJsonWriter(_Base):
             self._message_line("assistant", message)
         elif isinstance(event, ToolResultsMessage):
             self._message_line("user", event.message.to_wire())
+        elif isinstance(event, Compacted):
+            self._line(
+                {
+                    "type": "system",
+                    "subtype": "compact_boundary",
+                    "compact_metadata": {"trigger": event.trigger, "pre_tokens": event.pre_tokens},
+                    "session_id": self.session_id,
+                    "uuid": str(uuid.uuid4()),
+                }
+            )
         elif isinstance(event, StreamRetry):
             self._line(
                 {

@@ -16,9 +16,11 @@ from rich.text import Text
 
 from cli.markdown_render import render_block
 from cli.markdown_stream import MarkdownStream
-from cli.output import tool_label
+from cli.output import compacted_line, tool_label
 from core.events import (
     AgentEvent,
+    Compacted,
+    Compacting,
     MessageDone,
     Notice,
     Result,
@@ -68,6 +70,7 @@ class Renderer:
         self._busy_since = 0.0
         self._streamed_chars = 0
         self._tool: str | None = None  # the tool call being streamed, if any
+        self._compacting = False
         self._blocks_printed = 0  # in the current reply
         self.active = False
 
@@ -81,6 +84,7 @@ class Renderer:
         self._flush_thinking()
         self._flush_text()
         self.active = False
+        self._compacting = False
         self._tool = None
 
     def interrupted(self) -> None:
@@ -118,7 +122,15 @@ class Renderer:
                 Text(f"  ⎿  The reply was cut off ({event.reason}); asking again…", style="yellow")
             )
         elif isinstance(event, Notice):
+            self._compacting = False
             self.console.print(Text(f"  {event.text}", style="yellow"))
+        elif isinstance(event, Compacting):
+            self._flush_thinking()
+            self._flush_text()
+            self._compacting = True
+        elif isinstance(event, Compacted):
+            self._compacting = False
+            self.console.print(Text(f"✻ {compacted_line(event).capitalize()}", style="dim"))
         elif isinstance(event, Result) and event.is_error:
             self.console.print(Text(f"  ⎿  {event.result}", style="bold red"))
         elif isinstance(event, ToolResultsMessage | Result):
@@ -199,7 +211,15 @@ class Renderer:
     def _spinner_line(self) -> str:
         elapsed = time.monotonic() - self._busy_since
         frame = _SPINNER[int(elapsed * 10) % len(_SPINNER)]
-        doing = "Thinking" if self._thinking else f"Running {self._tool}" if self._tool else "Working"
+        doing = (
+            "Compacting the conversation"
+            if self._compacting
+            else "Thinking"
+            if self._thinking
+            else f"Running {self._tool}"
+            if self._tool
+            else "Working"
+        )
         tokens = self._streamed_chars // 4
         counted = f" · ↓ {tokens:,} tokens" if tokens else ""
         return f"{frame} {doing}… ({elapsed:.0f}s{counted} · esc to interrupt)"

@@ -73,7 +73,6 @@ class SessionTotals:
 
     by_model: dict[str, Usage] = field(default_factory=dict)
     cost_usd: float = 0.0
-    last: Usage | None = None  # the latest reply's usage: how full the window is
 
 
 class Repl:
@@ -275,13 +274,12 @@ class Repl:
             self.submit(queued)
 
     def _count(self, event: Any) -> None:
-        from core.events import MessageDone
+        from core.events import Compacted, MessageDone
 
-        if isinstance(event, MessageDone):
+        if isinstance(event, MessageDone | Compacted) and event.usage is not None:
             model = event.model or (self.runtime.agent.config.model if self.runtime else "")
             self.totals.by_model[model] = self.totals.by_model.get(model, type(event.usage)()) + event.usage
             self.totals.cost_usd += event.usage.cost_usd(model)
-            self.totals.last = event.usage
 
     # -- input helpers -----------------------------------------------------------------------------
     def _with_attachments(self, runtime: Runtime, text: str) -> Any:

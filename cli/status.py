@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.context import context_tokens
-from core.models import model_info
-
 if TYPE_CHECKING:
     from cli.repl import Repl
 
@@ -18,9 +15,8 @@ def status_line(repl: Repl) -> str:
     mode = agent.gate.permissions.mode if agent.gate is not None else "default"
     sandbox = agent.context.policy.mode if agent.context.policy is not None else "workspace-write"
     parts = [model, f"{mode} (shift+tab)", f"sandbox {sandbox}"]
-    if repl.totals.last is not None:
-        used = context_tokens(repl.totals.last) / model_info(model).context_window
-        parts.append(f"context {used:.0%}")
+    if agent.history:
+        parts.append(f"context {agent.context_used() / agent.context_window():.0%}")
     parts.append(f"${repl.totals.cost_usd:.2f}")
     if repl.queue:
         parts.append(f"{len(repl.queue)} queued")

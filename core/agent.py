@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from core.compaction import Compactor, context_limit
+from core.context import ContextMeter
 from core.events import (
     AgentEvent,
     MessageDone,
@@ -25,9 +27,11 @@ from core.events import (
 )
 from core.history import interrupted_result
 from core.messages import INTERRUPTED_REQUEST, ContentBlock, Message, ToolResultBlock, ToolUseBlock
+from core.metrics import SessionMetrics
+from core.models import model_info
 from core.permissions import PermissionGate
 from core.providers import ModelRequest, Provider, ProviderError
-from core.result_store import ResultCapper
+from core.result_store import BRIEF_CAP, INLINE_CAP, ResultCapper
 from core.tools import Tool, ToolContext, ToolRegistry, ToolResult
 from core.usage import Usage, UsageTotals
 
@@ -50,6 +54,9 @@ class AgentConfig:
     session_id: str
     max_turns: int | None = None
     thinking: bool = True
+    context_window: int | None = None  # None: the model table's
+    max_output_tokens: int | None = None  # None: the model table's
+    skills_listing: str = ""  # the part of the system prompt that lists the skills (for /context)
 
 
 @dataclass
@@ -83,6 +90,7 @@ class Agent:
         context: ToolContext | None = None,
         gate: PermissionGate | None = None,
         capper: ResultCapper | None = None,
+        compactor: Compactor | None = None,
     ) -> None:
         self.provider = provider
         self.tools = tools
@@ -92,7 +100,11 @@ class Agent:
         self.context = context or ToolContext(cwd=config.cwd, session_id=config.session_id)
         self.gate = gate  # None: every call is allowed (tests, and callers that decided already)
         self.capper = capper
+        self.compactor = compactor
+        self.meter = ContextMeter()
+        self.metrics = SessionMetrics()
         self._stats = _RunStats()
+        self._sent = 0  # messages the previous request sent (where its cache entry ends)
 
     def add_note(self, text: str) -> None:
         """Put something in the conversation for the model's next turn, without a turn now (a shell
@@ -133,21 +145,31 @@ class Agent:
         limit = self.config.max_turns
         if limit is not None and self._stats.turns >= limit:
             raise _Stop("error_max_turns", f"Stopped after reaching the maximum of {limit} turns.")
+        if self.compactor is not None:
+            async for event in self.compactor.before_request(self):
+                yield event
+            if self.capper is not None:  # a window still this full gets briefer previews of big results
+                full = self.context_used() >= self.context_limit()
+                self.capper.cap = BRIEF_CAP if full else INLINE_CAP
         request = ModelRequest(
             model=self.config.model,
             system=self.config.system_prompt,
             messages=self.history,
             tools=self.tools.specs(),
             thinking=self.config.thinking,
+            max_tokens=self.config.max_output_tokens,
+            cached_upto=self._sent,
         )
+        self._sent = len(self.history)
         started = time.monotonic()
         try:
             async for event in self.provider.stream(request):
                 if isinstance(event, MessageDone):
                     self._stats.turns += 1
-                    self._stats.usage.add(event.model or self.config.model, event.usage)
+                    self.count_usage(event.model or self.config.model, event.usage)
                     if event.message.content:
                         self._append(event.message, usage=event.usage, model=event.model)
+                    self.meter.observe(event.usage, len(self.history))
                 yield event
         finally:
             self._stats.api_seconds += time.monotonic() - started
@@ -186,7 +208,9 @@ class Agent:
         result: ToolResult = await self.tools.call(use, self.context, input_errors.get(use.id), gate)
         if self.capper is not None:
             result = self.capper.apply(use.name, use.id, result)
-        return ToolFinished(use.id, use.name, result, time.monotonic() - started)
+        seconds = time.monotonic() - started
+        self.metrics.tool_call(use.name, seconds, result.is_error)
+        return ToolFinished(use.id, use.name, result, seconds)
 
     async def _permit(self, tool: Tool, args: Any, block: ToolUseBlock) -> ToolResult | None:
         assert self.gate is not None
@@ -215,6 +239,45 @@ class Agent:
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
 
+    # -- the context window ------------------------------------------------------------------------
+    def context_window(self) -> int:
+        return self.config.context_window or model_info(self.config.model).context_window
+
+    def context_limit(self) -> int:
+        """Tokens at which compaction starts."""
+        threshold = self.compactor.settings.threshold if self.compactor is not None else 0.8
+        max_output = self.config.max_output_tokens or model_info(self.config.model).max_output_tokens
+        return context_limit(self.context_window(), max_output, threshold)
+
+    def context_used(self) -> int:
+        return self.meter.used(self.config.system_prompt, self.tools.specs(), self.history)
+
+    def count_usage(self, model: str, usage: Usage) -> None:
+        self._stats.usage.add(model, usage)
+
+    def replace_history(
+        self, messages: list[Message], *, stubs: dict[str, str] | None = None, **info: object
+    ) -> None:
+        """Swap the history for a compacted one. The session log gets it in one line (so a crash
+        cannot leave half of it), and a resumed session starts from there: only the stubs when
+        that is all that changed, else the whole new history."""
+        self.history = list(messages)
+        self.meter.forget(self.history)
+        self._sent = 0
+        if self.transcript is None:
+            return
+        if stubs is not None:
+            self.transcript.record("compact_boundary", stubs=stubs, **info)
+        else:
+            dumped = [m.model_dump(mode="json", exclude_none=True) for m in messages]
+            self.transcript.record("compact_boundary", messages=dumped, **info)
+
+    async def compact(self, instructions: str | None = None) -> AsyncIterator[AgentEvent]:
+        """Compact now (/compact), whatever the context's size."""
+        compactor = self.compactor or Compactor()
+        async for event in compactor.run(self, "manual", instructions):
+            yield event
+
     def _append(self, message: Message, *, usage: Usage | None = None, model: str | None = None) -> None:
         self.history.append(message)
         if self.transcript is not None:
@@ -237,6 +300,7 @@ class Agent:
             stop_reason=stop.stop_reason,
             errors=stop.errors,
             permission_denials=tuple(self.gate.denials[stats.denials_before :]) if self.gate else (),
+            metrics=self.metrics.to_dict(),
         )
         if self.transcript is not None:
             self.transcript.record(

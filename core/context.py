@@ -63,23 +63,28 @@ class TokenCounter:
     def total(self, messages: Sequence[Message]) -> int:
         return sum(sum(self.message(m)) for m in messages)
 
+    def retain(self, messages: Sequence[Message]) -> None:
+        """Forget every message but these (the cache holds them: replaced ones must not stay alive)."""
+        keep = {id(m) for m in messages}
+        self._cache = {k: v for k, v in self._cache.items() if k in keep}
+
 
 @dataclass(frozen=True, slots=True)
 class ContextReport:
+    """Where the context goes, by part (estimates), and how full it is (the meter's figure)."""
+
     system: int
     tools: int
+    skills: int  # the listing of skills the model may call
     messages: int
     tool_results: int
+    used: int
     window: int
-    reported: int | None  # what the API counted for the last request and its reply
+    limit: int  # where compaction starts
 
     @property
     def estimated(self) -> int:
-        return self.system + self.tools + self.messages + self.tool_results
-
-    @property
-    def used(self) -> int:
-        return self.reported if self.reported is not None else self.estimated
+        return self.system + self.tools + self.skills + self.messages + self.tool_results
 
 
 def context_tokens(usage: Usage) -> int:
@@ -93,23 +98,58 @@ def context_tokens(usage: Usage) -> int:
 
 
 def report(
-    counter: TokenCounter,
+    meter: ContextMeter,
     system: str,
     tools: Sequence[dict[str, Any]],
     history: Sequence[Message],
+    *,
     window: int,
-    last_usage: Usage | None = None,
+    limit: int,
+    skills: str = "",
 ) -> ContextReport:
     messages = results = 0
     for message in history:
-        other, in_results = counter.message(message)
+        other, in_results = meter.counter.message(message)
         messages += other
         results += in_results
+    listing = estimate_tokens(skills) if skills else 0  # a part of the system prompt, shown apart
     return ContextReport(
-        system=estimate_tokens(system),
+        system=max(0, estimate_tokens(system) - listing),
         tools=estimate_tokens(json.dumps(list(tools))),
+        skills=listing,
         messages=messages,
         tool_results=results,
+        used=meter.used(system, tools, history),
         window=window,
-        reported=context_tokens(last_usage) if last_usage is not None else None,
+        limit=limit,
     )
+
+
+@dataclass(slots=True)
+class ContextMeter:
+    """The context in use: what the API reported for the last request and its reply, plus an estimate
+    of the messages appended since. Estimates are cached per message, so a turn costs the same
+    however long the history."""
+
+    counter: TokenCounter = field(default_factory=TokenCounter)
+    reported: int | None = None  # tokens the API counted, up to and including the reply
+    reported_upto: int = 0  # how many history messages that covers
+    fixed: int | None = None  # estimate of the system prompt and tools (for when nothing is reported)
+
+    def observe(self, usage: Usage, history_length: int) -> None:
+        """A reply arrived: its usage is the truth for the first `history_length` messages."""
+        self.reported = context_tokens(usage)
+        self.reported_upto = history_length
+
+    def forget(self, history: Sequence[Message]) -> None:
+        """The history was rewritten (compacted) into `history`: estimate it until the next reply."""
+        self.reported = None
+        self.reported_upto = 0
+        self.counter.retain(history)
+
+    def used(self, system: str, tools: Sequence[dict[str, Any]], history: Sequence[Message]) -> int:
+        if self.reported is not None and self.reported_upto <= len(history):
+            return self.reported + self.counter.total(history[self.reported_upto :])
+        if self.fixed is None:
+            self.fixed = estimate_tokens(system) + estimate_tokens(json.dumps(list(tools)))
+        return self.fixed + self.counter.total(history)

@@ -101,6 +101,25 @@ class ToolFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class Compacting:
+    """A summary of the conversation is being written (a model request: it takes a while)."""
+
+    trigger: str
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """The history was compacted: older tool results stubbed, or the earlier part summarised."""
+
+    trigger: str  # auto | manual
+    pre_tokens: int
+    post_tokens: int
+    phase: str  # tool-results | summary
+    usage: Usage | None = None  # what the summary request cost (counted in the run's usage already)
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResultsMessage:
     """The user message carrying every tool result of one turn, as appended to the history."""
 
@@ -124,6 +143,16 @@ class Result:
     stop_reason: str | None = None
     errors: tuple[str, ...] = ()
     permission_denials: tuple[dict[str, Any], ...] = ()
+    metrics: dict[str, Any] = field(default_factory=dict)
 
 
-AgentEvent = StreamEvent | SessionStarted | ToolStarted | ToolFinished | ToolResultsMessage | Result
+AgentEvent = (
+    StreamEvent
+    | SessionStarted
+    | ToolStarted
+    | ToolFinished
+    | ToolResultsMessage
+    | Compacting
+    | Compacted
+    | Result
+)

@@ -83,3 +83,19 @@ def to_api_messages(history: Sequence[Message]) -> list[dict[str, Any]]:
                 b for b in blocks if b["type"] != "tool_result"
             ]
     return merged
+
+
+def api_entry_ending_at(history: Sequence[Message], count: int) -> int | None:
+    """The index, in `to_api_messages(history)`, of the entry that ends exactly where `history[:count]`
+    ends; None when that point falls inside a merged entry (or there is no such point)."""
+    index = -1
+    role: str | None = None
+    for position, message in enumerate(history):
+        if not message.wire_content():
+            continue
+        if position >= count:
+            return index if role is not None and message.role != role else None
+        if message.role != role:
+            index += 1
+            role = message.role
+    return None

@@ -18,6 +18,7 @@ from core.messages import TextBlock
 from core.tools import ToolResult
 
 INLINE_CAP = 25_000  # characters; a typical source file fits, a build log or a minified bundle does not
+BRIEF_CAP = 8_000  # when the window is nearly full even after compaction
 PREVIEW_HEAD = 12_000
 PREVIEW_TAIL = 4_000
 SCHEMA_VERSION = 1
@@ -115,7 +116,11 @@ class ResultCapper:
         handle = self.store.put(tool, text, {"tool_use_id": tool_use_id, "is_error": result.is_error})
         if self.on_store is not None:
             self.on_store(handle)
+        # the preview keeps the default's proportions when the cap shrinks
+        head = PREVIEW_HEAD * self.cap // INLINE_CAP
+        tail = PREVIEW_TAIL * self.cap // INLINE_CAP
+        shown = preview(text, handle, head, tail)
         if isinstance(content, str):
-            return replace(result, content=preview(text, handle))
+            return replace(result, content=shown)
         images = [b for b in content if not isinstance(b, TextBlock)]
-        return replace(result, content=[TextBlock(text=preview(text, handle)), *images])
+        return replace(result, content=[TextBlock(text=shown), *images])

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from core.agent import Agent, AgentConfig
+from core.compaction import CompactionSettings, Compactor
 from core.messages import Message
 from core.models import DEFAULT_MODEL, resolve_alias
 from core.options import RunOptions
@@ -159,6 +160,12 @@ def build_runtime(
     thinking = options.thinking if options.thinking is not None else settings.thinking
     # git runs in a read-only sandbox: a repository's config can name programs for it to run
     git_sandbox = None if policy.mode == "danger-full-access" else make_sandbox(policy.read_only())
+    window, max_output = settings.model_limits(session.model)
+    threshold = settings.compact_threshold
+    compaction = CompactionSettings(
+        enabled=settings.auto_compact, threshold=threshold if threshold is not None else 0.8
+    )
+    notices.extend(w for w in settings.warnings if w not in notices)
     config = AgentConfig(
         model=session.model,
         system_prompt=build_system_prompt(
@@ -168,10 +175,14 @@ def build_runtime(
         session_id=log.session_id,
         max_turns=options.max_turns,
         thinking=True if thinking is None else thinking,
+        context_window=window,
+        max_output_tokens=max_output,
     )
     context = ToolContext(
         cwd=options.cwd, session_id=log.session_id, policy=policy, state=session.state, record=log.record
     )
+
+    store = FileResultStore(results)
 
     def log_handle(handle: ResultHandle) -> None:
         log.record("tool_result_handle", **handle.to_dict())
@@ -184,6 +195,7 @@ def build_runtime(
         transcript=log,
         context=context,
         gate=PermissionGate(permissions, approver or DenyAll()),
-        capper=ResultCapper(FileResultStore(results), on_store=log_handle),
+        capper=ResultCapper(store, on_store=log_handle),
+        compactor=Compactor(compaction, store),
     )
     return Runtime(agent, log, notices)

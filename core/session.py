@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from core import __version__
 from core.history import repair
-from core.messages import Message
+from core.messages import Message, ToolResultBlock
 from core.usage import Usage
 
 SCHEMA_VERSION = 1
@@ -158,6 +158,8 @@ def load_session(path: Path, session_id: str) -> LoadedSession:
             loaded.model = entry.get("model") or loaded.model
         elif kind == "todos" and isinstance(entry.get("todos"), list):
             loaded.tool_state["todos"] = entry["todos"]
+        elif kind == "compact_boundary":
+            raw = _compacted(raw, entry, loaded, f"{path.name}: {where}")
         elif kind == "message":
             try:
                 raw.append(Message.model_validate(entry.get("message")))
@@ -170,6 +172,33 @@ def load_session(path: Path, session_id: str) -> LoadedSession:
     if fixed > 0:
         loaded.warnings.append(f"{fixed} tool call(s) had no result in the log; marked them interrupted")
     return loaded
+
+
+def _compacted(raw: list[Message], entry: dict[str, Any], loaded: LoadedSession, where: str) -> list[Message]:
+    """The history after a compaction the log recorded; unchanged (all of it kept) if the record is
+    unreadable, since a longer history is better than a lost one."""
+    stubs, messages = entry.get("stubs"), entry.get("messages")
+    if isinstance(stubs, dict):
+        return [_with_stubs(m, stubs) for m in raw]
+    if isinstance(messages, list):
+        try:
+            return [Message.model_validate(m) for m in messages]
+        except ValidationError:
+            pass
+    loaded.warnings.append(f"{where} is an unreadable compaction; kept the history before it")
+    return raw
+
+
+def _with_stubs(message: Message, stubs: dict[str, Any]) -> Message:
+    if message.role != "user" or not any(r.tool_use_id in stubs for r in message.tool_results):
+        return message
+    content = [
+        ToolResultBlock(tool_use_id=b.tool_use_id, content=str(stubs[b.tool_use_id]), is_error=b.is_error)
+        if isinstance(b, ToolResultBlock) and b.tool_use_id in stubs
+        else b
+        for b in message.content
+    ]
+    return Message(role="user", content=content)
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,6 +105,43 @@ class Settings:
         """Network access inside the shell sandbox (`"sandbox": {"network": true}`), off by default."""
         return self._last("sandbox", "network", trusted_only=True) is True
 
+    @property
+    def auto_compact(self) -> bool:
+        """`"autoCompact": false` turns automatic compaction off (/compact still works)."""
+        return self._last("autoCompact") is not False
+
+    @property
+    def compact_threshold(self) -> float | None:
+        """`"autoCompactThreshold"`: the share of the window at which compaction starts, as a fraction
+        (0.7) or a percentage (70); between 10% and 95%."""
+        value = self._last("autoCompactThreshold")
+        if value is None:
+            return None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            fraction = value / 100 if value > 1 else float(value)
+            if 0.1 <= fraction <= 0.95:
+                return fraction
+        self.warnings.append(
+            f"ignored autoCompactThreshold={value!r}: use a share of the window, 0.1 to 0.95"
+        )
+        return None
+
+    def model_limits(self, model: str) -> tuple[int | None, int | None]:
+        """(context window, output tokens) overrides for `model`: `"models": {"<id>": {"contextWindow":
+        N, "maxOutputTokens": N}}`, or a top-level `"contextWindow"` for every model."""
+        found: list[int | None] = []
+        for key in ("contextWindow", "maxOutputTokens"):
+            value = self._last("models", model, key)
+            if value is None and key == "contextWindow":
+                value = self._last(key)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1_024):
+                self.warnings.append(
+                    f"ignored {key}={value!r} for {model}: expected a whole number of tokens"
+                )
+                value = None
+            found.append(value)
+        return found[0], found[1]
+
     def check_project_files(self) -> None:
         """Note each widening value a project file tried to set (they are ignored)."""
         self._widening(("sandbox", "mode"), lambda v: v == "danger-full-access")

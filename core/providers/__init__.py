@@ -18,6 +18,9 @@ class ModelRequest:
     tools: Sequence[dict[str, Any]] = field(default_factory=tuple)
     thinking: bool = True
     max_tokens: int | None = None  # None: the model table's value
+    # how many of `messages` the previous request of this conversation sent: a cache breakpoint there
+    # reads back what that request wrote, however many blocks were added since
+    cached_upto: int = 0
 
 
 class Provider(Protocol):

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from core.events import Notice, StreamEvent, StreamRetry
-from core.history import to_api_messages
+from core.history import api_entry_ending_at, to_api_messages
 from core.models import model_info
 from core.providers import ModelRequest, ProviderError
 from core.providers.accumulate import ReplyAccumulator
@@ -72,7 +72,8 @@ class _Retry(Exception):
 
 def build_params(request: ModelRequest) -> dict[str, Any]:
     """The `messages.create` arguments for `request`: thinking per model, max_tokens from the model
-    table, and two cache breakpoints (end of tools+system, newest message)."""
+    table, and up to three cache breakpoints: the end of tools and system, the end of what the
+    previous request sent, and the newest message."""
     info = model_info(request.model)
     max_tokens = request.max_tokens or info.max_output_tokens
     params: dict[str, Any] = {"model": info.id, "max_tokens": max_tokens}
@@ -84,11 +85,16 @@ def build_params(request: ModelRequest) -> dict[str, Any]:
     if tools:
         params["tools"] = tools
     messages = to_api_messages(request.messages)
-    if messages:
-        # the newest message is the user's (a prompt or tool results), never a thinking block
-        last = messages[-1]
-        blocks = [*last["content"][:-1], {**last["content"][-1], "cache_control": EPHEMERAL}]
-        messages[-1] = {"role": last["role"], "content": blocks}  # copies: wire forms are shared
+    marks = {len(messages) - 1} if messages else set()
+    if request.cached_upto:
+        previous = api_entry_ending_at(request.messages, request.cached_upto)
+        if previous is not None and messages[previous]["role"] == "user":
+            marks.add(previous)
+    for index in marks:
+        # both marks fall on user messages (a prompt or tool results), never on a thinking block
+        entry = messages[index]
+        blocks = [*entry["content"][:-1], {**entry["content"][-1], "cache_control": EPHEMERAL}]
+        messages[index] = {"role": entry["role"], "content": blocks}  # copies: wire forms are shared
     params["messages"] = messages
     if request.thinking:
         budget = min(MAX_THINKING_BUDGET, max_tokens // 2)

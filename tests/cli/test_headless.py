@@ -244,3 +244,22 @@ def test_verbose_mode_shows_the_diff_of_each_write(project: Path) -> None:
         "    @@ -0,0 +1 @@",
         "    +print('hi')",
     ]
+
+
+def test_verbose_text_mode_reports_a_compaction_on_stderr(project: Path) -> None:
+    (project / ".piton").mkdir()
+    (project / ".piton" / "settings.json").write_text('{"contextWindow": 20000}')
+
+    def steps() -> ScriptedProvider:
+        return ScriptedProvider(
+            reply("Looking.", ToolCall("Echo", {"text": "x"}), input_tokens=16_000),
+            reply("## Summary\nLooked."),
+            reply("Done."),
+        )
+
+    code, out, err = run(steps(), verbose=True)
+    assert (code, out) == (0, "Done.\n")
+    [line] = [x for x in err.splitlines() if "compacted" in x]
+    assert line.startswith("piton: compacted the conversation (auto, earlier part summarised): 16,")
+    code, out, err = run(steps())
+    assert (code, out, err) == (0, "Done.\n", ""), "without --verbose, only the answer"

@@ -156,3 +156,16 @@ def test_a_long_answer_shows_every_paragraph_once() -> None:
     renderer.handle(done())
     out = plain(console)
     assert [line for line in out.splitlines() if line] == paragraphs
+
+
+def test_a_compaction_shows_in_the_spinner_and_then_as_a_line() -> None:
+    from core.events import Compacted, Compacting
+
+    renderer, console = make()
+    renderer.handle(Compacting("auto"))
+    assert "Compacting the conversation…" in "".join(text for _, text in renderer.live())
+    renderer.handle(Compacted("auto", 160_000, 12_345, "summary"))
+    assert "Working…" in "".join(text for _, text in renderer.live())
+    assert " ".join(plain(console).split()) == (
+        "✻ Compacted the conversation (auto, earlier part summarised): 160,000 → 12,345 tokens"
+    )

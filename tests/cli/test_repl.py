@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -409,3 +410,47 @@ def test_the_prompt_history_outlives_the_session(project: Path, tmp_path: Path) 
     run(project, provider, first, history_file=history)
     s = run(project, provider, second, history_file=history)
     assert s.history[-2].text == "remember this prompt"
+
+
+def test_compact_context_stats_and_the_status_line(project: Path) -> None:
+    from cli.status import status_line
+    from core.compaction import SUMMARY_HEADER
+    from core.providers import ModelRequest
+
+    (project / ".piton").mkdir()
+    (project / ".piton" / "settings.json").write_text('{"contextWindow": 10000}')
+
+    def summary(request: ModelRequest) -> Any:
+        assert "keep the failing tests" in request.messages[0].text
+        return reply("## Summary\nLooked at the lexer.", input_tokens=900, output_tokens=100)
+
+    provider = ScriptedProvider(
+        reply("Looking.", ToolCall("Echo", {"text": "lexer.py"}), input_tokens=3000, output_tokens=50),
+        reply("The lexer is fine.", input_tokens=4000, output_tokens=100),
+        summary,
+    )
+    lines: list[str] = []
+
+    async def script(s: Session) -> None:
+        await s.type("look at the lexer" + ENTER)
+        await s.until(lambda: len(s.history) == 4)
+        await s.idle()
+        lines.append(status_line(s.repl))
+        for command in ("/context", "/compact keep the failing tests", "/stats"):
+            await s.type(command + ENTER, pause=0.3)
+            await s.idle()
+
+    s = run(project, provider, script)
+    assert "context 41%" in lines[0], "4,100 tokens the API counted, of a 10,000-token window"
+    assert "Context: 4,100 of 10,000 tokens (41.0%)" in s.screen
+    for part in ("system prompt", "tool definitions", "skills listing", "messages", "tool results"):
+        assert part in s.screen
+    assert "Compaction starts at 7,500 tokens (3,400 from now)." in s.screen
+    assert "✻ Compacted the conversation (manual, earlier part summarised): 4,100 →" in s.screen
+    assert s.history[0].text.startswith(SUMMARY_HEADER)
+    assert "<user-message>\nlook at the lexer\n</user-message>" in s.history[0].text
+    assert "Compactions: 1" in s.screen
+    assert re.search(r"Echo +1 +\d+ ms +0%", s.screen), "the tool table counts the call"
+    # the summary request is paid for too: 3,000 + 4,000 + 900 input tokens
+    assert s.repl.totals.by_model["claude-sonnet-5-5"].input_tokens == 7_900
+    provider.assert_complete()

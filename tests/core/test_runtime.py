@@ -185,3 +185,35 @@ def test_other_sessions_are_private_but_this_sessions_results_are_readable(proje
     results.mkdir(parents=True)
     (results / "tr_x.txt").write_text("stored\n")
     assert policy.check_read(results / "tr_x.txt")
+
+
+def test_context_window_and_compaction_come_from_settings(project: Path) -> None:
+    settings(
+        project / ".piton" / "settings.json",
+        {
+            "contextWindow": 150_000,
+            "models": {"claude-opus-5-5": {"contextWindow": 300_000, "maxOutputTokens": 16_000}},
+            "autoCompactThreshold": 70,
+        },
+    )
+    runtime = build(project)
+    agent = runtime.agent
+    assert (agent.context_window(), agent.context_limit()) == (150_000, 105_000)
+    assert agent.compactor is not None and agent.compactor.settings.enabled
+    opus = build(project, model="opus").agent
+    assert (opus.context_window(), opus.context_limit()) == (300_000, 210_000)
+    assert opus.config.max_output_tokens == 16_000
+
+
+def test_bad_compaction_settings_are_reported_and_ignored(project: Path) -> None:
+    settings(
+        project / ".piton" / "settings.json",
+        {"autoCompact": False, "autoCompactThreshold": 3, "contextWindow": "big"},
+    )
+    runtime = build(project)
+    agent = runtime.agent
+    assert agent.compactor is not None and not agent.compactor.settings.enabled
+    assert agent.compactor.settings.threshold == 0.8
+    assert agent.context_window() == 1_000_000, "the model table's window"
+    assert any("autoCompactThreshold=3" in n for n in runtime.notices)
+    assert any("contextWindow='big'" in n for n in runtime.notices)

@@ -3,7 +3,8 @@
 It speaks what the real API speaks: SSE framing with `event:` lines over chunked transfer encoding,
 every stream event type (pings included), and the errors a client must survive: 400s for requests
 the API rejects (checked by `validate_request`, written independently of Piton's code), 401s,
-injectable 429/529 with retry-after headers, mid-stream `error` events, and dropped streams.
+injectable 429/529 with retry-after headers, mid-stream `error` events, and dropped streams. Given a
+`PromptCache`, the usage it reports follows the API's prompt caching rules.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import traceback
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes.cache import PromptCache
 from tests.fakes.script import (
     DropStream,
     HttpError,
@@ -63,8 +65,9 @@ def _issued_content(item: Reply) -> list[dict[str, Any]]:
 
 
 class FakeAnthropicAPI:
-    def __init__(self, api_key: str = "test-key") -> None:
+    def __init__(self, api_key: str = "test-key", *, cache: PromptCache | None = None) -> None:
         self.api_key = api_key
+        self.cache = cache  # applies the API's prompt caching rules to the usage it reports
         self.requests: list[Recorded] = []
         self.unexpected: list[Recorded] = []
         self.server_errors: list[str] = []
@@ -198,6 +201,15 @@ class _Handler(BaseHTTPRequestHandler):
         for block in item.blocks:
             if isinstance(block, ToolCall):
                 self.fake.issued[block.id] = _issued_content(item)
+        if self.fake.cache is not None and item.input_tokens is None:
+            with self.fake._lock:
+                usage = self.fake.cache.apply(body)
+            item = replace(
+                item,
+                input_tokens=usage.input_tokens,
+                cache_read_input_tokens=usage.cache_read_input_tokens,
+                cache_creation_input_tokens=usage.cache_creation_input_tokens,
+            )
         events = sse_events(item, body.get("model", "claude"), _estimate_tokens(body))
         if not body.get("stream"):
             return self._send_json(200, json.dumps(_final_message(events)).encode())

@@ -137,12 +137,12 @@ def test_never_more_than_four_breakpoints_even_on_long_histories() -> None:
         Message.user(f"turn {i}") if i % 2 == 0 else Message(role="assistant", content=[TextBlock(text="ok")])
         for i in range(41)
     ]
-    params = build_params(request(messages=history))
+    params = build_params(request(messages=history, cached_upto=39))
     count = sum("cache_control" in b for m in params["messages"] for b in m["content"])
     count += sum("cache_control" in t for t in params["tools"]) + sum(
         "cache_control" in b for b in params["system"]
     )
-    assert count == 2
+    assert count == 3
 
 
 def test_older_models_get_enabled_thinking_with_a_valid_budget(fake_api: FakeAnthropicAPI) -> None:
