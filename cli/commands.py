@@ -1,5 +1,6 @@
 """Slash commands in the REPL: /help, /clear, /compact, /context, /cost, /model, /resume,
-/permissions, /status, /exit. Skills and custom commands register through the same table."""
+/permissions, /skills, /memory, /status, /exit. Skills and custom commands register through the
+same table (a built-in keeps its name)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,11 @@ class Commands:
         self.table: dict[str, Command] = {}
         for command in BUILTIN:
             self.register(command)
+        catalog = repl.runtime.catalog if repl.runtime is not None else None
+        for skill in catalog.for_user() if catalog is not None else []:
+            if skill.name not in self.table:  # a built-in command keeps its name
+                summary = f"{skill.description[:80]} ({skill.kind}, {skill.source})"
+                self.register(Command(skill.name, summary, _invoke, skill.argument_hint or ""))
 
     def register(self, command: Command) -> None:
         self.table[command.name] = command
@@ -56,7 +62,7 @@ class Commands:
             hint = f" Did you mean {', '.join('/' + c for c in close)}?" if close else " /help lists them."
             self.repl.print_line(f"Unknown command /{name}.{hint}", "yellow")
             return
-        await command.handler(self.repl, args.strip())
+        await command.handler(self.repl, line if command.handler is _invoke else args.strip())
 
 
 def _console(repl: Repl):  # type: ignore[no-untyped-def]
@@ -296,6 +302,41 @@ async def _status(repl: Repl, _: str) -> None:
         repl.print_line(line)
 
 
+async def _invoke(repl: Repl, line: str) -> None:
+    """A skill or custom command: it runs as a turn (queued if one is under way)."""
+    repl.send(line)
+
+
+async def _skills(repl: Repl, _: str) -> None:
+    runtime = await repl.ready()
+    from skills.report import report
+
+    if runtime.catalog is None:
+        repl.print_line("No skills were loaded.", "dim")
+        return
+    warnings = [n for n in runtime.notices if n.endswith("; skipped")]
+    for text, style in report(runtime.catalog, runtime.agent_types, warnings, reserved=set(BUILTIN_NAMES)):
+        repl.print_line(text, style)
+
+
+async def _memory(repl: Repl, _: str) -> None:
+    runtime = await repl.ready()
+    memory = runtime.memory
+    if memory is None or not memory.files:
+        repl.print_line(
+            "No instruction files were loaded (AGENTS.md, CLAUDE.md, CLAUDE.local.md from the git root "
+            "down to here, ~/.piton/AGENTS.md). /init drafts an AGENTS.md.",
+            "dim",
+        )
+        return
+    for file in memory.files:
+        repl.print_line(f"{file.path}  ({file.scope}, {len(file.text):,} characters)")
+        for imported in file.imports:
+            repl.print_line(f"    imports {imported}", "dim")
+    for warning in memory.warnings:
+        repl.print_line(warning, "yellow")
+
+
 async def _exit(repl: Repl, _: str) -> None:
     repl.exiting = True
     if repl.session is not None and repl.session.app.is_running:
@@ -313,7 +354,10 @@ BUILTIN = (
     Command(
         "permissions", "show the permission mode and rules, or add one", _permissions, "[allow|ask|deny rule]"
     ),
+    Command("skills", "the skills, custom commands and subagent types found", _skills),
+    Command("memory", "the instruction files loaded (AGENTS.md, CLAUDE.md)", _memory),
     Command("status", "version, session, model, sandbox, API", _status),
     Command("exit", "leave Piton", _exit),
 )
+BUILTIN_NAMES = tuple(c.name for c in BUILTIN)
 _ALIASES = {"quit": "exit", "q": "exit", "new": "clear", "reset": "clear", "stats": "cost"}

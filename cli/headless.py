@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from cli.output import Writer, make_writer
+from core.activation import Activation
 from core.agent import Agent
 from core.events import Result
 from core.providers import Provider, ProviderError
@@ -74,7 +75,7 @@ def read_prompt(
     return "\n\n".join(parts)
 
 
-async def _drive(agent: Agent, prompt: str, writer: Writer) -> Result:
+async def _drive(agent: Agent, prompt: str, writer: Writer, skill: Activation | None = None) -> Result:
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     if task is not None:
@@ -82,7 +83,7 @@ async def _drive(agent: Agent, prompt: str, writer: Writer) -> Result:
             loop.add_signal_handler(signal.SIGTERM, task.cancel)
     result: Result | None = None
     try:
-        async for event in agent.run(prompt):
+        async for event in agent.run(prompt, skill=skill):
             writer.handle(event)
             if isinstance(event, Result):
                 result = event
@@ -136,8 +137,10 @@ def _run(
     writer = make_writer(options.output_format, streams.stdout, streams.stderr, options.verbose)
     for notice in runtime.notices:
         writer.notice(notice)
+    # `/name args` starts a skill or custom command; any other text (an unknown /x too) is a prompt
+    skill = runtime.catalog.invocation(prompt) if runtime.catalog is not None else None
     try:
-        result = asyncio.run(_drive(runtime.agent, prompt, writer))
+        result = asyncio.run(_drive(runtime.agent, prompt, writer, skill))
     except (KeyboardInterrupt, asyncio.CancelledError):
         streams.stderr.write(
             f"piton: interrupted; the session is saved (--resume {runtime.log.session_id} continues it)\n"

@@ -1,4 +1,5 @@
-"""The `piton` entry point: answers `--version` without loading anything, then hands over to the app."""
+"""The `piton` entry point: answers `--version` without loading anything, lists skills (`piton skills`),
+then hands over to the app."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ def main() -> None:
 
         print(f"piton {__version__}")
         return
+    if sys.argv[1:] == ["skills"]:
+        sys.exit(list_skills())
     if not sys.argv[1:]:  # the REPL, as fast as it can draw: no argument parser to load
         from pathlib import Path
 
@@ -32,6 +35,27 @@ def main() -> None:
         sys.stderr.write(f"piton: {' '.join(message.split())} (piton --help lists the options)\n")
         sys.exit(getattr(e, "exit_code", 2))
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def list_skills() -> int:
+    """`piton skills`: what was found and where, without starting a session."""
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.text import Text
+
+    from cli.commands import BUILTIN_NAMES
+    from core.subagents import discover_agent_types
+    from skills.catalog import discover
+    from skills.report import report
+
+    cwd = Path.cwd()
+    catalog = discover(cwd)
+    types, warnings = discover_agent_types(cwd)
+    console = Console(highlight=False)
+    for text, style in report(catalog, types, [*catalog.warnings, *warnings], reserved=set(BUILTIN_NAMES)):
+        console.print(Text(text, style=style), soft_wrap=True)
+    return 0
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from core.events import (
     Result,
     SessionStarted,
     StreamRetry,
+    SubagentEvent,
     ToolFinished,
     ToolResultsMessage,
     ToolStarted,
@@ -96,15 +97,19 @@ class _Base:
     def _result(self, result: Result) -> None:
         raise NotImplementedError
 
-    def _event(self, event: AgentEvent) -> None:
-        """Progress lines on stderr for --verbose."""
+    def _event(self, event: AgentEvent, indent: str = "") -> None:
+        """Progress lines on stderr for --verbose (a subagent's calls indented under its Task)."""
         if not self.verbose:
             return
+        if isinstance(event, SubagentEvent):
+            if isinstance(event.event, ToolStarted | ToolFinished):
+                self._event(event.event, indent="    ")
+            return
         if isinstance(event, ToolStarted):
-            self.stderr.write(f"● {tool_label(event.name, event.input)}\n")
+            self.stderr.write(f"{indent}● {tool_label(event.name, event.input)}\n")
         elif isinstance(event, ToolFinished):
             if event.result.is_error:
-                self.stderr.write(f"  ⎿ {event.result.summary or 'error'}\n")
+                self.stderr.write(f"{indent}  ⎿ {event.result.summary or 'error'}\n")
             detail = event.result.display or {}
             shown = detail.get("diff") or detail.get("todos") if isinstance(detail, dict) else None
             if shown:  # the model chose this text: no control sequences may reach the terminal
@@ -151,9 +156,11 @@ class StreamJsonWriter(_Base):
     def _result(self, result: Result) -> None:
         self._line(result_to_dict(result))
 
-    def _event(self, event: AgentEvent) -> None:
+    def _event(self, event: AgentEvent, indent: str = "") -> None:
         # progress is in the stream itself; stderr stays for notices
-        if isinstance(event, SessionStarted):
+        if isinstance(event, SubagentEvent):
+            self._subagent(event)
+        elif isinstance(event, SessionStarted):
             self.session_id = event.session_id
             self._line(
                 {
@@ -173,17 +180,7 @@ class StreamJsonWriter(_Base):
                 }
             )
         elif isinstance(event, MessageDone):
-            message = {
-                "id": event.message_id,
-                "type": "message",
-                "role": "assistant",
-                "model": event.model,
-                "content": event.message.wire_content(),
-                "stop_reason": event.stop_reason,
-                "stop_sequence": None,
-                "usage": event.usage.to_dict(),
-            }
-            self._message_line("assistant", message)
+            self._message_line("assistant", _assistant_message(event))
         elif isinstance(event, ToolResultsMessage):
             self._message_line("user", event.message.to_wire())
         elif isinstance(event, Compacted):
@@ -210,16 +207,37 @@ class StreamJsonWriter(_Base):
                 }
             )
 
-    def _message_line(self, kind: str, message: dict[str, Any]) -> None:
+    def _subagent(self, event: SubagentEvent) -> None:
+        """A subagent's messages, as Claude Code streams them: tagged with the Task call's id."""
+        inner = event.event
+        if isinstance(inner, MessageDone):
+            self._message_line("assistant", _assistant_message(inner), event.parent_tool_use_id)
+        elif isinstance(inner, ToolResultsMessage):
+            self._message_line("user", inner.message.to_wire(), event.parent_tool_use_id)
+
+    def _message_line(self, kind: str, message: dict[str, Any], parent: str | None = None) -> None:
         self._line(
             {
                 "type": kind,
                 "message": message,
-                "parent_tool_use_id": None,
+                "parent_tool_use_id": parent,
                 "session_id": self.session_id,
                 "uuid": str(uuid.uuid4()),
             }
         )
+
+
+def _assistant_message(event: MessageDone) -> dict[str, Any]:
+    return {
+        "id": event.message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": event.model,
+        "content": event.message.wire_content(),
+        "stop_reason": event.stop_reason,
+        "stop_sequence": None,
+        "usage": event.usage.to_dict(),
+    }
 
 
 WRITERS: dict[str, type[TextWriter | JsonWriter | StreamJsonWriter]] = {

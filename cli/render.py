@@ -25,6 +25,7 @@ from core.events import (
     Notice,
     Result,
     StreamRetry,
+    SubagentEvent,
     TextDelta,
     ThinkingDelta,
     ToolFinished,
@@ -131,10 +132,24 @@ class Renderer:
         elif isinstance(event, Compacted):
             self._compacting = False
             self.console.print(Text(f"✻ {compacted_line(event).capitalize()}", style="dim"))
+        elif isinstance(event, SubagentEvent):
+            self._subagent(event)
         elif isinstance(event, Result) and event.is_error:
             self.console.print(Text(f"  ⎿  {event.result}", style="bold red"))
         elif isinstance(event, ToolResultsMessage | Result):
             self._tool = None
+
+    def _subagent(self, event: SubagentEvent) -> None:
+        """A subagent's tool calls, nested under its Task line; its text stays in its own transcript."""
+        inner = event.event
+        if isinstance(inner, ToolStarted):
+            self._flush_thinking()
+            self._flush_text()
+            label = _CONTROL.sub("", tool_label(inner.name, inner.input))
+            self.console.print(Text(f"  ⎿  {label}", style="dim"))
+        elif isinstance(inner, ToolFinished) and inner.result.is_error:
+            summary = _CONTROL.sub("", inner.result.summary or "error")
+            self.console.print(Text(f"       ⎿  {summary}", style="red"))
 
     def _print_markdown(self, block: str) -> None:
         rendered = render_block(_CONTROL.sub("", block))

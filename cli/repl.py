@@ -106,6 +106,7 @@ class Repl:
         self._exit_armed_until = 0.0
         self._tasks: set[asyncio.Future[None]] = set()  # commands and shell commands under way
         self.session: PromptSession[str] | None = None
+        self._asking = asyncio.Lock()
 
     # -- start-up ----------------------------------------------------------------------------------
     def _make_console(self) -> Console:
@@ -213,11 +214,8 @@ class Repl:
             self._background(self._command(text))  # a command may ask a question: the prompt must stay up
         elif text.startswith("!"):
             self._background(self._shell(text[1:].strip()))
-        elif self.busy:
-            self.queue.append(text)
-            self.print_line("  (queued: it goes to Piton when this turn ends)", "dim")
         else:
-            self.submit(text)
+            self.send(text)
 
     async def _command(self, text: str) -> None:
         await self.ready()
@@ -242,6 +240,14 @@ class Repl:
     def submit(self, text: str) -> None:
         self.turn = asyncio.ensure_future(self._turn(text))
 
+    def send(self, text: str) -> None:
+        """A message for the model: now, or when the turn under way ends."""
+        if self.busy:
+            self.queue.append(text)
+            self.print_line("  (queued: it goes to Piton when this turn ends)", "dim")
+        else:
+            self.submit(text)
+
     def interrupt(self) -> bool:
         if self.busy:
             assert self.turn is not None
@@ -253,9 +259,10 @@ class Repl:
         runtime = await self.ready()
         assert self.renderer is not None
         content = self._with_attachments(runtime, text)
+        skill = runtime.catalog.invocation(text) if runtime.catalog is not None else None
         self.renderer.begin()
         try:
-            async for event in runtime.agent.run(content):
+            async for event in runtime.agent.run(content, skill=skill):
                 self.renderer.handle(event)
                 self._count(event)
         except asyncio.CancelledError:
@@ -274,8 +281,10 @@ class Repl:
             self.submit(queued)
 
     def _count(self, event: Any) -> None:
-        from core.events import Compacted, MessageDone
+        from core.events import Compacted, MessageDone, SubagentEvent
 
+        if isinstance(event, SubagentEvent):  # what subagents spend is the session's cost too
+            event = event.event
         if isinstance(event, MessageDone | Compacted) and event.usage is not None:
             model = event.model or (self.runtime.agent.config.model if self.runtime else "")
             self.totals.by_model[model] = self.totals.by_model.get(model, type(event.usage)()) + event.usage
@@ -320,7 +329,8 @@ class Repl:
         from cli.approval import approve
 
         assert self.runtime is not None and self.console is not None
-        return await approve(request, self.console, self.ask, self.runtime.agent.gate)
+        async with self._asking:  # subagents working side by side ask one question at a time
+            return await approve(request, self.console, self.ask, self.runtime.agent.gate)
 
     # -- drawing -----------------------------------------------------------------------------------
     def print_line(self, text: str, style: str = "") -> None:

@@ -9,30 +9,40 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from core.activation import Activation, ActiveSkills
 from core.compaction import Compactor, context_limit
 from core.context import ContextMeter
 from core.events import (
     AgentEvent,
+    Compacted,
     MessageDone,
     Result,
     SessionStarted,
+    SubagentEvent,
     ToolFinished,
     ToolResultsMessage,
     ToolStarted,
 )
 from core.history import interrupted_result
-from core.messages import INTERRUPTED_REQUEST, ContentBlock, Message, ToolResultBlock, ToolUseBlock
+from core.messages import (
+    INTERRUPTED_REQUEST,
+    ContentBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from core.metrics import SessionMetrics
-from core.models import model_info
+from core.models import model_info, resolve_alias
 from core.permissions import PermissionGate
 from core.providers import ModelRequest, Provider, ProviderError
 from core.result_store import BRIEF_CAP, INLINE_CAP, ResultCapper
-from core.tools import Tool, ToolContext, ToolRegistry, ToolResult
+from core.tools import CallScope, Tool, ToolContext, ToolRegistry, ToolResult, current_call
 from core.usage import Usage, UsageTotals
 
 
@@ -105,21 +115,30 @@ class Agent:
         self.metrics = SessionMetrics()
         self._stats = _RunStats()
         self._sent = 0  # messages the previous request sent (where its cache entry ends)
+        self._skills = ActiveSkills()  # skills loaded in the current turn
+        self._loaded: list[str] = []  # texts of skills loaded by the tool calls under way
 
     def add_note(self, text: str) -> None:
         """Put something in the conversation for the model's next turn, without a turn now (a shell
         command the user ran, say). It joins the next prompt in the same request."""
         self._append(Message.user(text))
 
-    async def run(self, prompt: str | list[ContentBlock]) -> AsyncIterator[AgentEvent]:
+    async def run(
+        self, prompt: str | list[ContentBlock], *, skill: Activation | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """One turn of the user's: `prompt`, and the skill or command it invoked (`/name args`)."""
         self._stats = _RunStats(denials_before=len(self.gate.denials) if self.gate else 0)
+        self._skills = ActiveSkills()
+        model = self.config.model
         mode = self.gate.permissions.mode if self.gate else "bypassPermissions"
+        content: list[ContentBlock] = [TextBlock(text=prompt)] if isinstance(prompt, str) else list(prompt)
+        if skill is not None:
+            self._activate(skill)
+            content.append(TextBlock(text=skill.text))
         yield SessionStarted(
             self.config.session_id, self.config.model, str(self.config.cwd), self.tools.names(), mode
         )
-        self._append(
-            Message.user(prompt) if isinstance(prompt, str) else Message(role="user", content=prompt)
-        )
+        self._append(Message(role="user", content=content))
         try:
             while True:
                 done: MessageDone | None = None
@@ -140,6 +159,23 @@ class Agent:
         except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
             self._append(Message.user(INTERRUPTED_REQUEST))  # so the model knows, next turn, why it stopped
             raise
+        finally:  # a skill's model and allowed-tools last for the turn it was loaded in
+            self.config.model = model
+            if self.gate is not None:
+                self.gate.skill_allow.clear()
+
+    def _activate(self, skill: Activation) -> str | None:
+        """Load `skill` into this turn, or say why it may not load."""
+        refusal = self._skills.refusal(skill.name)
+        if refusal is not None:
+            return refusal
+        self._skills.admit(skill.name)
+        self.metrics.skill_activations += 1
+        if self.gate is not None:
+            self.gate.allow_for_turn(skill.allowed_tools)
+        if skill.model:
+            self.config.model = resolve_alias(skill.model)
+        return None
 
     async def _query(self) -> AsyncIterator[AgentEvent]:
         limit = self.config.max_turns
@@ -179,17 +215,19 @@ class Agent:
         Results go back in one user message, in call order, whatever happens."""
         uses = done.message.tool_uses
         results: dict[str, ToolResultBlock] = {}
+        self._loaded = []
         try:
             for batch in self._batches(uses):
                 for use in batch:
                     yield ToolStarted(use.id, use.name, use.input)
                 async for event in self._run_batch(batch, done.input_errors):
-                    results[event.tool_use_id] = event.result.to_block(event.tool_use_id)
+                    if isinstance(event, ToolFinished):
+                        results[event.tool_use_id] = event.result.to_block(event.tool_use_id)
                     yield event
         finally:
-            message = Message(
-                role="user", content=[results.get(u.id) or interrupted_result(u.id) for u in uses]
-            )
+            blocks: list[ContentBlock] = [results.get(u.id) or interrupted_result(u.id) for u in uses]
+            blocks += [TextBlock(text=text) for text in self._loaded]  # skills loaded by these calls
+            message = Message(role="user", content=blocks)
             self._append(message)
         yield ToolResultsMessage(message)
 
@@ -202,10 +240,22 @@ class Agent:
                 batches.append([use])
         return batches
 
-    async def _call(self, use: ToolUseBlock, input_errors: dict[str, str]) -> ToolFinished:
+    async def _call(
+        self, use: ToolUseBlock, input_errors: dict[str, str], emit: Callable[[AgentEvent], None]
+    ) -> ToolFinished:
         started = time.monotonic()
         gate = self._permit if self.gate is not None else None
-        result: ToolResult = await self.tools.call(use, self.context, input_errors.get(use.id), gate)
+        scope = current_call.set(CallScope(use.id, emit))
+        try:
+            result: ToolResult = await self.tools.call(use, self.context, input_errors.get(use.id), gate)
+        finally:
+            current_call.reset(scope)
+        if result.activation is not None:
+            refusal = self._activate(result.activation)
+            if refusal is None:
+                self._loaded.append(result.activation.text)
+            else:
+                result = ToolResult.error(refusal)
         if self.capper is not None:
             result = self.capper.apply(use.name, use.id, result)
         seconds = time.monotonic() - started
@@ -224,14 +274,33 @@ class Agent:
 
     async def _run_batch(
         self, batch: list[ToolUseBlock], input_errors: dict[str, str]
-    ) -> AsyncIterator[ToolFinished]:
-        if len(batch) == 1:
-            yield await self._call(batch[0], input_errors)
-            return
-        tasks = [asyncio.create_task(self._call(use, input_errors)) for use in batch]
+    ) -> AsyncIterator[AgentEvent]:
+        """Run `batch` concurrently; yield what the calls report while they run (a subagent's events)
+        and each result as it finishes."""
+        queue: asyncio.Queue[AgentEvent | BaseException] = asyncio.Queue()
+
+        def emit(event: AgentEvent) -> None:
+            if isinstance(event, SubagentEvent):  # what subagents spend is this run's cost too
+                inner = event.event
+                if isinstance(inner, MessageDone | Compacted) and inner.usage is not None:
+                    self.count_usage(inner.model or self.config.model, inner.usage)
+            queue.put_nowait(event)
+
+        async def call(use: ToolUseBlock) -> None:
+            try:
+                queue.put_nowait(await self._call(use, input_errors, emit))
+            except Exception as e:  # a bug of ours: surface it rather than wait forever
+                queue.put_nowait(e)
+
+        tasks = [asyncio.create_task(call(use)) for use in batch]
         try:
-            for next_done in asyncio.as_completed(tasks):
-                yield await next_done
+            remaining = len(tasks)
+            while remaining:
+                item = await queue.get()
+                if isinstance(item, BaseException):
+                    raise item
+                remaining -= isinstance(item, ToolFinished)
+                yield item
         finally:
             pending = [t for t in tasks if not t.done()]
             for task in pending:

@@ -21,6 +21,7 @@ from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING
 
+from core.activation import skill_name
 from core.events import AgentEvent, Compacted, Compacting, MessageDone, Notice
 from core.messages import INTERRUPTED_REQUEST, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from core.providers import ModelRequest, ProviderError
@@ -38,6 +39,8 @@ _MIN_STUB_CHARS = 400  # smaller results stay: a stub would save nothing
 _TRANSCRIPT_RESULT_CHARS = 2_000
 _TRANSCRIPT_TEXT_CHARS = 8_000
 _SUMMARY_MAX_TOKENS = 8_192
+_MAX_SKILLS_KEPT = 5
+_SKILL_CHARS = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +202,27 @@ def transcript(history: Sequence[Message]) -> str:
     return "\n\n".join(lines)
 
 
-def summary_message(summary: str, messages: list[str], left_out: int, todos: str | None) -> Message:
+def skills_in_use(old: Sequence[Message], kept: Sequence[Message]) -> list[str]:
+    """The instructions of the skills loaded in the summarised part (the latest load of each), unless
+    the kept part has them: the most recent few, each within a size bound."""
+
+    def loaded(messages: Sequence[Message]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for message in messages:
+            for block in message.content:
+                if isinstance(block, TextBlock) and (name := skill_name(block.text)) is not None:
+                    found.pop(name, None)
+                    found[name] = block.text
+        return found
+
+    still = loaded(kept)
+    texts = [text for name, text in loaded(old).items() if name not in still][-_MAX_SKILLS_KEPT:]
+    return [t if len(t) <= _SKILL_CHARS else t[:_SKILL_CHARS] + "\n[... cut for length]" for t in texts]
+
+
+def summary_message(
+    summary: str, messages: list[str], left_out: int, todos: str | None, skills: Sequence[str] = ()
+) -> Message:
     parts = [
         f"{SUMMARY_HEADER} What follows summarises the earlier part; the messages after it continue as they "
         "were.]",
@@ -214,7 +237,12 @@ def summary_message(summary: str, messages: list[str], left_out: int, todos: str
         parts.append(f"Every message the user wrote in the summarised part, verbatim{note}:\n{quoted}")
     if todos:
         parts.append(f"The task list as it stands:\n{todos}")
-    return Message.user("\n\n".join(parts))
+    if skills:
+        parts.append("Skills loaded earlier are still in effect; their instructions follow.")
+    # each skill in its own block, as when it was loaded, so a later compaction finds it again
+    return Message(
+        role="user", content=[TextBlock(text="\n\n".join(parts)), *(TextBlock(text=t) for t in skills)]
+    )
 
 
 # -- running it ------------------------------------------------------------------------------------
@@ -322,4 +350,5 @@ class Compactor:
         messages, left_out = _budgeted(user_messages(old), budget_chars)
         todos = agent.context.state.get("todos")
         listing = "\n".join(f"[{t.get('status')}] {t.get('content')}" for t in todos) if todos else None
-        return [summary_message(summary, messages, left_out, listing), *kept], usage
+        skills = skills_in_use(old, kept)
+        return [summary_message(summary, messages, left_out, listing, skills), *kept], usage

@@ -101,6 +101,16 @@ class ToolFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class SubagentEvent:
+    """Something a subagent did, reported through the Task call that started it."""
+
+    parent_tool_use_id: str
+    agent_id: str
+    agent_type: str
+    event: Any  # the subagent's own AgentEvent
+
+
+@dataclass(frozen=True, slots=True)
 class Compacting:
     """A summary of the conversation is being written (a model request: it takes a while)."""
 
@@ -152,6 +162,7 @@ AgentEvent = (
     | ToolStarted
     | ToolFinished
     | ToolResultsMessage
+    | SubagentEvent
     | Compacting
     | Compacted
     | Result

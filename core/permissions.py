@@ -52,6 +52,7 @@ class Decision:
     behavior: Behavior
     reason: str
     rule: Rule | None = None
+    default: bool = False  # the question asked when no rule and no mode decides (a skill may waive it)
 
 
 def _command_matches(spec: str, command: str) -> bool:
@@ -182,7 +183,7 @@ class Permissions:
             return Decision("allow", "read-only tool")
         if self.mode == "acceptEdits" and tool.kind == "edit":
             return Decision("allow", "acceptEdits mode")
-        return Decision("ask", f"{tool.name} needs permission")
+        return Decision("ask", f"{tool.name} needs permission", default=True)
 
     def _has_command_rules(self) -> bool:
         return any(r.specifier is not None for r in (*self.deny, *self.ask) if r.tool == "Bash")
@@ -235,6 +236,7 @@ class PermissionGate:
     permissions: Permissions
     approver: Approver = field(default_factory=DenyAll)
     denials: list[dict[str, Any]] = field(default_factory=list)
+    skill_allow: list[Rule] = field(default_factory=list)  # allowed-tools of the skills of this turn
 
     async def check(
         self,
@@ -245,6 +247,15 @@ class PermissionGate:
         preview: Callable[[], str | None] | None = None,
     ) -> Decision:
         decision = self.permissions.decide(tool, content)
+        if decision.default and self.skill_allow:
+            # a skill's allowed-tools waive the default question, never a deny or an ask rule
+            granted = Permissions(
+                "default", self.skill_allow, project=self.permissions.project, home=self.permissions.home
+            ).decide(tool, content)
+            if granted.behavior == "allow" and granted.rule is not None:
+                decision = Decision(
+                    "allow", f"the skill's allowed-tools ({granted.rule}) allow it", granted.rule
+                )
         if decision.behavior == "ask":
             shown = None
             if preview is not None:
@@ -262,3 +273,9 @@ class PermissionGate:
 
     def allow_for_session(self, rule: str) -> None:
         self.permissions.allow.append(Rule.parse(rule))
+
+    def allow_for_turn(self, rules: Iterable[str]) -> None:
+        """Rules a skill grants while the current turn runs (malformed ones grant nothing)."""
+        for text in rules:
+            with contextlib.suppress(ValueError):
+                self.skill_allow.append(Rule.parse(text))

@@ -87,6 +87,9 @@ class SandboxPolicy:
     read_exceptions: tuple[str, ...] = ()  # absolute-path globs exempt from the credential rule
     read_denied: tuple[str, ...] = ()  # absolute-path globs never read (the permissions' Read deny rules)
     private_paths: tuple[Path, ...] = ()  # more credential-like places (Piton's own session store...)
+    # folders inside credential locations that stay readable, and visible in the sandbox (skills
+    # under ~/.claude/skills, whose files their instructions refer to)
+    shared_dirs: tuple[Path, ...] = ()
 
     @classmethod
     def create(
@@ -99,6 +102,7 @@ class SandboxPolicy:
         read_exceptions: tuple[str, ...] | list[str] = (),
         read_denied: tuple[str, ...] | list[str] = (),
         private_paths: tuple[Path, ...] | list[Path] = (),
+        shared_dirs: tuple[Path, ...] | list[Path] = (),
     ) -> SandboxPolicy:
         return cls(
             mode=mode,
@@ -109,6 +113,7 @@ class SandboxPolicy:
             read_exceptions=tuple(read_exceptions),
             read_denied=tuple(read_denied),
             private_paths=tuple(private_paths),
+            shared_dirs=tuple(real(d) for d in shared_dirs),
         )
 
     def read_only(self) -> SandboxPolicy:
@@ -201,4 +206,6 @@ class SandboxPolicy:
         return allowed
 
     def _excepted(self, path: str) -> bool:
-        return any(glob_match(pattern, path) for pattern in self.read_exceptions)
+        return any(glob_match(pattern, path) for pattern in self.read_exceptions) or any(
+            _inside(path, str(d)) for d in self.shared_dirs
+        )

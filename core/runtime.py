@@ -4,9 +4,10 @@ sandbox policy and permissions."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.agent import Agent, AgentConfig
 from core.compaction import CompactionSettings, Compactor
@@ -14,14 +15,19 @@ from core.messages import Message
 from core.models import DEFAULT_MODEL, resolve_alias
 from core.options import RunOptions
 from core.permissions import PERMISSION_MODES, Approver, DenyAll, PermissionGate, Permissions, Rule
-from core.policy import SANDBOX_MODES, SandboxPolicy, real
+from core.policy import SANDBOX_MODES, PolicyError, SandboxPolicy, real
 from core.providers import Provider
 from core.result_store import FileResultStore, ResultCapper, ResultHandle
 from core.sandbox import make_sandbox
 from core.session import SessionLog, SessionStore, state_dir
 from core.settings import Settings, load_settings
-from core.system_prompt import build_system_prompt
+from core.system_prompt import build_system_prompt, environment_section
 from core.tools import Tool, ToolContext, ToolRegistry
+
+if TYPE_CHECKING:
+    from core.memory import Memory
+    from core.subagents import AgentType, SubagentRunner
+    from skills.catalog import Catalog
 
 
 class SetupError(Exception):
@@ -33,6 +39,9 @@ class Runtime:
     agent: Agent
     log: SessionLog
     notices: list[str] = field(default_factory=list)
+    catalog: Catalog | None = None  # skills and custom commands
+    memory: Memory | None = None  # the AGENTS.md / CLAUDE.md files loaded
+    agent_types: dict[str, AgentType] = field(default_factory=dict)
 
 
 def default_tools() -> list[Tool]:
@@ -78,7 +87,7 @@ def _read_globs(permissions: Permissions, rules: list[str]) -> list[str]:
 
 
 def _policy(
-    options: RunOptions, settings: Settings, permissions: Permissions, results: Path
+    options: RunOptions, settings: Settings, permissions: Permissions, results: Path, shared: list[Path]
 ) -> SandboxPolicy:
     """The sandbox policy. Piton's own state (other sessions' transcripts) is private, except this
     session's stored tool results, which the model is told to read."""
@@ -106,6 +115,7 @@ def _policy(
         read_exceptions=[*_read_globs(permissions, trusted_allow), f"{real(results)}/**"],
         read_denied=_read_globs(permissions, deny),
         private_paths=[state_dir()],
+        shared_dirs=shared,
     )
 
 
@@ -150,13 +160,22 @@ def build_runtime(
     approver: Approver | None = None,
 ) -> Runtime:
     """Raises `SessionError` for a session that cannot be opened, `SetupError` for bad options."""
+    from core.memory import load_memory
+    from core.subagents import SubagentRunner, discover_agent_types
+    from skills.catalog import discover
+
     settings = load_settings(options.cwd)
     notices = list(settings.warnings)
     permissions = _permissions(options, settings, notices)
     session = _open_session(options, settings, store or SessionStore(), notices)
     log = session.log
     results = SessionStore.session_dir(log) / "tool-results"
-    policy = _policy(options, settings, permissions, results)
+    catalog = discover(options.cwd)
+    agent_types, type_warnings = discover_agent_types(options.cwd)
+    shared = [s.directory for s in catalog.skills.values() if s.directory is not None and s.source == "user"]
+    policy = _policy(options, settings, permissions, results, shared)
+    memory = load_memory(options.cwd, refuse=_import_refusal(policy))
+    notices += [*catalog.warnings, *type_warnings, *memory.warnings]
     thinking = options.thinking if options.thinking is not None else settings.thinking
     # git runs in a read-only sandbox: a repository's config can name programs for it to run
     git_sandbox = None if policy.mode == "danger-full-access" else make_sandbox(policy.read_only())
@@ -166,10 +185,14 @@ def build_runtime(
         enabled=settings.auto_compact, threshold=threshold if threshold is not None else 0.8
     )
     notices.extend(w for w in settings.warnings if w not in notices)
+    skills_section = catalog.prompt_section()
     config = AgentConfig(
         model=session.model,
         system_prompt=build_system_prompt(
-            options.cwd, append=options.append_system_prompt, sandbox=git_sandbox
+            options.cwd,
+            append=options.append_system_prompt,
+            sandbox=git_sandbox,
+            sections=[memory.prompt_section(), skills_section],
         ),
         cwd=options.cwd,
         session_id=log.session_id,
@@ -177,25 +200,62 @@ def build_runtime(
         thinking=True if thinking is None else thinking,
         context_window=window,
         max_output_tokens=max_output,
+        skills_listing=skills_section,
     )
     context = ToolContext(
         cwd=options.cwd, session_id=log.session_id, policy=policy, state=session.state, record=log.record
     )
-
-    store = FileResultStore(results)
+    results_store = FileResultStore(results)
+    gate = PermissionGate(permissions, approver or DenyAll())
+    tool_list = default_tools() if tools is None else list(tools)
+    runner = SubagentRunner(
+        provider,
+        config,
+        context,
+        gate,
+        agent_types,
+        tools=tool_list,
+        system_suffix="\n\n".join(
+            p for p in (environment_section(options.cwd), memory.prompt_section()) if p
+        ),
+        directory=SessionStore.session_dir(log) / "subagents",
+        compaction=compaction,
+        store=results_store,
+    )
+    tool_list += _extension_tools(catalog, runner)
 
     def log_handle(handle: ResultHandle) -> None:
         log.record("tool_result_handle", **handle.to_dict())
 
     agent = Agent(
         provider,
-        ToolRegistry(default_tools() if tools is None else tools),
+        ToolRegistry(tool_list),
         config,
         history=session.history,
         transcript=log,
         context=context,
-        gate=PermissionGate(permissions, approver or DenyAll()),
-        capper=ResultCapper(store, on_store=log_handle),
-        compactor=Compactor(compaction, store),
+        gate=gate,
+        capper=ResultCapper(results_store, on_store=log_handle),
+        compactor=Compactor(compaction, results_store),
     )
-    return Runtime(agent, log, notices)
+    return Runtime(agent, log, notices, catalog=catalog, memory=memory, agent_types=agent_types)
+
+
+def _extension_tools(catalog: Catalog, runner: SubagentRunner) -> list[Tool]:
+    from builtin_tools.skill import Skill
+    from builtin_tools.task import Task
+
+    return [*([Skill(catalog)] if catalog.for_model() else []), Task(runner)]
+
+
+def _import_refusal(policy: SandboxPolicy) -> Callable[[Path], str | None]:
+    """Why project memory may not import a file: what the file tools may not read either."""
+
+    def refuse(path: Path) -> str | None:
+        try:
+            policy.check_read(path)
+        except PolicyError as e:
+            return str(e)
+        return None
+
+    return refuse

@@ -5,6 +5,7 @@ from __future__ import annotations
 import platform
 import shlex
 import subprocess
+from collections.abc import Sequence
 from datetime import date
 from importlib.resources import files
 from pathlib import Path
@@ -84,8 +85,15 @@ def git_summary(cwd: Path, sandbox: Sandbox | None = None) -> str:
 
 
 def build_system_prompt(
-    cwd: Path, *, append: str | None = None, today: date | None = None, sandbox: Sandbox | None = None
+    cwd: Path,
+    *,
+    append: str | None = None,
+    today: date | None = None,
+    sandbox: Sandbox | None = None,
+    sections: Sequence[str] = (),
 ) -> str:
+    """The template filled in, then `sections` (project instructions, the skills listing) and what
+    the user appends. Everything here stays the same for the session: it is the cached prefix."""
     template = Template(files("core").joinpath("prompts/system.md").read_text(encoding="utf-8"))
     text = template.safe_substitute(
         cwd=str(cwd),
@@ -93,6 +101,17 @@ def build_system_prompt(
         date=(today or date.today()).isoformat(),
         git_status=git_summary(cwd, sandbox),
     ).rstrip()
-    if append and append.strip():
-        text += "\n\n" + append.strip()
+    for part in [*sections, append or ""]:
+        if part.strip():
+            text += "\n\n" + part.strip()
     return text
+
+
+def environment_section(cwd: Path, today: date | None = None) -> str:
+    """The environment block on its own (for subagents' prompts)."""
+    return (
+        "# Environment\n"
+        f"- Working directory: {cwd}\n"
+        f"- Platform: {platform.system()} {platform.release()}\n"
+        f"- Date: {(today or date.today()).isoformat()}"
+    )

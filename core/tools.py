@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from core.activation import Activation
 from core.messages import ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from core.policy import SandboxPolicy
 from core.sandbox import Sandbox
@@ -28,6 +30,7 @@ class ToolResult:
     is_error: bool = False
     summary: str = ""  # one line for people, e.g. "42 lines" or "exit 1"
     display: Any = None  # extra detail for people (a diff...), never sent to the model
+    activation: Activation | None = None  # a skill this call loaded: its text follows the results
 
     def to_block(self, tool_use_id: str) -> ToolResultBlock:
         content = self.content if self.content else NO_OUTPUT
@@ -40,6 +43,18 @@ class ToolResult:
 
 def _no_record(kind: str, **data: object) -> None:
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class CallScope:
+    """The tool call under way in this task: its id, and where it reports progress (a subagent's
+    events) while it runs."""
+
+    tool_use_id: str
+    emit: Callable[[Any], None]
+
+
+current_call: ContextVar[CallScope | None] = ContextVar("piton_current_call", default=None)
 
 
 @dataclass(slots=True)

@@ -112,6 +112,9 @@ class BwrapSandbox:
                 args += ["--tmpfs", str(secret)]
             elif secret.exists():
                 args += ["--ro-bind", "/dev/null", str(secret)]
+        for shared in self.policy.shared_dirs:  # after the secrets they sit in, so they show through
+            if shared.is_dir():
+                args += ["--ro-bind", str(shared), str(shared)]
         return args
 
     def command(self, script: str, cwd: Path) -> list[str]:

@@ -67,6 +67,9 @@ def profile(policy: SandboxPolicy, private_tmp: str) -> tuple[str, dict[str, str
     for i, secret in enumerate(policy.credential_paths()):
         params[f"SECRET_{i}"] = str(real(secret))
         rules.append(f'(deny file-read* file-write* (subpath (param "SECRET_{i}")))')
+    for i, shared in enumerate(policy.shared_dirs):  # later rules win: readable inside a secret folder
+        params[f"SHARED_{i}"] = str(shared)
+        rules.append(f'(allow file-read* (subpath (param "SHARED_{i}")))')
     if policy.network:
         rules.append("(allow network*)")
     return "\n".join(rules) + "\n", params

@@ -279,7 +279,17 @@ def test_a_tool_loop_with_the_built_in_tools(fake_api: FakeAnthropicAPI, project
     done = piton("-p", "what does main.py do?", "--output-format", "stream-json", "--verbose")
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert [e["type"] for e in events] == ["system", "assistant", "user", "assistant", "result"]
-    assert events[0]["tools"] == ["Bash", "Glob", "Grep", "Read", "Edit", "Write", "TodoWrite"]
+    assert events[0]["tools"] == [
+        "Bash",
+        "Glob",
+        "Grep",
+        "Read",
+        "Edit",
+        "Write",
+        "TodoWrite",
+        "Skill",
+        "Task",
+    ]
     assert events[2]["message"]["content"] == [
         {"type": "tool_result", "tool_use_id": call.id, "content": "     1\tprint('hello')"}
     ]

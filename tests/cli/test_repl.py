@@ -454,3 +454,64 @@ def test_compact_context_stats_and_the_status_line(project: Path) -> None:
     # the summary request is paid for too: 3,000 + 4,000 + 900 input tokens
     assert s.repl.totals.by_model["claude-sonnet-5-5"].input_tokens == 7_900
     provider.assert_complete()
+
+
+def test_skills_run_as_slash_commands_complete_and_are_listed(project: Path) -> None:
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from cli.completion import PitonCompleter
+
+    folder = project / ".claude" / "skills" / "greet"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        '---\ndescription: Greets people by name.\nargument-hint: "<name>"\n---\nGREET-BODY: greet $1.\n'
+    )
+    (project / "AGENTS.md").write_text("Be kind.\n")
+    provider = ScriptedProvider(reply("Hello, Ada!"))
+    offered: list[str] = []
+
+    async def script(s: Session) -> None:
+        await s.idle()
+        await s.until(lambda: s.repl.commands is not None)
+        found = PitonCompleter(s.repl).get_completions(Document("/gr"), CompleteEvent())
+        offered.extend(c.text for c in found)
+        for line in ("/greet Ada", "/skills", "/memory"):
+            await s.type(line + ENTER, pause=0.3)
+            await s.until(lambda: len(s.history) == 2)
+            await s.idle()
+
+    s = run(project, provider, script)
+    assert offered == ["/greet"]
+    typed, loaded = s.history[0].content
+    assert typed.text == "/greet Ada" and "GREET-BODY: greet Ada." in loaded.text
+    assert "Hello, Ada!" in s.screen
+    assert (
+        "greet  [project, /greet or model]" in s.screen and "review  [bundled, /review or model]" in s.screen
+    )
+    assert "Explore  [built-in]" in s.screen
+    assert f"{project / 'AGENTS.md'}  (project, 9 characters)" in " ".join(s.screen.split("\n"))
+
+
+def test_a_subagents_tool_calls_are_nested_under_its_task_line(project: Path) -> None:
+    task = ToolCall("Task", {"description": "find the parser", "prompt": "Find it."})
+    provider = ScriptedProvider(
+        reply(task),
+        reply(ToolCall("Echo", {"text": "parse.py"}), ToolCall("Nope", {"text": "x"})),
+        reply("It is in parse.py."),
+        reply("The parser is in parse.py."),
+    )
+
+    async def script(s: Session) -> None:
+        await s.type("where is the parser?" + ENTER)
+        await s.until(lambda: len(s.history) == 4)
+        await s.idle()
+
+    screen = run(project, provider, script).screen
+    start = screen.index("● Task(find the parser)")
+    assert screen[start:].split("\n")[1:5] == [
+        "  ⎿  Echo(parse.py)",
+        "  ⎿  Nope(x)",
+        "       ⎿  Unknown tool 'Nope'. Available tools: Echo, Shell.",
+        "  ⎿  general-purpose: 2 turns, 2 tool calls, 0s",
+    ]

@@ -340,3 +340,30 @@ def test_a_result_already_stored_whole_keeps_its_file_when_cleared(tmp_path: Pat
     stub = str(agent.history[2].tool_results[0].content)
     assert "result cleared" in stub and str(stored[0].parent) in stub
     assert Path(stub.split(" at ")[1].split(";")[0]).read_text(encoding="utf-8") == huge
+
+
+def test_a_loaded_skill_survives_compaction_twice(tmp_path: Path) -> None:
+    from core.activation import Activation, skill_block, skill_name
+
+    skill = Activation(
+        "lint", skill_block("lint", "/skills/lint", "LINT-RULES: run ruff before every commit.")
+    )
+    provider = ScriptedProvider()
+    agent = make(provider, tmp_path)
+
+    async def session() -> None:
+        provider.add(reply("Linted. " + code(150, "a")))
+        await _drain(agent.run("/lint src", skill=skill))
+        for turn in range(2):
+            provider.add(reply(f"More work {turn}. " + code(150, f"b{turn}")), summary)
+            await _drain(agent.run(f"continue {turn}"))
+            await _drain(agent.compact())
+
+    asyncio.run(session())
+    first = agent.history[0]
+    assert first.text.startswith(SUMMARY_HEADER)
+    blocks = [b.text for b in first.content if isinstance(b, TextBlock)]
+    assert [skill_name(b) for b in blocks[1:]] == ["lint"], "in its own block, found again each time"
+    assert "LINT-RULES: run ruff before every commit." in blocks[1]
+    assert "<user-message>\n/lint src\n</user-message>" in blocks[0]
+    assert_api_valid(agent.history)

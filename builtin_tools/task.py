@@ -1,0 +1,39 @@
+"""Task: the model hands a self-contained task to a subagent and gets its report back."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from core.subagents import SubagentRunner
+from core.tools import Tool, ToolContext, ToolResult, current_call
+
+_DESCRIPTION = """Starts a subagent: a fresh agent with its own context that does one task on its own and \
+returns a report. Use it for broad searches and for side tasks whose details would crowd this \
+conversation; only the report comes back, not the subagent's tool calls.
+- Give a complete, self-contained prompt: the subagent sees nothing of this conversation. Say what \
+to find or do and what the report must contain.
+- Several Task calls in one turn run at the same time: use that for independent work.
+- The report is for you: tell the user what matters in it.
+
+Subagent types:
+"""
+
+
+class TaskInput(BaseModel):
+    description: str = Field(description="A short (three to five word) label for the task.")
+    prompt: str = Field(description="The whole task for the subagent, self-contained.")
+    subagent_type: str = Field(default="general-purpose", description="Which kind of subagent to start.")
+
+
+class Task(Tool):
+    name = "Task"
+    description = _DESCRIPTION
+    input_model = TaskInput
+    read_only = True  # the call itself changes nothing; the subagent's own calls are checked one by one
+
+    def __init__(self, runner: SubagentRunner) -> None:
+        self.runner = runner
+        self.description = _DESCRIPTION + runner.describe()  # type: ignore[misc]
+
+    async def run(self, args: TaskInput, ctx: ToolContext) -> ToolResult:
+        return await self.runner.run(args.subagent_type, args.prompt, current_call.get())

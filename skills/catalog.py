@@ -1,0 +1,217 @@
+"""Finding skills and custom commands, and the catalog the rest of Piton asks for them.
+
+Skills are folders with a `SKILL.md` (YAML frontmatter and Markdown instructions, plus any files
+the instructions mention); commands are single Markdown files. Where they are looked for, first
+found wins for a name:
+
+1. the project: `.piton/skills/`, `.claude/skills/`, `.piton/commands/`, `.claude/commands/` in the
+   working directory and each folder above it up to the git root (nearest first);
+2. the user: the same folders under `~/.piton/` and `~/.claude/`;
+3. the skills that ship with Piton.
+
+A file that cannot be used is skipped with one warning naming it and the problem.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from core.activation import Activation, skill_block
+from core.frontmatter import FrontmatterError, bool_field, list_field, read, text_field
+from core.project import project_dirs
+from skills.invoke import expand
+
+LISTING_BUDGET = 8_000  # characters of skill names and descriptions the model sees up front
+DESCRIPTION_CHARS = 300  # of each description in the listing
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+_CONFIG_DIRS = (".piton", ".claude")
+_INVOCATION = re.compile(r"\A/(\S+)\s*(.*)\Z", re.DOTALL)
+
+
+class SkillError(LookupError):
+    """A skill that cannot be invoked; the message is one line for the model or the user."""
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    name: str
+    description: str
+    body: str
+    path: Path  # the SKILL.md, or the command's file
+    kind: str = "skill"  # skill | command
+    source: str = "project"  # project | user | bundled
+    allowed_tools: tuple[str, ...] = ()
+    model: str | None = None
+    argument_hint: str | None = None
+    model_invocable: bool = True
+    user_invocable: bool = True
+    metadata: dict[str, Any] = field(default_factory=dict)  # license, metadata: kept, not used
+
+    @property
+    def directory(self) -> Path | None:
+        """The skill's folder (its files are read on demand); commands have none."""
+        return self.path.parent if self.kind == "skill" else None
+
+    def activate(self, args: str) -> Activation:
+        directory = str(self.directory) if self.directory is not None else None
+        text = skill_block(self.name, directory, expand(self.body, args, directory))
+        return Activation(self.name, text, self.allowed_tools, self.model)
+
+
+def _first_line(body: str) -> str:
+    for line in body.splitlines():
+        line = line.strip().lstrip("#").strip()
+        if line:
+            return line
+    return ""
+
+
+def load(path: Path, kind: str, source: str) -> Skill:
+    """One skill or command file; `FrontmatterError` says why it cannot be used."""
+    meta, body = read(path)
+    default_name = path.parent.name if kind == "skill" else path.stem
+    name = text_field(meta, "name") or default_name
+    if not _NAME.match(name):
+        raise FrontmatterError(f"'{name}' is not a usable name (letters, digits, '-', '_', '.', ':')")
+    description = text_field(meta, "description")
+    if description is None and kind == "command":
+        description = _first_line(body)
+    if not description:
+        raise FrontmatterError("it has no description (the frontmatter's 'description' is required)")
+    if not body.strip():
+        raise FrontmatterError("it has no instructions after the frontmatter")
+    model = text_field(meta, "model")
+    return Skill(
+        name=name,
+        description=description,
+        body=body.strip() + "\n",
+        path=path,
+        kind=kind,
+        source=source,
+        allowed_tools=tuple(list_field(meta, "allowed-tools", "allowed_tools") or ()),
+        model=None if model in (None, "inherit") else model,
+        argument_hint=text_field(meta, "argument-hint", "argument_hint"),
+        model_invocable=not bool_field(meta, "disable-model-invocation", kind == "command"),
+        user_invocable=bool_field(meta, "user-invocable", True),
+        metadata={k: meta[k] for k in ("license", "metadata", "compatibility") if k in meta},
+    )
+
+
+def _candidates(root: Path) -> list[tuple[Path, str]]:
+    """(file, kind) under one configuration folder, skills before commands."""
+    found: list[tuple[Path, str]] = []
+    skills = root / "skills"
+    if skills.is_dir():
+        for folder in sorted(p for p in skills.iterdir() if p.is_dir()):
+            skill_md = next((folder / n for n in ("SKILL.md", "skill.md") if (folder / n).is_file()), None)
+            if skill_md is not None:
+                found.append((skill_md, "skill"))
+    commands = root / "commands"
+    if commands.is_dir():  # subfolders organise commands; the name is the file's
+        found += [(p, "command") for p in sorted(commands.rglob("*.md")) if p.is_file()]
+    return found
+
+
+def bundled_root() -> Path:
+    return Path(str(files("skills").joinpath("bundled")))
+
+
+def search_roots(cwd: Path, home: Path) -> list[tuple[Path, str]]:
+    """Every configuration folder to look in, highest precedence first, with its source."""
+    roots = [(folder / name, "project") for folder in project_dirs(cwd) for name in _CONFIG_DIRS]
+    roots += [(home / name, "user") for name in _CONFIG_DIRS if (home / name) not in {r for r, _ in roots}]
+    return roots
+
+
+@dataclass(slots=True)
+class Catalog:
+    skills: dict[str, Skill] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    shadowed: list[tuple[Skill, Skill]] = field(default_factory=list)  # (hidden, the one used)
+
+    def add(self, skill: Skill) -> None:
+        winner = self.skills.get(skill.name)
+        if winner is not None:
+            self.shadowed.append((skill, winner))
+        else:
+            self.skills[skill.name] = skill
+
+    def get(self, name: str) -> Skill | None:
+        return self.skills.get(name.removeprefix("/"))
+
+    def for_model(self) -> list[Skill]:
+        return [s for s in self.skills.values() if s.model_invocable]
+
+    def for_user(self) -> list[Skill]:
+        return [s for s in self.skills.values() if s.user_invocable]
+
+    def activate(self, name: str, args: str) -> Activation:
+        """For the Skill tool: the model may load only what is listed to it."""
+        skill = self.get(name)
+        if skill is None or not skill.model_invocable:
+            listed = ", ".join(s.name for s in self.for_model()) or "none"
+            hint = " (only the user may start it, with /" + name + ")" if skill is not None else ""
+            raise SkillError(f"There is no skill '{name}' for you to load{hint}. Available: {listed}.")
+        return skill.activate(args)
+
+    def invocation(self, line: str) -> Activation | None:
+        """The activation for a typed `/name args`, if `name` is a skill or command the user may start."""
+        match = _INVOCATION.match(line)
+        if match is None:
+            return None
+        skill = self.skills.get(match.group(1))
+        if skill is None or not skill.user_invocable:
+            return None
+        return skill.activate(match.group(2))
+
+    def prompt_section(self) -> str:
+        """What the system prompt says about skills: how to use them, and the listing."""
+        listing = self.listing()
+        if not listing:
+            return ""
+        return (
+            "# Skills\n"
+            "Skills are instructions for particular tasks, loaded when needed. When a request matches a "
+            "skill's description, load it with the Skill tool before doing the task, then follow it. "
+            "The user can also start one by typing /name.\n"
+            f"{listing}"
+        )
+
+    def listing(self, budget: int = LISTING_BUDGET) -> str:
+        """The model-invocable skills, a line each, within `budget` characters."""
+        lines: list[str] = []
+        used = 0
+        skills = self.for_model()
+        for number, skill in enumerate(skills):
+            description = skill.description
+            if len(description) > DESCRIPTION_CHARS:
+                description = description[: DESCRIPTION_CHARS - 1] + "…"
+            line = f"- {skill.name}: {description}"
+            if used + len(line) > budget:
+                lines.append(f"- … and {len(skills) - number} more, not listed for length")
+                break
+            lines.append(line)
+            used += len(line) + 1
+        return "\n".join(lines)
+
+
+def discover(cwd: Path, home: Path | None = None, *, bundled: Path | None = None) -> Catalog:
+    home = home if home is not None else Path.home()
+    catalog = Catalog()
+    roots = [*search_roots(cwd, home), (bundled if bundled is not None else bundled_root(), "bundled")]
+    for root, source in roots:
+        candidates = (
+            [(p / "SKILL.md", "skill") for p in sorted(root.iterdir()) if (p / "SKILL.md").is_file()]
+            if source == "bundled" and root.is_dir()
+            else _candidates(root)
+        )
+        for path, kind in candidates:
+            try:
+                catalog.add(load(path, kind, source))
+            except FrontmatterError as e:
+                catalog.warnings.append(f"{path}: {e}; skipped")
+    return catalog

@@ -1,0 +1,98 @@
+"""Subagents in process: the real tools and sandbox, the scripted provider."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from core.events import Result, SubagentEvent, ToolFinished
+from core.history import is_valid
+from core.messages import INTERRUPTED_REQUEST
+from core.options import RunOptions
+from core.runtime import build_runtime
+from core.session import load_session
+from tests.fakes.script import ToolCall, reply
+from tests.fakes.scripted import ScriptedProvider
+
+
+def build(project: Path, provider: ScriptedProvider) -> Any:
+    return build_runtime(RunOptions(cwd=project), provider)
+
+
+async def drain(runtime: Any, prompt: str) -> list[Any]:
+    return [e async for e in runtime.agent.run(prompt)]
+
+
+def test_explore_runs_shell_commands_without_asking_in_a_read_only_sandbox(project: Path) -> None:
+    task = ToolCall("Task", {"description": "look", "prompt": "Look around.", "subagent_type": "Explore"})
+    provider = ScriptedProvider(
+        reply(task),
+        reply(
+            ToolCall("Bash", {"command": "echo seen > made.txt"}),
+            ToolCall("Bash", {"command": "echo looked"}),
+        ),
+        reply("I could look but not write."),
+        reply("Done."),
+    )
+    runtime = build(project, provider)
+    events = asyncio.run(drain(runtime, "explore"))
+    inner = [e.event for e in events if isinstance(e, SubagentEvent) and isinstance(e.event, ToolFinished)]
+    failed, looked = sorted(inner, key=lambda e: e.result.is_error, reverse=True)
+    assert failed.result.is_error and "Read-only file system" in str(failed.result.content)
+    assert not looked.result.is_error and "looked" in str(looked.result.content)
+    assert not (project / "made.txt").exists()
+    assert runtime.agent.gate.denials == [], "nothing asked: the read-only sandbox is the guarantee"
+    result = events[-1]
+    assert isinstance(result, Result) and result.result == "Done."
+
+
+def test_what_subagents_spend_counts_in_the_parents_result(project: Path) -> None:
+    task = ToolCall("Task", {"description": "sum", "prompt": "Add it up."})
+    provider = ScriptedProvider(
+        reply(task, input_tokens=1_000, output_tokens=10),
+        reply("It is 4.", input_tokens=300, output_tokens=5),
+        reply("The answer is 4.", input_tokens=1_100, output_tokens=7),
+    )
+    result = asyncio.run(drain(build(project, provider), "what is 2+2?"))[-1]
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (2_400, 22)
+    assert result.num_turns == 2, "the subagent's turns are its own"
+
+
+def test_an_unknown_subagent_type_is_an_error_naming_the_types(project: Path) -> None:
+    task = ToolCall("Task", {"description": "x", "prompt": "y", "subagent_type": "Wizard"})
+    provider = ScriptedProvider(reply(task), reply("Sorry."))
+    events = asyncio.run(drain(build(project, provider), "go"))
+    [finished] = [e for e in events if isinstance(e, ToolFinished)]
+    assert finished.result.is_error
+    assert str(finished.result.content) == (
+        "There is no subagent type 'Wizard'. Available: general-purpose, Explore."
+    )
+
+
+def test_interrupting_the_parent_interrupts_its_subagent(project: Path) -> None:
+    task = ToolCall("Task", {"description": "slow", "prompt": "Take your time."})
+    streaming = asyncio.Event()
+
+    def slow(_: Any) -> Any:
+        streaming.set()
+        return reply("x" * 2_000, chunk=5)
+
+    provider = ScriptedProvider(reply(task), slow, delay_s=0.02)
+    runtime = build(project, provider)
+
+    async def go() -> None:
+        run = asyncio.ensure_future(drain(runtime, "start"))
+        await streaming.wait()  # the subagent's request is under way
+        await asyncio.sleep(0.1)
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+
+    asyncio.run(go())
+    history = runtime.agent.history
+    assert is_valid(history) and history[-1].text == INTERRUPTED_REQUEST
+    [transcript] = (runtime.log.path.with_suffix("") / "subagents").glob("agent-*.jsonl")
+    sub = load_session(transcript, transcript.stem).messages
+    assert sub[-1].text == INTERRUPTED_REQUEST and is_valid(sub)

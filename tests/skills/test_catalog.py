@@ -1,0 +1,188 @@
+"""Finding skills and commands in real folders, reading their frontmatter, and filling in arguments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.activation import skill_name
+from skills.catalog import Catalog, SkillError, discover
+from skills.invoke import expand
+
+
+def skill(root: Path, name: str, text: str) -> Path:
+    path = root / name / "SKILL.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def simple(description: str, body: str = "Do the thing.", extra: str = "") -> str:
+    return f"---\ndescription: {description}\n{extra}---\n{body}\n"
+
+
+def test_the_nearest_definition_of_a_name_wins(project: Path) -> None:
+    home = Path.home()
+    skill(project / ".piton" / "skills", "review", simple("piton project review"))
+    skill(project / ".claude" / "skills", "review", simple("claude project review"))
+    skill(project / ".claude" / "skills", "lint", simple("claude project lint"))
+    skill(home / ".piton" / "skills", "lint", simple("user lint"))
+    skill(home / ".claude" / "skills", "deploy", simple("user deploy"))
+    catalog = discover(project)
+    assert catalog.get("review").description == "piton project review"
+    assert catalog.get("lint").description == "claude project lint"
+    assert (catalog.get("deploy").description, catalog.get("deploy").source) == ("user deploy", "user")
+    assert catalog.get("commit").source == "bundled", "the bundled skills come last"
+    hidden = {(str(h.path.relative_to(h.path.parents[2])), h.source) for h, _ in catalog.shadowed}
+    assert {("skills/review/SKILL.md", "project"), ("skills/lint/SKILL.md", "user")} <= hidden
+    assert ("bundled/review/SKILL.md", "bundled") in hidden
+    assert catalog.warnings == []
+
+
+def test_a_subfolder_finds_the_repositorys_skills(project: Path) -> None:
+    (project / ".git").mkdir()
+    skill(project / ".claude" / "skills", "lint", simple("lint it"))
+    inner = project / "src" / "pkg"
+    inner.mkdir(parents=True)
+    assert discover(inner).get("lint") is not None
+
+
+def test_every_frontmatter_field_is_read(project: Path) -> None:
+    skill(
+        project / ".claude" / "skills",
+        "pdf-tools",
+        "---\n"
+        "name: pdf-tools\n"
+        "description: >-\n  Fill PDF forms and extract\n  their text.\n"
+        "allowed-tools: Bash(python3:*), Read\n"
+        "model: haiku\n"
+        'argument-hint: "[file]"\n'
+        "license: Apache-2.0\n"
+        "metadata:\n  author: someone\n  version: '1.2'\n"
+        "---\n# PDF tools\nUse scripts/fill.py.\n",
+    )
+    skill(
+        project / ".claude" / "skills",
+        "secret",
+        simple(
+            "user only", extra="disable-model-invocation: true\nallowed-tools: [Read, 'Bash(git log:*)']\n"
+        ),
+    )
+    skill(project / ".claude" / "skills", "helper", simple("model only", extra="user-invocable: false\n"))
+    catalog = discover(project)
+    pdf = catalog.get("pdf-tools")
+    assert pdf is not None
+    assert pdf.description == "Fill PDF forms and extract their text."
+    assert pdf.allowed_tools == ("Bash(python3:*)", "Read")
+    assert (pdf.model, pdf.argument_hint) == ("haiku", "[file]")
+    assert pdf.metadata == {"license": "Apache-2.0", "metadata": {"author": "someone", "version": "1.2"}}
+    assert catalog.get("secret").allowed_tools == ("Read", "Bash(git log:*)")
+    names_for_model = [s.name for s in catalog.for_model()]
+    names_for_user = [s.name for s in catalog.for_user()]
+    assert "secret" not in names_for_model and "secret" in names_for_user
+    assert "helper" in names_for_model and "helper" not in names_for_user
+    with pytest.raises(SkillError, match="only the user may start it"):
+        catalog.activate("secret", "")
+
+
+def test_a_broken_file_is_skipped_with_one_warning_and_the_rest_load(project: Path) -> None:
+    root = project / ".claude" / "skills"
+    skill(root, "good", simple("fine"))
+    broken = {
+        "bad-yaml": "---\ndescription: [unclosed\n---\nbody\n",
+        "no-description": "---\nname: no-description\n---\nbody\n",
+        "no-close": "---\ndescription: x\nbody without the closing line\n",
+        "bad-name": "---\nname: has spaces\ndescription: x\n---\nbody\n",
+        "empty-body": "---\ndescription: x\n---\n\n",
+        "list-description": "---\ndescription: [a, b]\n---\nbody\n",
+    }
+    for name, text in broken.items():
+        skill(root, name, text)
+    (root / "latin1").mkdir()
+    (root / "latin1" / "SKILL.md").write_bytes(b"---\ndescription: caf\xe9\n---\nbody\n")
+    catalog = discover(project)
+    assert catalog.get("good") is not None
+    assert len(catalog.warnings) == len(broken) + 1
+    for name in [*broken, "latin1"]:
+        [warning] = [w for w in catalog.warnings if f"/{name}/SKILL.md:" in w]
+        assert warning.endswith("; skipped")
+    assert any("not valid YAML (line 3)" in w for w in catalog.warnings)
+    assert any("no closing '---'" in w for w in catalog.warnings)
+    assert any("not UTF-8" in w for w in catalog.warnings)
+
+
+def test_commands_are_files_named_by_their_stem(project: Path) -> None:
+    commands = project / ".claude" / "commands"
+    (commands / "ops").mkdir(parents=True)
+    (commands / "ops" / "deploy.md").write_text("# Deploy to $1\nRun the deploy for $ARGUMENTS.\n")
+    (commands / "fix.md").write_text(
+        "---\ndescription: Fix an issue\nargument-hint: <issue>\nmodel: opus\n---\nFix issue #$1.\n"
+    )
+    catalog = discover(project)
+    deploy, fix = catalog.get("deploy"), catalog.get("fix")
+    assert deploy is not None and fix is not None
+    assert (deploy.kind, deploy.description, deploy.directory) == ("command", "Deploy to $1", None)
+    assert (fix.description, fix.argument_hint, fix.model) == ("Fix an issue", "<issue>", "opus")
+    assert not deploy.model_invocable, "commands are the user's to type"
+    activation = catalog.invocation("/fix 42 quickly")
+    assert activation is not None and activation.model == "opus"
+    assert skill_name(activation.text) == "fix" and "Fix issue #42." in activation.text
+    assert catalog.invocation("/nothing here") is None and catalog.invocation("fix 42") is None
+
+
+def test_arguments_fill_the_placeholders() -> None:
+    assert expand("Review $ARGUMENTS now.", "src/a.py src/b.py", None) == "Review src/a.py src/b.py now."
+    assert expand("From $1 to $2, not $3.", 'main "feature x"', None) == "From main to feature x, not ."
+    assert expand("Just do it.", "with care", None) == "Just do it.\n\nARGUMENTS: with care"
+    assert expand("Just do it.", "", None) == "Just do it."
+    assert (
+        expand("Run ${PITON_SKILL_DIR}/run.sh and ${CLAUDE_SKILL_DIR}/x", "", "/s")
+        == "Run /s/run.sh and /s/x"
+    )
+    assert expand("Cost: $10 and $ARGUMENTS_X", "a", None) == "Cost: $10 and $ARGUMENTS_X\n\nARGUMENTS: a"
+    assert expand("Unbalanced $1", "'oops", None) == "Unbalanced 'oops"
+
+
+def test_the_listing_stays_within_its_budget(project: Path) -> None:
+    root = project / ".claude" / "skills"
+    for i in range(40):
+        skill(root, f"skill-{i:02d}", simple(f"Skill number {i}. " + "x" * 400))
+    catalog = discover(project, bundled=project / "no-bundled")
+    listing = catalog.listing(budget=3_000)
+    assert len(listing) <= 3_100
+    lines = listing.splitlines()
+    assert lines[0].startswith("- skill-00: Skill number 0.") and lines[0].endswith("…")
+    assert lines[-1] == f"- … and {40 - (len(lines) - 1)} more, not listed for length"
+
+
+def test_a_real_skill_folder_loads_as_it_is(project: Path) -> None:
+    folder = Path.home() / ".claude" / "skills" / "changelog"
+    (folder / "scripts").mkdir(parents=True)
+    (folder / "reference").mkdir()
+    (folder / "scripts" / "collect.py").write_text("import sys\nprint('entries for', sys.argv[1:])\n")
+    (folder / "reference" / "style.md").write_text("# Changelog style\nKeep a Changelog 1.1.\n")
+    (folder / "LICENSE.txt").write_text("Apache License 2.0\n")
+    (folder / "SKILL.md").write_text(
+        "---\n"
+        "name: changelog\n"
+        "description: Update CHANGELOG.md from the commits since the last tag. Use when preparing a release.\n"
+        "license: Complete terms in LICENSE.txt\n"
+        "allowed-tools: Bash(python3:*) Read\n"
+        "---\n\n"
+        "# Changelog\n\n"
+        "1. Run `python3 ${CLAUDE_SKILL_DIR}/scripts/collect.py $ARGUMENTS`.\n"
+        "2. Follow [the style guide](reference/style.md).\n"
+    )
+    catalog = discover(project)
+    found = catalog.get("changelog")
+    assert found is not None and catalog.warnings == []
+    assert found.directory == folder and found.allowed_tools == ("Bash(python3:*)", "Read")
+    text = catalog.activate("changelog", "v1.2").text
+    assert f'<skill name="changelog" dir="{folder}">' in text
+    assert f"python3 {folder}/scripts/collect.py v1.2" in text
+    assert "[the style guide](reference/style.md)" in text
+
+
+def test_an_empty_catalog_lists_nothing() -> None:
+    assert Catalog().listing() == "" and Catalog().prompt_section() == ""
