@@ -127,8 +127,10 @@ async def _compact(repl: Repl, args: str) -> None:
     except asyncio.CancelledError:
         repl.renderer.end()
         repl.print_line("  ⎿  Compaction interrupted; the conversation is as it was.", "yellow")
+        repl.restore_queue()
         return
     repl.renderer.end()
+    repl.send_queued()
 
 
 def _bar(used: int, limit: int, window: int, width: int = 40) -> Text:

@@ -267,18 +267,33 @@ class Repl:
                 self._count(event)
         except asyncio.CancelledError:
             self.renderer.interrupted()
-            if self.queue and self.session is not None:  # what was queued comes back to the prompt, unsent
-                self.session.default_buffer.text = "\n\n".join(self.queue)
-            self.queue.clear()
+            self.restore_queue()
             return
         except Exception as e:
             self.renderer.end()
             self._print_error(f"piton: internal error: {type(e).__name__}: {e}")
             return
         self.renderer.end()
-        if self.queue:
-            queued, self.queue = "\n\n".join(self.queue), []
-            self.submit(queued)
+        self.send_queued()
+
+    def send_queued(self) -> None:
+        """What was typed during a turn goes next: plain messages together, a /skill line on its own
+        (its arguments are its own)."""
+        if not self.queue:
+            return
+        if self.queue[0].startswith("/"):
+            text = self.queue.pop(0)
+        else:
+            plain = next((i for i, t in enumerate(self.queue) if t.startswith("/")), len(self.queue))
+            text = "\n\n".join(self.queue[:plain])
+            del self.queue[:plain]
+        self.submit(text)
+
+    def restore_queue(self) -> None:
+        """After an interrupt, what was queued comes back to the prompt, unsent."""
+        if self.queue and self.session is not None:
+            self.session.default_buffer.text = "\n\n".join(self.queue)
+        self.queue.clear()
 
     def _count(self, event: Any) -> None:
         from core.events import Compacted, MessageDone, SubagentEvent

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 SUMMARY_HEADER = "[Piton: this conversation was compacted to fit the context window."
 _STUB_MARK = "result cleared to save context"
-_SAVED_AS = re.compile(r"left out of [\d,]+\. The whole result is saved as (tr_[0-9a-f]+) at (\S+?):")
+_SAVED_AS = re.compile(r"left out of ([\d,]+)\. The whole result is saved as (tr_[0-9a-f]+) at (\S+?):")
 _USER_MESSAGE = re.compile(r"<user-message>\n?(.*?)\n?</user-message>", re.DOTALL)
 _MIN_STUB_CHARS = 400  # smaller results stay: a stub would save nothing
 _TRANSCRIPT_RESULT_CHARS = 2_000
@@ -78,21 +78,47 @@ def _result_text(block: ToolResultBlock) -> str:
     return "\n".join(b.text for b in block.content if isinstance(b, TextBlock))
 
 
-def _stub(block: ToolResultBlock, name: str, store: ToolResultStore | None) -> ToolResultBlock:
-    text = _result_text(block)
+def _stored_already(text: str, store: ToolResultStore) -> str | None:
+    """Where a preview's whole text is, if `text` is a preview this store holds the whole of: the
+    handle must be the store's and the stored text as long as the note says (a result that merely
+    quotes such a note, a log say, is stored itself)."""
     saved = _SAVED_AS.search(text)
-    if saved and Path(saved.group(2)).is_file():  # a preview of a result already stored whole
-        where = f"{saved.group(1)} at {saved.group(2)}"
-    elif store is not None:
+    if saved is None:
+        return None
+    try:
+        whole = store.read(saved.group(2))
+    except (KeyError, OSError):
+        return None
+    if len(whole) != int(saved.group(1).replace(",", "")) or not Path(saved.group(3)).is_file():
+        return None
+    return f"{saved.group(2)} at {saved.group(3)}"
+
+
+def _stub(block: ToolResultBlock, name: str, store: ToolResultStore | None) -> ToolResultBlock:
+    if store is None:
+        return block
+    text = _result_text(block)
+    where = _stored_already(text, store)
+    if where is None:
         handle = store.put(
             name, text, {"tool_use_id": block.tool_use_id, "is_error": block.is_error, "compacted": True}
         )
         where = f"{handle.id} at {handle.path}"
-    else:
-        return block
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "(empty)")[:120]
-    stub = f"[{name} {_STUB_MARK}: {first} … The whole result is saved as {where}; Read it if needed.]"
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "(no text)")[:120]
+    images = 0 if isinstance(block.content, str) else sum(not isinstance(b, TextBlock) for b in block.content)
+    dropped = f" It held {images} image(s), not kept: read the file again to see it." if images else ""
+    stub = f"[{name} {_STUB_MARK}: {first} … The text is saved as {where}; Read it if needed.{dropped}]"
     return ToolResultBlock(tool_use_id=block.tool_use_id, content=stub, is_error=block.is_error)
+
+
+def _worth_clearing(block: object) -> bool:
+    """A result not cleared yet, long enough that a stub saves something (or holding an image)."""
+    if not isinstance(block, ToolResultBlock) or _STUB_MARK in _result_text(block):
+        return False
+    has_image = not isinstance(block.content, str) and any(
+        not isinstance(b, TextBlock) for b in block.content
+    )
+    return has_image or len(_result_text(block)) >= _MIN_STUB_CHARS
 
 
 def stub_tool_results(
@@ -111,15 +137,11 @@ def stub_tool_results(
             continue
         blocks = []
         for block in message.content:
-            if isinstance(block, ToolResultBlock) and _STUB_MARK not in _result_text(block):
-                has_image = not isinstance(block.content, str) and len(_result_text(block)) < len(
-                    block.content
-                )
-                if len(_result_text(block)) >= _MIN_STUB_CHARS or has_image:
-                    new = _stub(block, names.get(block.tool_use_id, "tool"), store)
-                    if new is not block:
-                        stubs[block.tool_use_id] = _result_text(new)
-                    block = new
+            if _worth_clearing(block):
+                new = _stub(block, names.get(block.tool_use_id, "tool"), store)
+                if new is not block:
+                    stubs[block.tool_use_id] = _result_text(new)
+                block = new
             blocks.append(block)
         out.append(
             message
@@ -283,17 +305,18 @@ class Compactor:
         yield Compacting(trigger)
         try:
             summarised, usage = await self._summarise(agent, instructions)
-        except ProviderError as e:
-            summarised, usage = None, None
+        except ProviderError as e:  # the API's trouble, not the history's: the next request tries again
             yield Notice(f"compaction failed: {e}")
-        else:
-            if summarised is None:
-                yield Notice("compaction found nothing it could summarise without splitting a tool call")
+            if stubbed:
+                yield self._done(agent, trigger, before, "tool-results")
+            return
         if summarised is not None:
             agent.replace_history(summarised, trigger=trigger, pre_tokens=before)
             yield self._done(agent, trigger, before, "summary", usage)
-        elif stubbed:
-            yield self._done(agent, trigger, before, "tool-results")
+        else:
+            yield Notice("compaction found nothing it could summarise without splitting a tool call")
+            if stubbed:
+                yield self._done(agent, trigger, before, "tool-results")
         if agent.context_used() < limit:
             self.failures = 0
             return

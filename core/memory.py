@@ -23,7 +23,7 @@ MAX_FILE_CHARS = 40_000
 _CODE = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]*`)", re.DOTALL)
 _IMPORT = re.compile(r"(?<![\w@/`])@((?:~/|\.{1,2}/|/)?[\w.\-/]*[\w\-])")
 
-Refusal = Callable[[Path], str | None]  # why a path may not be imported, or None
+Refusal = Callable[[Path, str], str | None]  # why a file of a scope may not be read, or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +52,10 @@ class Memory:
 
 
 def _read(path: Path) -> str:
-    text = path.read_text(encoding="utf-8", errors="replace")
+    with path.open(encoding="utf-8", errors="replace") as f:  # bounded: a huge file costs nothing
+        text = f.read(MAX_FILE_CHARS + 1)
     if len(text) > MAX_FILE_CHARS:
-        text = text[:MAX_FILE_CHARS] + f"\n[... {len(text) - MAX_FILE_CHARS:,} more characters left out]"
+        text = text[:MAX_FILE_CHARS] + "\n[... the rest of the file is left out for length]"
     return text
 
 
@@ -63,6 +64,7 @@ class _Importer:
         self.home = home
         self.refuse = refuse
         self.memory = memory
+        self.scope = "project"
 
     def expand(
         self, text: str, source: Path, within: Path | None, seen: list[Path]
@@ -86,10 +88,15 @@ class _Importer:
         except OSError:
             return match.group(0)
         problem = self._problem(target, within, seen)
+        if problem is None:
+            try:
+                content = _read(target)
+            except OSError as e:
+                problem = f"cannot read it ({e.strerror or e})"
         if problem is not None:
             self.memory.warnings.append(f"{source}: @{token} was not imported: {problem}")
             return match.group(0)
-        text, nested = self.expand(_read(target), target, within, [*seen, target])
+        text, nested = self.expand(content, target, within, [*seen, target])
         imported += [target, *nested]
         return text.strip()
 
@@ -100,13 +107,19 @@ class _Importer:
             return f"imports go at most {MAX_IMPORT_DEPTH} levels deep"
         if within is not None and not target.is_relative_to(within):
             return "a project's instructions may import only files inside the project"
-        return self.refuse(target)
+        return self.refuse(target, self.scope)
+
+
+def _outside(real: Path, root: Path) -> str | None:
+    if real.is_relative_to(root):
+        return None
+    return f"it leads outside the project (to {real})"
 
 
 def load_memory(cwd: Path, home: Path | None = None, refuse: Refusal | None = None) -> Memory:
     home = home if home is not None else Path.home()
     memory = Memory()
-    importer = _Importer(home, refuse or (lambda _: None), memory)
+    importer = _Importer(home, refuse or (lambda _path, _scope: None), memory)
     root = git_root(cwd.resolve()) or cwd.resolve()
     candidates = [(home / ".piton" / "AGENTS.md", "user"), (home / ".claude" / "CLAUDE.md", "user")]
     for folder in reversed(project_dirs(cwd)):
@@ -116,13 +129,21 @@ def load_memory(cwd: Path, home: Path | None = None, refuse: Refusal | None = No
         try:
             if not path.is_file() or path.resolve() in seen:
                 continue
-            seen.add(path.resolve())
+            real = path.resolve()
+            seen.add(real)
+            # a project's file is the repository's: it may not lead (by a symlink) out of it
+            problem = _outside(real, root) if scope == "project" else None
+            problem = problem or (refuse(real, scope) if refuse is not None and scope == "project" else None)
+            if problem is not None:
+                memory.warnings.append(f"{path}: not loaded: {problem}")
+                continue
             text = _read(path)
         except OSError as e:
             memory.warnings.append(f"{path}: cannot read it ({e.strerror or e}); skipped")
             continue
         within = root if scope == "project" else None
-        text, imports = importer.expand(text, path, within, [path.resolve()])
+        importer.scope = scope
+        text, imports = importer.expand(text, path, within, [real])
         if text.strip():
             memory.files.append(MemoryFile(path, text, scope, tuple(imports)))
     return memory

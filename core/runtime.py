@@ -248,10 +248,15 @@ def _extension_tools(catalog: Catalog, runner: SubagentRunner) -> list[Tool]:
     return [*([Skill(catalog)] if catalog.for_model() else []), Task(runner)]
 
 
-def _import_refusal(policy: SandboxPolicy) -> Callable[[Path], str | None]:
-    """Why project memory may not import a file: what the file tools may not read either."""
+def _import_refusal(policy: SandboxPolicy) -> Callable[[Path, str], str | None]:
+    """Why project memory may not read a file: what the file tools may not read either. The user's
+    own files may also reach into `~/.claude` (where Claude Code users keep instructions), all but
+    its credentials file."""
+    claude = real(policy.home / ".claude")
 
-    def refuse(path: Path) -> str | None:
+    def refuse(path: Path, scope: str) -> str | None:
+        if scope == "user" and path.is_relative_to(claude) and path.name != ".credentials.json":
+            return None
         try:
             policy.check_read(path)
         except PolicyError as e:

@@ -87,7 +87,7 @@ def load_agent_type(path: Path, source: str) -> AgentType:
         name=name,
         description=description,
         prompt=body.strip(),
-        tools=tuple(t for t in tools if t != TASK_TOOL) if tools else None,
+        tools=tuple(t for t in tools if t != TASK_TOOL) if tools is not None else None,
         model=None if model in (None, "inherit") else model,
         source=source,
         max_turns=turns,
@@ -102,9 +102,12 @@ def discover_agent_types(cwd: Path, home: Path | None = None) -> tuple[dict[str,
     types: dict[str, AgentType] = {}
     warnings: list[str] = []
     for folder, source in folders:
-        if not folder.is_dir():
+        try:
+            paths = sorted(folder.glob("*.md")) if folder.is_dir() else []
+        except OSError as e:
+            warnings.append(f"{folder}: cannot list it ({e.strerror or e}); skipped")
             continue
-        for path in sorted(folder.glob("*.md")):
+        for path in paths:
             try:
                 found = load_agent_type(path, source)
             except FrontmatterError as e:

@@ -204,11 +204,15 @@ def discover(cwd: Path, home: Path | None = None, *, bundled: Path | None = None
     catalog = Catalog()
     roots = [*search_roots(cwd, home), (bundled if bundled is not None else bundled_root(), "bundled")]
     for root, source in roots:
-        candidates = (
-            [(p / "SKILL.md", "skill") for p in sorted(root.iterdir()) if (p / "SKILL.md").is_file()]
-            if source == "bundled" and root.is_dir()
-            else _candidates(root)
-        )
+        try:
+            candidates = (
+                [(p / "SKILL.md", "skill") for p in sorted(root.iterdir()) if (p / "SKILL.md").is_file()]
+                if source == "bundled" and root.is_dir()
+                else _candidates(root)
+            )
+        except OSError as e:  # an unreadable folder: say so, keep the others
+            catalog.warnings.append(f"{root}: cannot list it ({e.strerror or e}); skipped")
+            continue
         for path, kind in candidates:
             try:
                 catalog.add(load(path, kind, source))

@@ -515,3 +515,25 @@ def test_a_subagents_tool_calls_are_nested_under_its_task_line(project: Path) ->
         "       ⎿  Unknown tool 'Nope'. Available tools: Echo, Shell.",
         "  ⎿  general-purpose: 2 turns, 2 tool calls, 0s",
     ]
+
+
+def test_a_skill_typed_during_a_turn_runs_as_a_turn_of_its_own(project: Path) -> None:
+    folder = project / ".claude" / "skills" / "greet"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\ndescription: Greets.\n---\nGREET-BODY $ARGUMENTS\n")
+    provider = ScriptedProvider(
+        reply("slow " * 60, chunk=3), reply("Hello Ada."), reply("You are welcome."), delay_s=0.01
+    )
+
+    async def script(s: Session) -> None:
+        await s.type("first" + ENTER)
+        await s.until(lambda: s.repl.busy)
+        await s.type("/greet Ada" + ENTER, pause=0.3)
+        await s.type("thanks" + ENTER)
+        await s.until(lambda: len(s.history) == 6)
+        await s.idle()
+
+    s = run(project, provider, script)
+    prompts = [m.content for m in s.history[::2]]
+    assert [p[0].text for p in prompts] == ["first", "/greet Ada", "thanks"]
+    assert "GREET-BODY Ada" in prompts[1][1].text and len(prompts[2]) == 1

@@ -64,3 +64,21 @@ def test_the_chain_refuses_cycles_and_depth() -> None:
         "The skill 'b' is already loaded in this turn (a cycle: a → b → c → b); its instructions are above."
     )
     assert skills.refusal("d") == "Skills may load at most 3 skills deep in one turn (a → b → c → d)."
+
+
+def test_a_skills_allowed_tools_never_override_deny_or_ask_rules(project: Any) -> None:
+    shell = Probe("Bash")
+    shell.kind = "execute"  # type: ignore[misc]
+    permissions = Permissions.from_texts(
+        "default", deny=["Bash(rm:*)"], ask=["Bash(git push:*)"], project=project
+    )
+    gate = PermissionGate(permissions)
+    gate.allow_for_turn(["Bash"])
+
+    def decide(command: str) -> str:
+        return asyncio.run(gate.check(shell, command, "toolu_1", {"command": command})).behavior
+
+    assert decide("make test") == "allow", "the skill's bare Bash waives the default question"
+    assert decide("rm -rf build") == "deny"
+    assert decide("git push origin main") == "deny", "an ask rule still asks (and -p cannot answer)"
+    assert decide("echo $(cat notes)") == "deny", "a line the deny rules cannot check still asks"

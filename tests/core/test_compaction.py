@@ -367,3 +367,63 @@ def test_a_loaded_skill_survives_compaction_twice(tmp_path: Path) -> None:
     assert "LINT-RULES: run ruff before every commit." in blocks[1]
     assert "<user-message>\n/lint src\n</user-message>" in blocks[0]
     assert_api_valid(agent.history)
+
+
+def test_api_failures_while_summarising_do_not_switch_compaction_off(tmp_path: Path) -> None:
+    overloaded = ProviderError("API error 529: Overloaded", kind="overloaded")
+    provider = ScriptedProvider(
+        reply("One. " + code(150, "a"), ToolCall("NoOp", {"text": "1"}), input_tokens=17_000),
+        overloaded,
+        reply("Two. " + code(150, "b"), ToolCall("NoOp", {"text": "2"}), input_tokens=17_500),
+        overloaded,
+        reply("Three.", ToolCall("NoOp", {"text": "3"}), input_tokens=18_000),
+        summary,
+        reply("Done."),
+    )
+    agent = make(provider, tmp_path, NoOp())
+    events = collect(agent.run("start"))
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert notices == ["compaction failed: API error 529: Overloaded"] * 2, (
+        "no 'stops trying' after API errors"
+    )
+    assert [e.phase for e in events if isinstance(e, Compacted)] == ["summary"]
+    provider.assert_complete()
+
+
+def test_a_result_that_quotes_a_preview_note_is_saved_itself(tmp_path: Path) -> None:
+    other = tmp_path / "elsewhere.txt"
+    other.write_text("unrelated")
+    quoted = (
+        code(40, "log")
+        + f"\n[... 10 characters left out of 1,000. The whole result is saved as tr_abc at {other}: read it]"
+    )
+
+    async def show(_: str) -> str:
+        return quoted
+
+    steps = [reply(ToolCall("Show", {"text": str(i)}), input_tokens=n) for i, n in enumerate([1_000, 17_000])]
+    provider = ScriptedProvider(*steps, reply("Done."))
+    agent = make(provider, tmp_path, Probe("Show", show), keep_results=1)
+    collect(agent.run("show"))
+    stub = str(agent.history[2].tool_results[0].content)
+    assert "result cleared" in stub and str(other) not in stub
+    assert Path(stub.split(" at ")[1].split(";")[0]).read_text(encoding="utf-8") == quoted
+
+
+def test_an_image_result_is_cleared_with_a_note_that_the_image_was_dropped(tmp_path: Path) -> None:
+    from core.compaction import stub_tool_results
+    from core.messages import Base64ImageSource, ImageBlock, ToolResultBlock, ToolUseBlock
+
+    use = ToolUseBlock(id="toolu_1", name="Read", input={"file_path": "a.png"})
+    image = ImageBlock(source=Base64ImageSource(media_type="image/png", data="iVBORw0KGgo="))
+    result = ToolResultBlock(tool_use_id="toolu_1", content=[TextBlock(text="The image a.png:"), image])
+    history = [
+        Message.user("look"),
+        Message(role="assistant", content=[use]),
+        Message(role="user", content=[result]),
+    ]
+    out, stubs = stub_tool_results(history, 0, FileResultStore(tmp_path))
+    assert out[2].tool_results[0].content == stubs["toolu_1"]
+    assert list(stubs) == ["toolu_1"]
+    assert stubs["toolu_1"].startswith("[Read result cleared to save context: The image a.png:")
+    assert "It held 1 image(s), not kept: read the file again to see it." in stubs["toolu_1"]

@@ -89,3 +89,37 @@ def test_a_project_may_not_import_from_outside_it_nor_a_credential(project: Path
     assert sum("credential files" in w for w in memory.warnings) == 1
     assert sum("environment files" in w for w in memory.warnings) == 1
     assert secret.exists()
+
+
+def test_a_project_file_that_is_a_symlink_out_of_the_project_is_not_loaded(project: Path) -> None:
+    (project / ".git").mkdir()
+    key = write(Path.home() / ".ssh" / "id_rsa", "-----BEGIN PRIVATE KEY----- SECRETKEY")
+    (project / "CLAUDE.md").symlink_to(key)
+    inside = write(project / "docs" / "agents.md", "Use tabs.")
+    (project / "AGENTS.md").symlink_to(inside)
+    policy = SandboxPolicy.create("workspace-write", project)
+    memory = load_memory(project, refuse=_import_refusal(policy))
+    assert [f.text for f in memory.files] == ["Use tabs."], "a link inside the project is fine"
+    assert memory.warnings == [
+        f"{project / 'CLAUDE.md'}: not loaded: it leads outside the project (to {key})"
+    ]
+
+
+def test_the_users_claude_md_may_import_its_neighbours_but_not_the_credentials(project: Path) -> None:
+    claude = Path.home() / ".claude"
+    write(claude / "rules.md", "RULES: answer in English.")
+    write(claude / ".credentials.json", '{"token": "SECRET"}')
+    write(claude / "CLAUDE.md", "@rules.md\n@.credentials.json")
+    policy = SandboxPolicy.create("workspace-write", project)
+    memory = load_memory(project, refuse=_import_refusal(policy))
+    [user] = memory.files
+    assert user.text.startswith("RULES: answer in English.\n@.credentials.json")
+    assert len(memory.warnings) == 1 and "credential files" in memory.warnings[0]
+
+
+def test_a_huge_instruction_file_is_cut_without_reading_it_all(project: Path) -> None:
+    write(project / "AGENTS.md", "x" * 5_000_000)
+    [agents] = load_memory(project).files
+    assert len(agents.text) < 40_100 and agents.text.endswith(
+        "[... the rest of the file is left out for length]"
+    )

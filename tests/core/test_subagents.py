@@ -96,3 +96,40 @@ def test_interrupting_the_parent_interrupts_its_subagent(project: Path) -> None:
     [transcript] = (runtime.log.path.with_suffix("") / "subagents").glob("agent-*.jsonl")
     sub = load_session(transcript, transcript.stem).messages
     assert sub[-1].text == INTERRUPTED_REQUEST and is_valid(sub)
+
+
+def test_a_general_purpose_subagent_gets_neither_task_nor_skill(project: Path) -> None:
+    task = ToolCall("Task", {"description": "sub", "prompt": "Do it."})
+    provider = ScriptedProvider(reply(task), reply("Done inside."), reply("Done."))
+    runtime = build(project, provider)
+    asyncio.run(drain(runtime, "go"))
+    parent_tools = [t["name"] for t in provider.requests[0].tools]
+    sub_tools = [t["name"] for t in provider.requests[1].tools]
+    assert "Task" in parent_tools and "Skill" in parent_tools
+    assert sub_tools == [n for n in parent_tools if n not in ("Task", "Skill")]
+
+
+def test_a_broken_tool_surfaces_as_an_error_and_leaves_the_history_valid(project: Path) -> None:
+    import pytest
+
+    from core.tools import Tool, ToolContext, ToolResult
+    from tests.fakes.tools import TextInput, make_agent
+
+    class Broken(Tool):
+        name = "Broken"
+        description = "Returns nonsense."
+        input_model = TextInput
+        read_only = True
+
+        async def run(self, args: TextInput, ctx: ToolContext) -> ToolResult:
+            return ToolResult("x", activation="not an activation")  # type: ignore[arg-type]
+
+    provider = ScriptedProvider(reply(ToolCall("Broken", {"text": "a"}), ToolCall("Broken", {"text": "b"})))
+    agent = make_agent(provider, Broken())
+    with pytest.raises(AttributeError):
+        asyncio.run(asyncio.wait_for(drain_agent(agent), 10))
+    assert is_valid(agent.history)
+
+
+async def drain_agent(agent: Any) -> list[Any]:
+    return [e async for e in agent.run("go")]
