@@ -81,10 +81,9 @@ def answer(size: int) -> str:
     return (unit * (size // len(unit) + 1))[:size]
 
 
-def render_cpu(text: str) -> float:
-    """CPU seconds to stream `text` in 20-character deltas, with the live area drawn ~12 times a second
-    at a typical 600 deltas a second (one draw per 50 deltas)."""
-    console = Console(
+def _console() -> Console:
+    """A terminal-like console that writes nowhere."""
+    return Console(
         file=io.StringIO(),
         width=100,
         height=40,
@@ -92,6 +91,12 @@ def render_cpu(text: str) -> float:
         color_system="truecolor",
         highlight=False,
     )
+
+
+def render_cpu(text: str) -> float:
+    """CPU seconds to stream `text` in 20-character deltas, with the live area drawn ~12 times a second
+    at a typical 600 deltas a second (one draw per 50 deltas)."""
+    console = _console()
     renderer = Renderer(console)
     renderer.begin()
     started = time.process_time()
@@ -105,14 +110,7 @@ def render_cpu(text: str) -> float:
 
 def render_once(text: str) -> float:
     """CPU seconds to render the whole answer once, at the end: the least any display could do."""
-    console = Console(
-        file=io.StringIO(),
-        width=100,
-        height=40,
-        force_terminal=True,
-        color_system="truecolor",
-        highlight=False,
-    )
+    console = _console()
     started = time.process_time()
     console.print(Markdown(text))
     return time.process_time() - started
