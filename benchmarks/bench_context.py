@@ -27,12 +27,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.compaction import stub_tool_results  # noqa: E402
-from core.context import ContextMeter, TokenCounter  # noqa: E402
-from core.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock  # noqa: E402
-from core.models import model_info  # noqa: E402
-from core.result_store import FileResultStore  # noqa: E402
-from core.usage import Usage  # noqa: E402
+from piton.core.context.compaction import stub_tool_results  # noqa: E402
+from piton.core.context.meter import ContextMeter, TokenCounter  # noqa: E402
+from piton.core.context.result_store import FileResultStore  # noqa: E402
+from piton.core.context.usage import Usage  # noqa: E402
+from piton.core.conversation.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock  # noqa: E402
+from piton.core.models import model_info  # noqa: E402
 from tests.fakes.cache import PromptCache  # noqa: E402
 from tests.fakes.fake_api import FakeAnthropicAPI  # noqa: E402
 from tests.fakes.script import Reply, ToolCall, reply  # noqa: E402
@@ -70,10 +70,10 @@ def script() -> list[Reply]:
 
 def tool_loop(project: Path) -> tuple[list[dict[str, Any]], list[Usage]]:
     """Run the loop through `build_runtime` (the real tools, system prompt and provider)."""
-    from core.events import MessageDone
-    from core.options import RunOptions
-    from core.providers.anthropic import AnthropicProvider
-    from core.runtime import build_runtime
+    from piton.core.conversation.events import MessageDone
+    from piton.core.options import RunOptions
+    from piton.core.providers.anthropic import AnthropicProvider
+    from piton.runtime import build_runtime
 
     for turn in range(TURNS):
         (project / "src" / f"m{turn}.py").write_text(source(turn))

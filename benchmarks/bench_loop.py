@@ -21,10 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.events import Result  # noqa: E402
-from core.messages import Message  # noqa: E402
-from core.providers import ModelRequest  # noqa: E402
-from core.session import SessionStore  # noqa: E402
+from piton.core.conversation.events import Result  # noqa: E402
+from piton.core.conversation.messages import Message  # noqa: E402
+from piton.core.conversation.session import SessionStore  # noqa: E402
+from piton.core.providers import ModelRequest  # noqa: E402
 from tests.fakes.script import ToolCall, reply  # noqa: E402
 from tests.fakes.scripted import ScriptedProvider  # noqa: E402
 from tests.fakes.tools import NoOp, make_agent  # noqa: E402

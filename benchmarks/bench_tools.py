@@ -19,14 +19,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from builtin_tools.grep import Grep  # noqa: E402
-from builtin_tools.read import Read  # noqa: E402
-from builtin_tools.ripgrep import rg_path  # noqa: E402
-from core.messages import ToolUseBlock  # noqa: E402
-from core.policy import SandboxPolicy  # noqa: E402
-from core.sandbox import NoSandbox, make_sandbox  # noqa: E402
-from core.shell import run_shell  # noqa: E402
-from core.tools import ToolContext, ToolRegistry  # noqa: E402
+from piton.builtin_tools.grep import Grep  # noqa: E402
+from piton.builtin_tools.read import Read  # noqa: E402
+from piton.builtin_tools.ripgrep import rg_path  # noqa: E402
+from piton.core.conversation.messages import ToolUseBlock  # noqa: E402
+from piton.core.safety.policy import SandboxPolicy  # noqa: E402
+from piton.core.safety.sandbox import NoSandbox, make_sandbox  # noqa: E402
+from piton.core.safety.shell import run_shell  # noqa: E402
+from piton.core.tools import ToolContext, ToolRegistry  # noqa: E402
 
 REPEATS = 7
 

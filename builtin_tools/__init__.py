@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from core.tools import Tool
+from piton.core.tools import Tool
 
 
 def builtin_tools() -> list[Tool]:
     """Fresh instances of every built-in tool, in a fixed order (the tool list is in the cached prompt)."""
-    from builtin_tools.bash import Bash
-    from builtin_tools.edit import Edit
-    from builtin_tools.glob import Glob
-    from builtin_tools.grep import Grep
-    from builtin_tools.read import Read
-    from builtin_tools.todo import TodoWrite
-    from builtin_tools.write import Write
+    from piton.builtin_tools.bash import Bash
+    from piton.builtin_tools.edit import Edit
+    from piton.builtin_tools.glob import Glob
+    from piton.builtin_tools.grep import Grep
+    from piton.builtin_tools.read import Read
+    from piton.builtin_tools.todo import TodoWrite
+    from piton.builtin_tools.write import Write
 
     return [Bash(), Glob(), Grep(), Read(), Edit(), Write(), TodoWrite()]

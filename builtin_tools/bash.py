@@ -7,11 +7,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from builtin_tools.files import policy_of
-from core import guard
-from core.sandbox import Sandbox, make_sandbox
-from core.shell import run_shell
-from core.tools import Tool, ToolContext, ToolResult
+from piton.builtin_tools.files import policy_of
+from piton.core.safety import guard
+from piton.core.safety.sandbox import Sandbox, make_sandbox
+from piton.core.safety.shell import run_shell
+from piton.core.tools import Tool, ToolContext, ToolResult
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from builtin_tools.files import (
+from piton.builtin_tools.files import (
     FileTool,
     decode,
     lines_of,
@@ -23,7 +23,7 @@ from builtin_tools.files import (
     unified_diff,
     writable,
 )
-from core.tools import ToolContext, ToolResult
+from piton.core.tools import ToolContext, ToolResult
 
 _MAX_LISTED = 10
 

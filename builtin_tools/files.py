@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.policy import PolicyError, SandboxPolicy, real
-from core.tools import Tool, ToolContext, ToolResult
+from piton.core.safety.policy import PolicyError, SandboxPolicy, real
+from piton.core.tools import Tool, ToolContext, ToolResult
 
 MAX_LINE_CHARS = 2_000
 SNIFF_BYTES = 8_192

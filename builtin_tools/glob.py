@@ -9,11 +9,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from builtin_tools.files import PathTool, policy_of, readable, resolve
-from builtin_tools.ripgrep import RipgrepMissing, mtime, run_rg
-from core.globs import compile_glob
-from core.policy import PolicyError, real
-from core.tools import ToolContext, ToolResult
+from piton.builtin_tools.files import PathTool, policy_of, readable, resolve
+from piton.builtin_tools.ripgrep import RipgrepMissing, mtime, run_rg
+from piton.core.safety.globs import compile_glob
+from piton.core.safety.policy import PolicyError, real
+from piton.core.tools import ToolContext, ToolResult
 
 MAX_RESULTS = 100
 

@@ -8,10 +8,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from builtin_tools.files import PathTool, policy_of, readable, require_regular
-from builtin_tools.ripgrep import RgOutput, RipgrepMissing, mtime, run_rg
-from core.policy import PolicyError
-from core.tools import ToolContext, ToolResult
+from piton.builtin_tools.files import PathTool, policy_of, readable, require_regular
+from piton.builtin_tools.ripgrep import RgOutput, RipgrepMissing, mtime, run_rg
+from piton.core.safety.policy import PolicyError
+from piton.core.tools import ToolContext, ToolResult
 
 
 class GrepInput(BaseModel):

@@ -10,7 +10,7 @@ from typing import IO
 
 from pydantic import BaseModel, Field
 
-from builtin_tools.files import (
+from piton.builtin_tools.files import (
     MAX_LINE_CHARS,
     SNIFF_BYTES,
     FileStamp,
@@ -25,8 +25,8 @@ from builtin_tools.files import (
     remember,
     require_regular,
 )
-from core.messages import Base64ImageSource, ImageBlock
-from core.tools import ToolContext, ToolResult
+from piton.core.conversation.messages import Base64ImageSource, ImageBlock
+from piton.core.tools import ToolContext, ToolResult
 
 DEFAULT_LIMIT = 2_000
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # the API's limit for one image

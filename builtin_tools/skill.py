@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from core.activation import SkillSource
-from core.tools import Tool, ToolContext, ToolResult
+from piton.core.activation import SkillSource
+from piton.core.tools import Tool, ToolContext, ToolResult
 
 
 class SkillInput(BaseModel):

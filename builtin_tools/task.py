@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from core.subagents import SubagentRunner
-from core.tools import Tool, ToolContext, ToolResult, current_call
+from piton.core.subagents import SubagentRunner
+from piton.core.tools import Tool, ToolContext, ToolResult, current_call
 
 _DESCRIPTION = """Starts a subagent: a fresh agent with its own context that does one task on its own and \
 returns a report. Use it for broad searches and for side tasks whose details would crowd this \

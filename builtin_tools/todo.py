@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from core.tools import Tool, ToolContext, ToolResult
+from piton.core.tools import Tool, ToolContext, ToolResult
 
 TODOS = "todos"  # ToolContext.state key, and the session log's record kind
 _MARK = {"pending": "☐", "in_progress": "◐", "completed": "☒"}

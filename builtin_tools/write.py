@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from builtin_tools.files import (
+from piton.builtin_tools.files import (
     UTF8,
     FileTool,
     decode,
@@ -14,7 +14,7 @@ from builtin_tools.files import (
     unified_diff,
     writable,
 )
-from core.tools import ToolContext, ToolResult
+from piton.core.tools import ToolContext, ToolResult
 
 
 class WriteInput(BaseModel):

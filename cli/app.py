@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from core import __version__
+from piton import __version__
 
 app = typer.Typer(
     add_completion=False,
@@ -130,7 +130,7 @@ def piton(
     ] = False,
 ) -> None:
     """Piton: a coding assistant for your terminal."""
-    from core.options import RunOptions
+    from piton.core.options import RunOptions
 
     options = RunOptions(
         cwd=Path.cwd(),
@@ -147,10 +147,10 @@ def piton(
         add_dirs=[d.expanduser().resolve() for d in add_dir or []],
     )
     if not print_mode:
-        from cli.repl import run_repl
+        from piton.cli.repl import run_repl
 
         raise typer.Exit(run_repl(options, verbose=verbose, initial_prompt=prompt))
-    from cli.headless import HeadlessOptions, run_headless
+    from piton.cli.headless import HeadlessOptions, run_headless
 
     code = run_headless(HeadlessOptions(options, prompt, output_format.value, verbose))
     raise typer.Exit(code)

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 from rich.console import Console
 from rich.text import Text
 
-from cli.render import diff_text
-from core.permissions import Decision, PermissionGate, PermissionRequest
+from piton.cli.render import diff_text
+from piton.core.safety.permissions import Decision, PermissionGate, PermissionRequest
 
 _YES = {"1", "y", "yes"}
 _ALWAYS = {"2", "a", "always"}

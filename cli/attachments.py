@@ -6,10 +6,10 @@ import base64
 from collections.abc import Callable
 from pathlib import Path
 
-from builtin_tools.files import decode, image_type, looks_binary, readable, remember, require_regular
-from core.messages import Base64ImageSource, ContentBlock, ImageBlock, TextBlock
-from core.policy import PolicyError
-from core.tools import ToolContext
+from piton.builtin_tools.files import decode, image_type, looks_binary, readable, remember, require_regular
+from piton.core.conversation.messages import Base64ImageSource, ContentBlock, ImageBlock, TextBlock
+from piton.core.safety.policy import PolicyError
+from piton.core.tools import ToolContext
 
 MAX_CHARS = 200_000  # per file; the rest is left out with a note
 MAX_IMAGE_BYTES = 5 * 1024 * 1024

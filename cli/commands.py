@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
-from core import __version__
-from core.context import report
-from core.models import model_info, resolve_alias
-from core.permissions import Rule
-from core.runtime import build_runtime
-from core.settings import load_settings, settings_files
+from piton import __version__
+from piton.core.context.meter import report
+from piton.core.models import model_info, resolve_alias
+from piton.core.project.settings import load_settings, settings_files
+from piton.core.safety.permissions import Rule
+from piton.runtime import build_runtime
 
 if TYPE_CHECKING:
-    from cli.repl import Repl
+    from piton.cli.repl import Repl
 
 Handler = Callable[["Repl", str], Awaitable[None]]
 
@@ -236,7 +236,7 @@ async def _model(repl: Repl, args: str) -> None:
 
 async def _resume(repl: Repl, args: str) -> None:
     runtime = await repl.ready()
-    from core.session import SessionStore
+    from piton.core.conversation.session import SessionStore
 
     choice = args
     if not choice:
@@ -284,7 +284,7 @@ async def _status(repl: Repl, _: str) -> None:
     runtime = await repl.ready()
     agent = runtime.agent
     policy = agent.context.policy
-    from builtin_tools.bash import sandbox_of
+    from piton.builtin_tools.bash import sandbox_of
 
     sandbox = sandbox_of(agent.context)
     problem = sandbox.unavailable_reason()
@@ -311,7 +311,7 @@ async def _invoke(repl: Repl, line: str) -> None:
 
 async def _skills(repl: Repl, _: str) -> None:
     runtime = await repl.ready()
-    from skills.report import report
+    from piton.skills.report import report
 
     if runtime.catalog is None:
         repl.print_line("No skills were loaded.", "dim")

@@ -10,7 +10,7 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
 if TYPE_CHECKING:
-    from cli.repl import Repl
+    from piton.cli.repl import Repl
 
 _MENTION = re.compile(r"(?:^|\s)@(\S*)$")
 MAX_FILE_COMPLETIONS = 50

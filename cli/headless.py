@@ -17,14 +17,14 @@ import traceback
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from cli.output import Writer, make_writer
-from core.activation import Activation
-from core.agent import Agent
-from core.events import Result
-from core.providers import Provider, ProviderError
-from core.runtime import RunOptions, SetupError, build_runtime
-from core.session import SessionError
-from core.tools import Tool
+from piton.cli.output import Writer, make_writer
+from piton.core.activation import Activation
+from piton.core.agent import Agent
+from piton.core.conversation.events import Result
+from piton.core.conversation.session import SessionError
+from piton.core.providers import Provider, ProviderError
+from piton.core.tools import Tool
+from piton.runtime import RunOptions, SetupError, build_runtime
 
 STDIN_PATIENCE_S = 3.0
 
@@ -124,7 +124,7 @@ def _run(
         streams.stderr.write("piton: no prompt: pass one as an argument or on standard input\n")
         return 1
     if provider is None:
-        from core.providers.anthropic import AnthropicProvider, prewarm
+        from piton.core.providers.anthropic import AnthropicProvider, prewarm
 
         prewarm()  # the SDK import overlaps with reading settings, the session and git status
         provider = AnthropicProvider()

@@ -8,7 +8,7 @@ import sys
 
 def main() -> None:
     if sys.argv[1:] in (["--version"], ["-v"]):
-        from core import __version__
+        from piton import __version__
 
         print(f"piton {__version__}")
         return
@@ -17,14 +17,14 @@ def main() -> None:
     if not sys.argv[1:]:  # the REPL, as fast as it can draw: no argument parser to load
         from pathlib import Path
 
-        from cli.repl import run_repl
-        from core.options import RunOptions
+        from piton.cli.repl import run_repl
+        from piton.core.options import RunOptions
 
         sys.exit(run_repl(RunOptions(cwd=Path.cwd())))
     try:
         from typer.exceptions import TyperException
 
-        from cli.app import app
+        from piton.cli.app import app
 
         code = app(standalone_mode=False)
     except KeyboardInterrupt:  # Ctrl-C before the run started: nothing to save, nothing to show
@@ -44,10 +44,10 @@ def list_skills() -> int:
     from rich.console import Console
     from rich.text import Text
 
-    from cli.commands import BUILTIN_NAMES
-    from core.subagents import discover_agent_types
-    from skills.catalog import discover
-    from skills.report import report
+    from piton.cli.commands import BUILTIN_NAMES
+    from piton.skills.agents import discover_agent_types
+    from piton.skills.catalog import discover
+    from piton.skills.report import report
 
     cwd = Path.cwd()
     catalog = discover(cwd)

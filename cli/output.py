@@ -12,8 +12,8 @@ import re
 import uuid
 from typing import Any, Protocol, TextIO
 
-from core import __version__
-from core.events import (
+from piton import __version__
+from piton.core.conversation.events import (
     AgentEvent,
     Compacted,
     MessageDone,

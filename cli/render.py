@@ -14,10 +14,10 @@ from typing import Any
 from rich.console import Console, Group
 from rich.text import Text
 
-from cli.markdown_render import render_block
-from cli.markdown_stream import MarkdownStream
-from cli.output import compacted_line, tool_label
-from core.events import (
+from piton.cli.markdown_render import render_block
+from piton.cli.markdown_stream import MarkdownStream
+from piton.cli.output import compacted_line, tool_label
+from piton.core.conversation.events import (
     AgentEvent,
     Compacted,
     Compacting,

@@ -29,17 +29,17 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
-from core.options import RunOptions
+from piton.core.options import RunOptions
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from cli.commands import Commands
-    from cli.render import Renderer
-    from core.providers import Provider
-    from core.runtime import Runtime
-    from core.tools import Tool
-    from core.usage import Usage
+    from piton.cli.commands import Commands
+    from piton.cli.render import Renderer
+    from piton.core.context.usage import Usage
+    from piton.core.providers import Provider
+    from piton.core.tools import Tool
+    from piton.runtime import Runtime
 
 _MENTION = re.compile(r"(?<![\w@])@(\S+)")
 _EXIT_WINDOW_S = 2.0
@@ -119,12 +119,12 @@ class Repl:
     def _load(self) -> None:
         """Everything the first turn needs; runs on a worker thread while the prompt is up."""
         if self.provider_factory is None:
-            from core.providers.anthropic import prewarm
+            from piton.core.providers.anthropic import prewarm
 
             prewarm()  # the SDK import (about a second) overlaps with the rest of loading
-        from cli.commands import Commands
-        from cli.render import Renderer
-        from core.runtime import build_runtime
+        from piton.cli.commands import Commands
+        from piton.cli.render import Renderer
+        from piton.runtime import build_runtime
 
         self.console = self._make_console()
         self.renderer = Renderer(self.console, verbose=self.verbose)
@@ -154,7 +154,7 @@ class Repl:
     # -- the loop ----------------------------------------------------------------------------------
     async def run(self) -> int:
         history = FileHistory(str(self.io.history_file)) if self.io.history_file else InMemoryHistory()
-        from cli.completion import PitonCompleter
+        from piton.cli.completion import PitonCompleter
 
         self.session = PromptSession(
             message=self._message,
@@ -296,7 +296,7 @@ class Repl:
         self.queue.clear()
 
     def _count(self, event: Any) -> None:
-        from core.events import Compacted, MessageDone, SubagentEvent
+        from piton.core.conversation.events import Compacted, MessageDone, SubagentEvent
 
         if isinstance(event, SubagentEvent):  # what subagents spend is the session's cost too
             event = event.event
@@ -308,7 +308,7 @@ class Repl:
     # -- input helpers -----------------------------------------------------------------------------
     def _with_attachments(self, runtime: Runtime, text: str) -> Any:
         """The prompt, with the content of each `@path` it mentions attached (and counted as read)."""
-        from cli.attachments import attach
+        from piton.cli.attachments import attach
 
         return attach(runtime.agent.context, text, _MENTION.findall(text), self.print_line)
 
@@ -317,7 +317,7 @@ class Repl:
         if not command:
             return
         runtime = await self.ready()
-        from builtin_tools.bash import Bash, BashInput
+        from piton.builtin_tools.bash import Bash, BashInput
 
         result = await Bash().run(BashInput(command=command), runtime.agent.context)
         output = str(result.content)
@@ -341,7 +341,7 @@ class Repl:
             self.question = None
 
     async def _approve(self, request: Any) -> Any:
-        from cli.approval import approve
+        from piton.cli.approval import approve
 
         assert self.runtime is not None and self.console is not None
         async with self._asking:  # subagents working side by side ask one question at a time
@@ -372,7 +372,7 @@ class Repl:
             return FormattedText([("", " Press Ctrl-C again to exit")])
         if self.runtime is None:
             return FormattedText([("", " starting…")])
-        from cli.status import status_line
+        from piton.cli.status import status_line
 
         return FormattedText([("", status_line(self))])
 
@@ -444,7 +444,7 @@ class Repl:
 
 
 def _anthropic() -> Provider:
-    from core.providers.anthropic import AnthropicProvider
+    from piton.core.providers.anthropic import AnthropicProvider
 
     return AnthropicProvider()
 
@@ -453,7 +453,7 @@ def _project_files(cwd: Path, limit: int = 20_000) -> list[str]:
     """Paths for @-completion: what ripgrep lists (gitignore-aware), relative to the project."""
     import subprocess
 
-    from builtin_tools.ripgrep import RipgrepMissing, rg_path
+    from piton.builtin_tools.ripgrep import RipgrepMissing, rg_path
 
     try:
         done = subprocess.run(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cli.repl import Repl
+    from piton.cli.repl import Repl
 
 
 def status_line(repl: Repl) -> str:

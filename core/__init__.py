@@ -1,3 +1,3 @@
-"""Piton's core: messages, the agent loop, providers, sessions and settings (no terminal code)."""
-
-__version__ = "0.1.0"
+"""Piton's core: the agent loop, the tool contract, providers, conversation state, context
+management, the safety boundary and project configuration. No terminal code, and nothing from
+`piton.cli`, `piton.builtin_tools` or `piton.skills`."""

@@ -14,10 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from core.activation import Activation, ActiveSkills
-from core.compaction import Compactor, context_limit
-from core.context import ContextMeter
-from core.events import (
+from piton.core.activation import Activation, ActiveSkills
+from piton.core.context.compaction import Compactor, context_limit
+from piton.core.context.meter import ContextMeter
+from piton.core.context.metrics import SessionMetrics
+from piton.core.context.result_store import BRIEF_CAP, INLINE_CAP, ResultCapper
+from piton.core.context.usage import Usage, UsageTotals
+from piton.core.conversation.events import (
     AgentEvent,
     Compacted,
     MessageDone,
@@ -28,8 +31,8 @@ from core.events import (
     ToolResultsMessage,
     ToolStarted,
 )
-from core.history import interrupted_result
-from core.messages import (
+from piton.core.conversation.history import interrupted_result
+from piton.core.conversation.messages import (
     INTERRUPTED_REQUEST,
     ContentBlock,
     Message,
@@ -37,13 +40,10 @@ from core.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from core.metrics import SessionMetrics
-from core.models import model_info, resolve_alias
-from core.permissions import PermissionGate
-from core.providers import ModelRequest, Provider, ProviderError
-from core.result_store import BRIEF_CAP, INLINE_CAP, ResultCapper
-from core.tools import CallScope, Tool, ToolContext, ToolRegistry, ToolResult, current_call
-from core.usage import Usage, UsageTotals
+from piton.core.models import model_info, resolve_alias
+from piton.core.providers import ModelRequest, Provider, ProviderError
+from piton.core.safety.permissions import PermissionGate
+from piton.core.tools import CallScope, Tool, ToolContext, ToolRegistry, ToolResult, current_call
 
 
 class Transcript(Protocol):

@@ -17,17 +17,15 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from core.agent import Agent, AgentConfig
-from core.compaction import CompactionSettings, Compactor
-from core.events import Result, SubagentEvent, ToolStarted
-from core.frontmatter import FrontmatterError, list_field, read, text_field
-from core.models import resolve_alias
-from core.permissions import PermissionGate
-from core.project import project_dirs
-from core.providers import Provider
-from core.result_store import ResultCapper, ToolResultStore
-from core.session import SessionLog
-from core.tools import CallScope, Tool, ToolContext, ToolRegistry, ToolResult
+from piton.core.agent import Agent, AgentConfig
+from piton.core.context.compaction import CompactionSettings, Compactor
+from piton.core.context.result_store import ResultCapper, ToolResultStore
+from piton.core.conversation.events import Result, SubagentEvent, ToolStarted
+from piton.core.conversation.session import SessionLog
+from piton.core.models import resolve_alias
+from piton.core.providers import Provider
+from piton.core.safety.permissions import PermissionGate
+from piton.core.tools import CallScope, Tool, ToolContext, ToolRegistry, ToolResult
 
 TASK_TOOL = "Task"
 DEFAULT_MAX_TURNS = 50
@@ -50,7 +48,7 @@ class AgentType:
 
 def builtin_types() -> list[AgentType]:
     def prompt(name: str) -> str:
-        return files("core").joinpath(f"prompts/{name}").read_text(encoding="utf-8")
+        return files("piton.core").joinpath(f"prompts/{name}").read_text(encoding="utf-8")
 
     return [
         AgentType(
@@ -68,55 +66,6 @@ def builtin_types() -> list[AgentType]:
             read_only=True,
         ),
     ]
-
-
-def load_agent_type(path: Path, source: str) -> AgentType:
-    meta, body = read(path)
-    name = text_field(meta, "name") or path.stem
-    description = text_field(meta, "description")
-    if not description:
-        raise FrontmatterError("it has no description (the frontmatter's 'description' is required)")
-    if not body.strip():
-        raise FrontmatterError("it has no system prompt after the frontmatter")
-    turns = meta.get("maxTurns", meta.get("max-turns", DEFAULT_MAX_TURNS))
-    if not isinstance(turns, int) or isinstance(turns, bool) or turns < 1:
-        raise FrontmatterError("'maxTurns' should be a positive whole number")
-    tools = list_field(meta, "tools")
-    model = text_field(meta, "model")
-    return AgentType(
-        name=name,
-        description=description,
-        prompt=body.strip(),
-        tools=tuple(t for t in tools if t != TASK_TOOL) if tools is not None else None,
-        model=None if model in (None, "inherit") else model,
-        source=source,
-        max_turns=turns,
-    )
-
-
-def discover_agent_types(cwd: Path, home: Path | None = None) -> tuple[dict[str, AgentType], list[str]]:
-    """Every type by name, first found wins: the project's, the user's, then the built-in ones."""
-    home = home if home is not None else Path.home()
-    folders = [(d / c / "agents", "project") for d in project_dirs(cwd) for c in (".piton", ".claude")]
-    folders += [(home / c / "agents", "user") for c in (".piton", ".claude")]
-    types: dict[str, AgentType] = {}
-    warnings: list[str] = []
-    for folder, source in folders:
-        try:
-            paths = sorted(folder.glob("*.md")) if folder.is_dir() else []
-        except OSError as e:
-            warnings.append(f"{folder}: cannot list it ({e.strerror or e}); skipped")
-            continue
-        for path in paths:
-            try:
-                found = load_agent_type(path, source)
-            except FrontmatterError as e:
-                warnings.append(f"{path}: {e}; skipped")
-                continue
-            types.setdefault(found.name, found)
-    for builtin in builtin_types():
-        types.setdefault(builtin.name, builtin)
-    return types, warnings
 
 
 class _ReadOnlyView(Tool):

@@ -16,10 +16,10 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from core.activation import Activation
-from core.messages import ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock
-from core.policy import SandboxPolicy
-from core.sandbox import Sandbox
+from piton.core.activation import Activation
+from piton.core.conversation.messages import ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from piton.core.safety.policy import SandboxPolicy
+from piton.core.safety.sandbox import Sandbox
 
 NO_OUTPUT = "(no output)"
 

@@ -20,10 +20,10 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from core.activation import Activation, skill_block
-from core.frontmatter import FrontmatterError, bool_field, list_field, read, text_field
-from core.project import project_dirs
-from skills.invoke import expand
+from piton.core.activation import Activation, skill_block
+from piton.core.project.roots import project_dirs
+from piton.skills.frontmatter import FrontmatterError, bool_field, list_field, read, text_field
+from piton.skills.invoke import expand
 
 LISTING_BUDGET = 8_000  # characters of skill names and descriptions the model sees up front
 DESCRIPTION_CHARS = 300  # of each description in the listing
@@ -117,7 +117,7 @@ def _candidates(root: Path) -> list[tuple[Path, str]]:
 
 
 def bundled_root() -> Path:
-    return Path(str(files("skills").joinpath("bundled")))
+    return Path(str(files("piton.skills").joinpath("bundled")))
 
 
 def search_roots(cwd: Path, home: Path) -> list[tuple[Path, str]]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.subagents import AgentType
-from skills.catalog import Catalog, Skill
+from piton.core.subagents import AgentType
+from piton.skills.catalog import Catalog, Skill
 
 Line = tuple[str, str]  # (text, style)
 

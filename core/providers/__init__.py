@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from core.events import StreamEvent
-from core.messages import Message
+from piton.core.conversation.events import StreamEvent
+from piton.core.conversation.messages import Message
 
 
 @dataclass(frozen=True, slots=True)

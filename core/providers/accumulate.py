@@ -11,8 +11,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.events import MessageDone, StreamEvent, TextDelta, ThinkingDelta, ToolInputDelta, ToolUseStart
-from core.messages import (
+from piton.core.context.usage import Usage
+from piton.core.conversation.events import (
+    MessageDone,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolInputDelta,
+    ToolUseStart,
+)
+from piton.core.conversation.messages import (
     ContentBlock,
     Message,
     RedactedThinkingBlock,
@@ -20,7 +28,6 @@ from core.messages import (
     ThinkingBlock,
     ToolUseBlock,
 )
-from core.usage import Usage
 
 
 @dataclass(slots=True)

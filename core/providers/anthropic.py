@@ -18,11 +18,11 @@ import warnings
 from collections.abc import AsyncIterator
 from typing import Any
 
-from core.events import Notice, StreamEvent, StreamRetry
-from core.history import api_entry_ending_at, to_api_messages
-from core.models import model_info
-from core.providers import ModelRequest, ProviderError
-from core.providers.accumulate import ReplyAccumulator
+from piton.core.conversation.events import Notice, StreamEvent, StreamRetry
+from piton.core.conversation.history import api_entry_ending_at, to_api_messages
+from piton.core.models import model_info
+from piton.core.providers import ModelRequest, ProviderError
+from piton.core.providers.accumulate import ReplyAccumulator
 
 EPHEMERAL = {"type": "ephemeral"}
 MIN_THINKING_BUDGET = 1024  # the API's floor for `thinking: enabled`

@@ -6,9 +6,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from core.messages import ToolUseBlock
-from core.policy import SandboxPolicy
-from core.tools import Tool, ToolContext, ToolRegistry, ToolResult
+from piton.core.conversation.messages import ToolUseBlock
+from piton.core.safety.policy import SandboxPolicy
+from piton.core.tools import Tool, ToolContext, ToolRegistry, ToolResult
 
 
 def context(workspace: Path, mode: str = "workspace-write", **policy: Any) -> ToolContext:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from builtin_tools.bash import Bash
+from piton.builtin_tools.bash import Bash
 from tests.builtin_tools.helpers import call, context, text
 
 BASH = Bash()

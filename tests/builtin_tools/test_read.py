@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from builtin_tools.read import Read
-from core.messages import ImageBlock
+from piton.builtin_tools.read import Read
+from piton.core.conversation.messages import ImageBlock
 from tests.builtin_tools.helpers import call, context, text
 
 READ = Read()

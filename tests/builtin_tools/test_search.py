@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from builtin_tools.glob import Glob
-from builtin_tools.grep import Grep
-from builtin_tools.ripgrep import rg_path
+from piton.builtin_tools.glob import Glob
+from piton.builtin_tools.grep import Grep
+from piton.builtin_tools.ripgrep import rg_path
 from tests.builtin_tools.helpers import call, context, text
 
 GLOB, GREP = Glob(), Grep()
@@ -192,7 +192,7 @@ def test_grep_over_a_fifo_is_refused(tmp_path: Path) -> None:
 
 
 def test_path_rules_see_the_real_path(repo: Path) -> None:
-    from core.permissions import Permissions
+    from piton.core.safety.permissions import Permissions
 
     ctx = context(repo)
     permissions = Permissions.from_texts("default", deny=["Read(./src/**)"], project=repo)

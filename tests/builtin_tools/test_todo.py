@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from builtin_tools.todo import TodoWrite
+from piton.builtin_tools.todo import TodoWrite
 from tests.builtin_tools.helpers import call, context, text
 
 TODO = TodoWrite()

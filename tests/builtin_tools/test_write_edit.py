@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builtin_tools.edit import Edit
-from builtin_tools.read import Read
-from builtin_tools.write import Write
-from core.tools import ToolContext
+from piton.builtin_tools.edit import Edit
+from piton.builtin_tools.read import Read
+from piton.builtin_tools.write import Write
+from piton.core.tools import ToolContext
 from tests.builtin_tools.helpers import call, context, text
 
 READ, WRITE, EDIT = Read(), Write(), Edit()

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.compaction import SUMMARY_HEADER
+from piton.core.context.compaction import SUMMARY_HEADER
 from tests.cli.test_piton_command import piton
 from tests.fakes.fake_api import FakeAnthropicAPI
 from tests.fakes.script import Reply, ToolCall, reply

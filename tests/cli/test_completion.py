@@ -5,7 +5,7 @@ from types import SimpleNamespace
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from cli.completion import PitonCompleter
+from piton.cli.completion import PitonCompleter
 
 
 def completions(text: str, files: list[str] | None = None) -> list[str]:

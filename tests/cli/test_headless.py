@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from cli.headless import HeadlessOptions, Streams, read_prompt, run_headless
-from core.providers import ProviderError
-from core.runtime import RunOptions
-from core.session import SessionStore
+from piton.cli.headless import HeadlessOptions, Streams, read_prompt, run_headless
+from piton.core.conversation.session import SessionStore
+from piton.core.providers import ProviderError
+from piton.runtime import RunOptions
 from tests.fakes.script import ToolCall, reply
 from tests.fakes.scripted import ScriptedProvider
 from tests.fakes.tools import Boom, Probe
@@ -226,7 +226,7 @@ def test_a_slow_pipe_is_waited_for_with_a_note_on_stderr() -> None:
 
 
 def test_verbose_mode_shows_the_diff_of_each_write(project: Path) -> None:
-    from builtin_tools.write import Write
+    from piton.builtin_tools.write import Write
 
     out, err = io.StringIO(), io.StringIO()
     provider = ScriptedProvider(

@@ -3,7 +3,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from cli.markdown_render import inline, render_block
+from piton.cli.markdown_render import inline, render_block
 
 
 def shown(block: str, styles: bool = False) -> str:

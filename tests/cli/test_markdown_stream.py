@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from cli.markdown_stream import MarkdownStream
+from piton.cli.markdown_stream import MarkdownStream
 
 ANSWER = (
     "# Plan\nFirst paragraph,\nstill the first.\n\n- one\n- two\n\n```python\nx = 1\n\ny = 2\n```\nLast words"

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from core.history import is_valid
-from core.messages import INTERRUPTED_REQUEST
-from core.session import SessionStore, load_session
+from piton import __version__
+from piton.core.conversation.history import is_valid
+from piton.core.conversation.messages import INTERRUPTED_REQUEST
+from piton.core.conversation.session import SessionStore, load_session
 from tests.fakes.fake_api import FakeAnthropicAPI
 from tests.fakes.script import HttpError, MidStreamError, Thinking, ToolCall, reply
 
@@ -45,7 +46,7 @@ def user_texts(body: dict[str, Any]) -> list[str]:
 
 def test_version_is_printed(project: Path) -> None:
     done = piton("--version")
-    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "piton 0.1.0", "")
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, f"piton {__version__}", "")
 
 
 def test_print_answers_on_stdout(fake_api: FakeAnthropicAPI, project: Path) -> None:

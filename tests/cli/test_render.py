@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from cli.render import LIVE_LINES, Renderer
-from core.events import (
+from piton.cli.render import LIVE_LINES, Renderer
+from piton.core.context.usage import Usage
+from piton.core.conversation.events import (
     MessageDone,
     Notice,
     Result,
@@ -15,9 +16,8 @@ from core.events import (
     ToolFinished,
     ToolStarted,
 )
-from core.messages import Message
-from core.tools import ToolResult
-from core.usage import Usage
+from piton.core.conversation.messages import Message
+from piton.core.tools import ToolResult
 
 
 def plain(console: Console, clear: bool = True) -> str:
@@ -159,7 +159,7 @@ def test_a_long_answer_shows_every_paragraph_once() -> None:
 
 
 def test_a_compaction_shows_in_the_spinner_and_then_as_a_line() -> None:
-    from core.events import Compacted, Compacting
+    from piton.core.conversation.events import Compacted, Compacting
 
     renderer, console = make()
     renderer.handle(Compacting("auto"))

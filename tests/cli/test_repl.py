@@ -16,10 +16,10 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
-from cli.repl import Repl, ReplIO
-from core.history import is_valid
-from core.messages import INTERRUPTED_REQUEST, TextBlock
-from core.options import RunOptions
+from piton.cli.repl import Repl, ReplIO
+from piton.core.conversation.history import is_valid
+from piton.core.conversation.messages import INTERRUPTED_REQUEST, TextBlock
+from piton.core.options import RunOptions
 from tests.fakes.script import ToolCall, reply
 from tests.fakes.scripted import ScriptedProvider
 from tests.fakes.tools import Probe
@@ -413,9 +413,9 @@ def test_the_prompt_history_outlives_the_session(project: Path, tmp_path: Path) 
 
 
 def test_compact_context_stats_and_the_status_line(project: Path) -> None:
-    from cli.status import status_line
-    from core.compaction import SUMMARY_HEADER
-    from core.providers import ModelRequest
+    from piton.cli.status import status_line
+    from piton.core.context.compaction import SUMMARY_HEADER
+    from piton.core.providers import ModelRequest
 
     (project / ".piton").mkdir()
     (project / ".piton" / "settings.json").write_text('{"contextWindow": 10000}')
@@ -460,7 +460,7 @@ def test_skills_run_as_slash_commands_complete_and_are_listed(project: Path) -> 
     from prompt_toolkit.completion import CompleteEvent
     from prompt_toolkit.document import Document
 
-    from cli.completion import PitonCompleter
+    from piton.cli.completion import PitonCompleter
 
     folder = project / ".claude" / "skills" / "greet"
     folder.mkdir(parents=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from core.activation import Activation, ActiveSkills
-from core.permissions import PermissionGate, Permissions
+from piton.core.activation import Activation, ActiveSkills
+from piton.core.safety.permissions import PermissionGate, Permissions
 from tests.fakes.script import ToolCall, reply
 from tests.fakes.scripted import ScriptedProvider
 from tests.fakes.tools import Probe, make_agent
@@ -20,7 +20,7 @@ class Catalog:
 
 
 def test_a_skills_model_and_allowed_tools_last_for_its_turn(project: Any) -> None:
-    from builtin_tools.skill import Skill
+    from piton.builtin_tools.skill import Skill
 
     provider = ScriptedProvider(
         reply(ToolCall("Skill", {"skill": "fast"})),

@@ -7,7 +7,8 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from core.events import (
+from piton.core.context.usage import Usage
+from piton.core.conversation.events import (
     MessageDone,
     Result,
     SessionStarted,
@@ -16,8 +17,8 @@ from core.events import (
     ToolResultsMessage,
     ToolStarted,
 )
-from core.history import is_valid, to_api_messages
-from core.messages import (
+from piton.core.conversation.history import is_valid, to_api_messages
+from piton.core.conversation.messages import (
     INTERRUPTED_REQUEST,
     INTERRUPTED_TOOL_RESULT,
     Message,
@@ -25,8 +26,7 @@ from core.messages import (
     ThinkingBlock,
     ToolResultBlock,
 )
-from core.providers import ProviderError
-from core.usage import Usage
+from piton.core.providers import ProviderError
 from tests.fakes.script import RedactedThinking, Thinking, ToolCall, reply
 from tests.fakes.scripted import ScriptedProvider
 from tests.fakes.tools import Boom, NoOp, Probe, forever, make_agent
@@ -310,7 +310,7 @@ def test_every_appended_message_reaches_the_transcript() -> None:
 
 
 def test_a_call_the_gate_refuses_comes_back_as_a_refusal_and_is_reported() -> None:
-    from core.permissions import PermissionGate, Permissions
+    from piton.core.safety.permissions import PermissionGate, Permissions
 
     permissions = Permissions.from_texts("default", allow=["Echo"], project=Path.cwd())
     calls = [ToolCall("Echo", {"text": "fine"}), ToolCall("Write", {"text": "risky"})]
@@ -331,7 +331,7 @@ def test_a_call_the_gate_refuses_comes_back_as_a_refusal_and_is_reported() -> No
 
 
 def test_large_results_reach_the_history_as_a_preview(tmp_path: Path) -> None:
-    from core.result_store import FileResultStore, ResultCapper
+    from piton.core.context.result_store import FileResultStore, ResultCapper
 
     async def flood(_: str) -> str:
         return "data line\n" * 200_000

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.models import model_info, resolve_alias
+from piton.core.models import model_info, resolve_alias
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,12 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from core.events import Result, SubagentEvent, ToolFinished
-from core.history import is_valid
-from core.messages import INTERRUPTED_REQUEST
-from core.options import RunOptions
-from core.runtime import build_runtime
-from core.session import load_session
+from piton.core.conversation.events import Result, SubagentEvent, ToolFinished
+from piton.core.conversation.history import is_valid
+from piton.core.conversation.messages import INTERRUPTED_REQUEST
+from piton.core.conversation.session import load_session
+from piton.core.options import RunOptions
+from piton.runtime import build_runtime
 from tests.fakes.script import ToolCall, reply
 from tests.fakes.scripted import ScriptedProvider
 
@@ -112,7 +112,7 @@ def test_a_general_purpose_subagent_gets_neither_task_nor_skill(project: Path) -
 def test_a_broken_tool_surfaces_as_an_error_and_leaves_the_history_valid(project: Path) -> None:
     import pytest
 
-    from core.tools import Tool, ToolContext, ToolResult
+    from piton.core.tools import Tool, ToolContext, ToolResult
     from tests.fakes.tools import TextInput, make_agent
 
     class Broken(Tool):

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from core.events import StreamEvent
-from core.messages import Message
-from core.providers import ModelRequest
-from core.providers.accumulate import ReplyAccumulator
+from piton.core.conversation.events import StreamEvent
+from piton.core.conversation.messages import Message
+from piton.core.providers import ModelRequest
+from piton.core.providers.accumulate import ReplyAccumulator
 from tests.fakes.script import Reply, sse_events
 
 Step = Reply | BaseException | Callable[[ModelRequest], "Reply | BaseException"]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from core.agent import Agent, AgentConfig
-from core.providers import Provider
-from core.tools import Tool, ToolContext, ToolRegistry, ToolResult
+from piton.core.agent import Agent, AgentConfig
+from piton.core.providers import Provider
+from piton.core.tools import Tool, ToolContext, ToolRegistry, ToolResult
 
 
 class TextInput(BaseModel):

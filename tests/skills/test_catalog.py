@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from core.activation import skill_name
-from skills.catalog import Catalog, SkillError, discover
-from skills.invoke import expand
+from piton.core.activation import skill_name
+from piton.skills.catalog import Catalog, SkillError, discover
+from piton.skills.invoke import expand
 
 
 def skill(root: Path, name: str, text: str) -> Path:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from core.events import (
+from piton.core.conversation.events import (
     MessageDone,
     Notice,
     StreamRetry,
@@ -15,7 +15,7 @@ from core.events import (
     ToolInputDelta,
     ToolUseStart,
 )
-from core.messages import (
+from piton.core.conversation.messages import (
     Message,
     RedactedThinkingBlock,
     TextBlock,
@@ -23,8 +23,8 @@ from core.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from core.providers import ModelRequest, ProviderError
-from core.providers.anthropic import AnthropicProvider, build_params
+from piton.core.providers import ModelRequest, ProviderError
+from piton.core.providers.anthropic import AnthropicProvider, build_params
 from tests.fakes.fake_api import FakeAnthropicAPI
 from tests.fakes.script import (
     DropStream,

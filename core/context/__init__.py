@@ -1,0 +1,1 @@
+"""Context management: the token meter, compaction, large-result store, usage and metrics."""

@@ -1,0 +1,76 @@
+"""Token usage as the API reports it, totals per model, and what they cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from piton.core.models import model_info
+
+
+@dataclass(slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            self.cache_read_input_tokens + other.cache_read_input_tokens,
+        )
+
+    def cost_usd(self, model: str) -> float:
+        p = model_info(model).prices
+        return (
+            self.input_tokens * p.input
+            + self.output_tokens * p.output
+            + self.cache_creation_input_tokens * p.cache_write
+            + self.cache_read_input_tokens * p.cache_read
+        ) / 1_000_000
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+
+
+@dataclass(slots=True)
+class UsageTotals:
+    """Usage summed per model over a run (a run may switch models)."""
+
+    by_model: dict[str, Usage] = field(default_factory=dict)
+
+    def add(self, model: str, usage: Usage) -> None:
+        self.by_model[model] = self.by_model.get(model, Usage()) + usage
+
+    @property
+    def total(self) -> Usage:
+        out = Usage()
+        for usage in self.by_model.values():
+            out = out + usage
+        return out
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(u.cost_usd(m) for m, u in self.by_model.items())
+
+    def model_usage_dict(self) -> dict[str, dict[str, Any]]:
+        """Claude Code's `modelUsage` shape: camelCase token counts and cost per model."""
+        return {
+            model: {
+                "inputTokens": u.input_tokens,
+                "outputTokens": u.output_tokens,
+                "cacheReadInputTokens": u.cache_read_input_tokens,
+                "cacheCreationInputTokens": u.cache_creation_input_tokens,
+                "costUSD": round(u.cost_usd(model), 6),
+                "contextWindow": model_info(model).context_window,
+            }
+            for model, u in self.by_model.items()
+        }

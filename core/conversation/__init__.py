@@ -1,0 +1,1 @@
+"""Conversation state: messages, history repair, events, session transcripts."""

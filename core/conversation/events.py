@@ -1,0 +1,169 @@
+"""Typed events: what a provider streams and what the agent yields to its consumers.
+
+The agent never prints; the REPL renderer and the headless writers are two readers of these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from piton.core.context.usage import Usage
+from piton.core.conversation.messages import Message
+
+if TYPE_CHECKING:
+    from piton.core.tools import ToolResult
+
+
+# -- streamed by a provider ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    thinking: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseStart:
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInputDelta:
+    id: str
+    partial_json: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRetry:
+    """The partial reply streamed so far is void; the provider asks again after `delay_s`."""
+
+    attempt: int
+    max_attempts: int
+    delay_s: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class MessageDone:
+    """One complete assistant reply. `input_errors` maps tool_use ids whose input was not valid JSON
+    to the parse error (their `input` is then `{}`)."""
+
+    message: Message
+    usage: Usage
+    stop_reason: str | None
+    model: str
+    message_id: str
+    input_errors: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Something people should know that does not fail the run (a deprecated model, a skipped line)."""
+
+    text: str
+
+
+StreamEvent = TextDelta | ThinkingDelta | ToolUseStart | ToolInputDelta | StreamRetry | Notice | MessageDone
+
+
+# -- yielded by the agent ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStarted:
+    session_id: str
+    model: str
+    cwd: str
+    tools: tuple[str, ...]
+    permission_mode: str = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStarted:
+    tool_use_id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFinished:
+    tool_use_id: str
+    name: str
+    result: ToolResult
+    duration_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentEvent:
+    """Something a subagent did, reported through the Task call that started it."""
+
+    parent_tool_use_id: str
+    agent_id: str
+    agent_type: str
+    event: Any  # the subagent's own AgentEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Compacting:
+    """A summary of the conversation is being written (a model request: it takes a while)."""
+
+    trigger: str
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """The history was compacted: older tool results stubbed, or the earlier part summarised."""
+
+    trigger: str  # auto | manual
+    pre_tokens: int
+    post_tokens: int
+    phase: str  # tool-results | summary
+    usage: Usage | None = None  # what the summary request cost (counted in the run's usage already)
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultsMessage:
+    """The user message carrying every tool result of one turn, as appended to the history."""
+
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """The run's outcome; always the last event. Shaped after Claude Code's result message."""
+
+    subtype: str  # success | error_max_turns | error_during_execution
+    is_error: bool
+    result: str
+    session_id: str
+    num_turns: int
+    duration_ms: int
+    duration_api_ms: int
+    usage: Usage
+    model_usage: dict[str, dict[str, Any]]
+    total_cost_usd: float
+    stop_reason: str | None = None
+    errors: tuple[str, ...] = ()
+    permission_denials: tuple[dict[str, Any], ...] = ()
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+AgentEvent = (
+    StreamEvent
+    | SessionStarted
+    | ToolStarted
+    | ToolFinished
+    | ToolResultsMessage
+    | SubagentEvent
+    | Compacting
+    | Compacted
+    | Result
+)

@@ -1,0 +1,2 @@
+"""What the project and the user configure: settings files, instruction files, the system prompt,
+and where a project begins."""

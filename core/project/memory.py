@@ -1,0 +1,149 @@
+"""Project memory: the instructions people keep in AGENTS.md and CLAUDE.md files.
+
+Read at start-up, in this order (the most specific last): `~/.piton/AGENTS.md` and
+`~/.claude/CLAUDE.md`, then in each folder from the git root down to the working directory
+`AGENTS.md`, `CLAUDE.md`, `.claude/CLAUDE.md` and `CLAUDE.local.md`. An `@path` in a file (outside
+code) is replaced by that file's text: relative to the importing file, `~/` for home, at most four
+levels deep. A project's files may import only files inside the project (anyone who can commit
+can write them); every import must pass the file policy, so a credential is never imported.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from piton.core.project.roots import git_root, project_dirs
+
+PROJECT_FILES = ("AGENTS.md", "CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md")
+MAX_IMPORT_DEPTH = 4
+MAX_FILE_CHARS = 40_000
+_CODE = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]*`)", re.DOTALL)
+_IMPORT = re.compile(r"(?<![\w@/`])@((?:~/|\.{1,2}/|/)?[\w.\-/]*[\w\-])")
+
+Refusal = Callable[[Path, str], str | None]  # why a file of a scope may not be read, or None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFile:
+    path: Path
+    text: str
+    scope: str  # user | project
+    imports: tuple[Path, ...] = ()
+
+
+@dataclass(slots=True)
+class Memory:
+    files: list[MemoryFile] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def prompt_section(self) -> str:
+        if not self.files:
+            return ""
+        parts = [
+            "# Project instructions\n"
+            "The user's own instructions for this work follow, from their AGENTS.md and CLAUDE.md files. "
+            "Where they differ from the guidance above, follow them."
+        ]
+        parts += [f"## {f.path}\n{f.text.strip()}" for f in self.files]
+        return "\n\n".join(parts)
+
+
+def _read(path: Path) -> str:
+    with path.open(encoding="utf-8", errors="replace") as f:  # bounded: a huge file costs nothing
+        text = f.read(MAX_FILE_CHARS + 1)
+    if len(text) > MAX_FILE_CHARS:
+        text = text[:MAX_FILE_CHARS] + "\n[... the rest of the file is left out for length]"
+    return text
+
+
+class _Importer:
+    def __init__(self, home: Path, refuse: Refusal, memory: Memory) -> None:
+        self.home = home
+        self.refuse = refuse
+        self.memory = memory
+        self.scope = "project"
+
+    def expand(
+        self, text: str, source: Path, within: Path | None, seen: list[Path]
+    ) -> tuple[str, list[Path]]:
+        """`text` with its imports inlined; `within` bounds where a project's file may import from."""
+        imported: list[Path] = []
+        pieces = _CODE.split(text)
+        for index in range(0, len(pieces), 2):  # even pieces are prose, odd ones code
+            pieces[index] = _IMPORT.sub(lambda m: self._one(m, source, within, seen, imported), pieces[index])
+        return "".join(pieces), imported
+
+    def _one(
+        self, match: re.Match[str], source: Path, within: Path | None, seen: list[Path], imported: list[Path]
+    ) -> str:
+        token = match.group(1)
+        target = self.home / token[2:] if token.startswith("~/") else source.parent / token
+        try:
+            target = target.resolve()
+            if not target.is_file():
+                return match.group(0)  # a mention (`@property`, a handle), not an import
+        except OSError:
+            return match.group(0)
+        problem = self._problem(target, within, seen)
+        if problem is None:
+            try:
+                content = _read(target)
+            except OSError as e:
+                problem = f"cannot read it ({e.strerror or e})"
+        if problem is not None:
+            self.memory.warnings.append(f"{source}: @{token} was not imported: {problem}")
+            return match.group(0)
+        text, nested = self.expand(content, target, within, [*seen, target])
+        imported += [target, *nested]
+        return text.strip()
+
+    def _problem(self, target: Path, within: Path | None, seen: list[Path]) -> str | None:
+        if target in seen:
+            return "it imports itself (a cycle)"
+        if len(seen) > MAX_IMPORT_DEPTH:
+            return f"imports go at most {MAX_IMPORT_DEPTH} levels deep"
+        if within is not None and not target.is_relative_to(within):
+            return "a project's instructions may import only files inside the project"
+        return self.refuse(target, self.scope)
+
+
+def _outside(real: Path, root: Path) -> str | None:
+    if real.is_relative_to(root):
+        return None
+    return f"it leads outside the project (to {real})"
+
+
+def load_memory(cwd: Path, home: Path | None = None, refuse: Refusal | None = None) -> Memory:
+    home = home if home is not None else Path.home()
+    memory = Memory()
+    importer = _Importer(home, refuse or (lambda _path, _scope: None), memory)
+    root = git_root(cwd.resolve()) or cwd.resolve()
+    candidates = [(home / ".piton" / "AGENTS.md", "user"), (home / ".claude" / "CLAUDE.md", "user")]
+    for folder in reversed(project_dirs(cwd)):
+        candidates += [(folder / name, "project") for name in PROJECT_FILES]
+    seen: set[Path] = set()
+    for path, scope in candidates:
+        try:
+            if not path.is_file() or path.resolve() in seen:
+                continue
+            real = path.resolve()
+            seen.add(real)
+            # a project's file is the repository's: it may not lead (by a symlink) out of it
+            problem = _outside(real, root) if scope == "project" else None
+            problem = problem or (refuse(real, scope) if refuse is not None and scope == "project" else None)
+            if problem is not None:
+                memory.warnings.append(f"{path}: not loaded: {problem}")
+                continue
+            text = _read(path)
+        except OSError as e:
+            memory.warnings.append(f"{path}: cannot read it ({e.strerror or e}); skipped")
+            continue
+        within = root if scope == "project" else None
+        importer.scope = scope
+        text, imports = importer.expand(text, path, within, [real])
+        if text.strip():
+            memory.files.append(MemoryFile(path, text, scope, tuple(imports)))
+    return memory

@@ -1,0 +1,117 @@
+"""The system prompt: the template in `prompts/system.md` filled with the session's environment."""
+
+from __future__ import annotations
+
+import platform
+import shlex
+import subprocess
+from collections.abc import Sequence
+from datetime import date
+from importlib.resources import files
+from pathlib import Path
+from string import Template
+
+from piton.core.safety.sandbox import BASH, Sandbox
+
+_GIT_TIMEOUT_S = 2.0
+_MAX_STATUS_LINES = 40
+# A repository's own config can name programs git runs (core.fsmonitor, hooks): never outside a sandbox.
+_HARDENED = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+_SEPARATOR = "\x1e"  # between the two commands' outputs
+
+
+class _GitUnavailable(Exception):
+    pass
+
+
+def _git_outputs(cwd: Path, sandbox: Sandbox | None) -> tuple[str, str] | None:
+    """`git status --short --branch` and `git log --oneline -5`, or None when this is no repository."""
+    status = shlex.join(["git", *_HARDENED, "status", "--short", "--branch"])
+    log = shlex.join(["git", *_HARDENED, "log", "--oneline", "-n", "5"])
+    script = f"{status} && printf '\\036' && {{ {log} || true; }}"
+    if sandbox is not None and sandbox.unavailable_reason() is None:
+        argv, env = sandbox.command(script, cwd), sandbox.env()
+    else:
+        argv, env = [*BASH, script], None
+    try:
+        done = subprocess.run(
+            argv,
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=_GIT_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as e:
+        raise _GitUnavailable(f"git status took over {_GIT_TIMEOUT_S:g} s") from e
+    except OSError as e:
+        raise _GitUnavailable(f"git could not run ({e.strerror or e})") from e
+    if done.returncode == 127:
+        raise _GitUnavailable("git could not run (not installed)")
+    if done.returncode != 0 or _SEPARATOR not in done.stdout:
+        return None
+    status_out, _, log_out = done.stdout.partition(_SEPARATOR)
+    return status_out, log_out
+
+
+def git_summary(cwd: Path, sandbox: Sandbox | None = None) -> str:
+    """Branch, changed files (capped) and recent commits, or a line saying there is no repository.
+    Git runs in `sandbox` (read-only) when one can start, with repository-named programs disabled."""
+    try:
+        outputs = _git_outputs(cwd, sandbox)
+    except _GitUnavailable as e:
+        return f"Unknown: {e}."
+    if outputs is None:
+        return "Not a git repository."
+    status, log = outputs
+    lines = status.splitlines()
+    branch = lines[0].removeprefix("## ") if lines and lines[0].startswith("## ") else "unknown"
+    changes = lines[1:] if lines and lines[0].startswith("## ") else lines
+    out = [f"Branch: {branch}"]
+    if changes:
+        shown = changes[:_MAX_STATUS_LINES]
+        out.append("Changes:")
+        out.extend(shown)
+        if len(changes) > len(shown):
+            out.append(f"... and {len(changes) - len(shown)} more")
+    else:
+        out.append("Working tree clean.")
+    if log.strip():
+        out.append("Recent commits:")
+        out.extend(log.strip().splitlines())
+    return "\n".join(out)
+
+
+def build_system_prompt(
+    cwd: Path,
+    *,
+    append: str | None = None,
+    today: date | None = None,
+    sandbox: Sandbox | None = None,
+    sections: Sequence[str] = (),
+) -> str:
+    """The template filled in, then `sections` (project instructions, the skills listing) and what
+    the user appends. Everything here stays the same for the session: it is the cached prefix."""
+    template = Template(files("piton.core").joinpath("prompts/system.md").read_text(encoding="utf-8"))
+    text = template.safe_substitute(
+        cwd=str(cwd),
+        platform=f"{platform.system()} {platform.release()}",
+        date=(today or date.today()).isoformat(),
+        git_status=git_summary(cwd, sandbox),
+    ).rstrip()
+    for part in [*sections, append or ""]:
+        if part.strip():
+            text += "\n\n" + part.strip()
+    return text
+
+
+def environment_section(cwd: Path, today: date | None = None) -> str:
+    """The environment block on its own (for subagents' prompts)."""
+    return (
+        "# Environment\n"
+        f"- Working directory: {cwd}\n"
+        f"- Platform: {platform.system()} {platform.release()}\n"
+        f"- Date: {(today or date.today()).isoformat()}"
+    )

@@ -1,0 +1,281 @@
+"""Who may do what: permission modes, Claude Code-style rules, and the decision for one tool call.
+
+Rules read `Tool` or `Tool(specifier)`: `Bash(npm run test:*)` (a command prefix), `Bash(git * main)`
+(a wildcard), `Read(./secrets/**)` or `Edit(/src/**)` (path globs), `WebFetch(domain:example.com)`.
+A deny rule beats an ask rule beats an allow rule. A compound shell command is allowed by rules only
+if every part is. Without a rule, read-only tools are allowed and the others ask; `acceptEdits`
+allows file edits, `plan` allows only read-only tools, `bypassPermissions` allows what no rule denies
+or asks about. The sandbox applies whatever is decided here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from piton.core.safety.globs import glob_match
+from piton.core.safety.shellsplit import effective_commands, split_command, split_raw, writes_files
+from piton.core.tools import Tool
+
+PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
+PERMISSION_MODES: tuple[PermissionMode, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
+Behavior = Literal["allow", "ask", "deny"]
+_RULE = re.compile(r"^\s*([A-Za-z0-9_.:-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+# A rule named after one tool covers its whole family: Edit rules govern every tool that edits files.
+_FAMILY = {"edit": "Edit", "read": "Read"}
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    tool: str
+    specifier: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Rule:
+        m = _RULE.match(text)
+        if m is None or (m.group(2) is not None and not m.group(2).strip()):
+            raise ValueError(f"not a permission rule: {text!r} (expected Tool or Tool(specifier))")
+        spec = m.group(2)
+        return cls(m.group(1), spec.strip() if spec is not None else None)
+
+    def __str__(self) -> str:
+        return self.tool if self.specifier is None else f"{self.tool}({self.specifier})"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    behavior: Behavior
+    reason: str
+    rule: Rule | None = None
+    default: bool = False  # the question asked when no rule and no mode decides (a skill may waive it)
+
+
+def _command_matches(spec: str, command: str) -> bool:
+    if spec.endswith(":*"):
+        prefix = spec[:-2].strip()
+        return command == prefix or command.startswith(prefix + " ")
+    if "*" in spec:
+        return fnmatch.fnmatchcase(command, spec)
+    return command == " ".join(spec.split())
+
+
+@dataclass(slots=True)
+class Permissions:
+    mode: PermissionMode = "default"
+    allow: list[Rule] = field(default_factory=list)
+    ask: list[Rule] = field(default_factory=list)
+    deny: list[Rule] = field(default_factory=list)
+    project: Path = field(default_factory=Path.cwd)
+    home: Path = field(default_factory=Path.home)
+
+    @classmethod
+    def from_texts(
+        cls,
+        mode: PermissionMode,
+        allow: Iterable[str] = (),
+        ask: Iterable[str] = (),
+        deny: Iterable[str] = (),
+        *,
+        project: Path,
+        home: Path | None = None,
+    ) -> Permissions:
+        """Raises ValueError naming the first malformed rule."""
+        return cls(
+            mode,
+            [Rule.parse(t) for t in allow],
+            [Rule.parse(t) for t in ask],
+            [Rule.parse(t) for t in deny],
+            project,
+            home or Path.home(),
+        )
+
+    def path_pattern(self, spec: str) -> str:
+        """A path specifier as an absolute glob: `//abs`, `~/in-home`, `/in-project`, `./` or bare
+        relative to the project; a pattern without a slash matches that name at any depth."""
+        if spec.startswith("//"):
+            return spec[1:]
+        if spec.startswith("~/"):
+            return f"{self.home}/{spec[2:]}"
+        if spec.startswith("/"):
+            return f"{self.project}{spec}"
+        if "/" not in spec:
+            return f"**/{spec}"
+        return f"{self.project}/{spec.removeprefix('./')}"
+
+    def _matches(self, rule: Rule, tool: Tool, content: str | None, part: str | None = None) -> bool:
+        family = _FAMILY.get(tool.kind)
+        if rule.tool != tool.name and rule.tool != family:
+            return False
+        if rule.specifier is None:
+            return True
+        if content is None:
+            return False
+        if tool.kind == "execute":
+            return part is not None and _command_matches(rule.specifier, part)
+        if tool.kind in _FAMILY:
+            return glob_match(self.path_pattern(rule.specifier), content)
+        return fnmatch.fnmatchcase(content, rule.specifier)
+
+    def _first(
+        self, rules: Sequence[Rule], tool: Tool, content: str | None, judged: list[str] | None
+    ) -> Rule | None:
+        """The first rule that matches the call or, for a command, any command it may run."""
+        for rule in rules:
+            if tool.kind == "execute" and rule.specifier is not None:
+                if judged and any(self._matches(rule, tool, content, c) for c in judged):
+                    return rule
+            elif self._matches(rule, tool, content):
+                return rule
+        return None
+
+    def _allowed_by_rules(self, tool: Tool, content: str | None, parts: list[str] | None) -> Rule | None:
+        if tool.kind != "execute":
+            return self._first(self.allow, tool, content, None)
+        bare = next((r for r in self.allow if r.specifier is None and self._matches(r, tool, content)), None)
+        if bare is not None:
+            return bare
+        raw = split_raw(content) if content is not None else None
+        if not parts or raw is None or any(writes_files(p) for p in raw):
+            # unsplittable, empty, or writing files by redirection: no prefix rule can vouch for it
+            return None
+        matched = [next((r for r in self.allow if self._matches(r, tool, content, p)), None) for p in parts]
+        return matched[0] if all(matched) else None
+
+    def _commands(self, content: str) -> list[str] | None:
+        """Every command a line may run (its parts, what wrappers run, `bash -c` strings), or None."""
+        raw = split_raw(content)
+        if raw is None:
+            return None
+        found: list[str] = []
+        for part in raw:
+            more = effective_commands(part)
+            if more is None:
+                return None
+            found += more
+        return found
+
+    def decide(self, tool: Tool, content: str | None) -> Decision:
+        """The decision for calling `tool` on `content` (its command or absolute path, if any)."""
+        parts = split_command(content) if tool.kind == "execute" and content is not None else None
+        commands = self._commands(content) if tool.kind == "execute" and content is not None else None
+        # an unsplittable line is still denied when its own text matches; otherwise it asks (below)
+        denial_check = commands if commands is not None or content is None else [" ".join(content.split())]
+        if rule := self._first(self.deny, tool, content, denial_check):
+            return Decision("deny", f"the rule {rule} denies it", rule)
+        if self.mode == "plan" and not tool.read_only:
+            return Decision("deny", "plan mode allows only read-only tools")
+        if tool.kind == "execute" and commands is None and self._has_command_rules():
+            return Decision(
+                "ask", "the command cannot be checked part by part against the deny and ask rules"
+            )
+        if rule := self._first(self.ask, tool, content, commands):
+            return Decision("ask", f"the rule {rule} asks first", rule)
+        if self.mode == "bypassPermissions":
+            return Decision("allow", "bypassPermissions mode")
+        if rule := self._allowed_by_rules(tool, content, parts):
+            return Decision("allow", f"the rule {rule} allows it", rule)
+        if tool.read_only:
+            return Decision("allow", "read-only tool")
+        if self.mode == "acceptEdits" and tool.kind == "edit":
+            return Decision("allow", "acceptEdits mode")
+        return Decision("ask", f"{tool.name} needs permission", default=True)
+
+    def _has_command_rules(self) -> bool:
+        return any(r.specifier is not None for r in (*self.deny, *self.ask) if r.tool == "Bash")
+
+
+def suggest_rule(tool: Tool, content: str | None) -> str:
+    """The rule a person would add to allow calls like this one for the session."""
+    if tool.kind == "execute" and content:
+        parts = split_command(content) or []
+        words = parts[0].split() if len(parts) == 1 else []
+        if len(words) >= 2:
+            return f"{tool.name}({words[0]} {words[1]}:*)"
+        return f"{tool.name}({content})" if words else tool.name
+    return tool.name
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionRequest:
+    tool: Tool
+    tool_use_id: str
+    input: dict[str, Any]
+    content: str | None
+    reason: str
+    suggestion: str
+    preview: str | None = None  # what the call would change (a diff), when the tool can tell
+
+
+class Approver(Protocol):
+    """Answers "ask" decisions: the terminal UI asks a person; headless runs cannot."""
+
+    async def __call__(self, request: PermissionRequest) -> Decision: ...
+
+
+class DenyAll:
+    """The approver of `-p` runs: nobody is there to answer, so asking means no."""
+
+    async def __call__(self, request: PermissionRequest) -> Decision:
+        return Decision(
+            "deny",
+            f"{request.reason}, and nobody can approve it in a non-interactive run. To allow it, run with "
+            f'--allowedTools "{request.suggestion}" or a --permission-mode that permits it',
+        )
+
+
+@dataclass(slots=True)
+class PermissionGate:
+    """Checks each tool call before it runs, asking the approver when the rules say ask, and keeps
+    the calls that were refused (the JSON result reports them)."""
+
+    permissions: Permissions
+    approver: Approver = field(default_factory=DenyAll)
+    denials: list[dict[str, Any]] = field(default_factory=list)
+    skill_allow: list[Rule] = field(default_factory=list)  # allowed-tools of the skills of this turn
+
+    async def check(
+        self,
+        tool: Tool,
+        content: str | None,
+        tool_use_id: str,
+        tool_input: dict[str, Any],
+        preview: Callable[[], str | None] | None = None,
+    ) -> Decision:
+        decision = self.permissions.decide(tool, content)
+        if decision.default and self.skill_allow:
+            # a skill's allowed-tools waive the default question, never a deny or an ask rule
+            granted = Permissions(
+                "default", self.skill_allow, project=self.permissions.project, home=self.permissions.home
+            ).decide(tool, content)
+            if granted.behavior == "allow" and granted.rule is not None:
+                decision = Decision(
+                    "allow", f"the skill's allowed-tools ({granted.rule}) allow it", granted.rule
+                )
+        if decision.behavior == "ask":
+            shown = None
+            if preview is not None:
+                with contextlib.suppress(Exception):  # a preview is a courtesy: it must not stop the question
+                    shown = preview()
+            request = PermissionRequest(
+                tool, tool_use_id, tool_input, content, decision.reason, suggest_rule(tool, content), shown
+            )
+            decision = await self.approver(request)
+        if decision.behavior != "allow":
+            self.denials.append(
+                {"tool_name": tool.name, "tool_use_id": tool_use_id, "tool_input": tool_input}
+            )
+        return decision
+
+    def allow_for_session(self, rule: str) -> None:
+        self.permissions.allow.append(Rule.parse(rule))
+
+    def allow_for_turn(self, rules: Iterable[str]) -> None:
+        """Rules a skill grants while the current turn runs (malformed ones grant nothing)."""
+        for text in rules:
+            with contextlib.suppress(ValueError):
+                self.skill_allow.append(Rule.parse(text))

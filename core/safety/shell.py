@@ -1,0 +1,127 @@
+"""Running one shell command in the sandbox: a fresh process group, a deadline, captured output and
+the working directory it ends in.
+
+The command's stdin is /dev/null and stdout and stderr share one pipe, so output keeps its order.
+On timeout or cancellation the whole process group is killed. The directory the command ends in is
+reported on a private file descriptor by an EXIT trap, so the next command can start there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from piton.core.safety.sandbox import Sandbox
+
+MAX_CAPTURE_BYTES = 16 * 1024 * 1024  # beyond this, output is counted but not kept
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_READ_CHUNK = 65536
+_DRAIN_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class ShellResult:
+    output: str
+    exit_code: int | None  # None when the command was killed by us
+    timed_out: bool
+    cwd: Path | None  # where the command ended, if it said
+    dropped_bytes: int = 0
+
+
+def clean_output(text: str) -> str:
+    """Terminal output as text: colours and NUL bytes gone, and of a line redrawn with carriage
+    returns (a progress bar) only what was drawn last."""
+    text = _ANSI.sub("", text).replace("\x00", "").replace("\r\n", "\n")
+    if "\r" in text:
+        text = "\n".join(line.rstrip("\r").rpartition("\r")[2] for line in text.split("\n"))
+    return text
+
+
+def _script(command: str, cwd_fd: int) -> str:
+    # The trap is set before the command is parsed, so even `exit` or a syntax error report the cwd.
+    return f'trap \'printf "%s\\0" "$(pwd -P)" >&{cwd_fd} 2>/dev/null\' EXIT\n{command}'
+
+
+def _kill_group(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+async def _read_into(stream: asyncio.StreamReader, kept: bytearray, dropped: list[int]) -> None:
+    while chunk := await stream.read(_READ_CHUNK):
+        room = MAX_CAPTURE_BYTES - len(kept)
+        kept += chunk[:room]
+        dropped[0] += max(0, len(chunk) - room)
+
+
+def _read_reported_cwd(fd: int) -> Path | None:
+    """What the EXIT trap wrote: the last NUL-terminated record (the command may have written there
+    too, and a directory name may hold a newline). Non-blocking: a leftover background job may hold
+    the pipe open."""
+    os.set_blocking(fd, False)
+    data = b""
+    with contextlib.suppress(BlockingIOError, OSError):
+        while (chunk := os.read(fd, 4096)) and len(data) < 1 << 20:
+            data += chunk
+    os.close(fd)
+    records = data.split(b"\0")
+    if len(records) < 2 or not records[-2].startswith(b"/"):
+        return None
+    return Path(os.fsdecode(records[-2]))
+
+
+async def run_shell(command: str, *, cwd: Path, sandbox: Sandbox, timeout_s: float) -> ShellResult:
+    read_fd, write_fd = os.pipe()
+    try:
+        argv = sandbox.command(_script(command, write_fd), cwd)
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            cwd=cwd,
+            env=sandbox.env(),
+            start_new_session=True,  # its own process group, and no controlling terminal
+            pass_fds=(write_fd,),
+        )
+    except BaseException:
+        os.close(read_fd)
+        os.close(write_fd)
+        raise
+    os.close(write_fd)
+    assert process.stdout is not None
+    kept, dropped = bytearray(), [0]
+    reader = asyncio.create_task(_read_into(process.stdout, kept, dropped))
+    timed_out = False
+    try:
+        try:
+            await asyncio.wait_for(process.wait(), timeout_s)
+        except TimeoutError:
+            timed_out = True
+        _kill_group(process)  # on timeout the command; otherwise what it left running in its group
+        await process.wait()
+        # output still buffered arrives at once; a job that escaped the group must not hold us
+        await asyncio.wait({reader}, timeout=_DRAIN_S)
+    except BaseException:  # cancelled (Ctrl-C): nothing of the command may outlive the call
+        _kill_group(process)
+        reader.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(process.wait(), 2)
+        os.close(read_fd)
+        raise
+    finally:
+        reader.cancel()
+    reported = _read_reported_cwd(read_fd)
+    output = clean_output(kept.decode("utf-8", "replace"))
+    return ShellResult(
+        output=output,
+        exit_code=None if timed_out else process.returncode,
+        timed_out=timed_out,
+        cwd=None if timed_out else reported,
+        dropped_bytes=dropped[0],
+    )

@@ -1,0 +1,274 @@
+"""Assembling a ready Agent from what the user asked for: settings, model, session, tools, prompt,
+sandbox policy and permissions."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from piton.core.agent import Agent, AgentConfig
+from piton.core.context.compaction import CompactionSettings, Compactor
+from piton.core.context.result_store import FileResultStore, ResultCapper, ResultHandle
+from piton.core.conversation.messages import Message
+from piton.core.conversation.session import SessionLog, SessionStore, state_dir
+from piton.core.models import DEFAULT_MODEL, resolve_alias
+from piton.core.options import RunOptions
+from piton.core.project.settings import Settings, load_settings
+from piton.core.project.system_prompt import build_system_prompt, environment_section
+from piton.core.providers import Provider
+from piton.core.safety.permissions import (
+    PERMISSION_MODES,
+    Approver,
+    DenyAll,
+    PermissionGate,
+    Permissions,
+    Rule,
+)
+from piton.core.safety.policy import SANDBOX_MODES, PolicyError, SandboxPolicy, real
+from piton.core.safety.sandbox import make_sandbox
+from piton.core.tools import Tool, ToolContext, ToolRegistry
+
+if TYPE_CHECKING:
+    from piton.core.project.memory import Memory
+    from piton.core.subagents import AgentType, SubagentRunner
+    from piton.skills.catalog import Catalog
+
+
+class SetupError(Exception):
+    """Options that cannot make a run; the message is one line for people."""
+
+
+@dataclass(slots=True)
+class Runtime:
+    agent: Agent
+    log: SessionLog
+    notices: list[str] = field(default_factory=list)
+    catalog: Catalog | None = None  # skills and custom commands
+    memory: Memory | None = None  # the AGENTS.md / CLAUDE.md files loaded
+    agent_types: dict[str, AgentType] = field(default_factory=dict)
+
+
+def default_tools() -> list[Tool]:
+    from piton.builtin_tools import builtin_tools
+
+    return builtin_tools()
+
+
+def _valid_rules(texts: list[str], where: str, notices: list[str]) -> list[str]:
+    good = []
+    for text in texts:
+        try:
+            Rule.parse(text)
+        except ValueError as e:
+            notices.append(f"ignored a permission rule in {where}: {e}")
+            continue
+        good.append(text)
+    return good
+
+
+def _permissions(options: RunOptions, settings: Settings, notices: list[str]) -> Permissions:
+    mode = options.permission_mode or settings.default_mode or "default"
+    if mode not in PERMISSION_MODES:
+        if options.permission_mode:
+            raise SetupError(f"unknown permission mode {mode!r} (one of {', '.join(PERMISSION_MODES)})")
+        notices.append(f"ignored the settings' permission mode {mode!r}")
+        mode = "default"
+    for text in [*options.allowed_tools, *options.disallowed_tools]:
+        try:
+            Rule.parse(text)
+        except ValueError as e:
+            raise SetupError(str(e)) from e
+    allow = [*_valid_rules(settings.rules("allow"), "settings", notices), *options.allowed_tools]
+    ask = _valid_rules(settings.rules("ask"), "settings", notices)
+    deny = [*_valid_rules(settings.rules("deny"), "settings", notices), *options.disallowed_tools]
+    return Permissions.from_texts(mode, allow, ask, deny, project=options.cwd)  # type: ignore[arg-type]
+
+
+def _read_globs(permissions: Permissions, rules: list[str]) -> list[str]:
+    """Absolute path globs named by the Read rules among `rules`."""
+    parsed = (Rule.parse(text) for text in rules)
+    return [permissions.path_pattern(r.specifier) for r in parsed if r.tool == "Read" and r.specifier]
+
+
+def _policy(
+    options: RunOptions, settings: Settings, permissions: Permissions, results: Path, shared: list[Path]
+) -> SandboxPolicy:
+    """The sandbox policy. Piton's own state (other sessions' transcripts) is private, except this
+    session's stored tool results, which the model is told to read."""
+    mode = options.sandbox or settings.sandbox_mode or "workspace-write"
+    if mode not in SANDBOX_MODES:
+        raise SetupError(f"unknown sandbox mode {mode!r} (one of {', '.join(SANDBOX_MODES)})")
+    dirs = [
+        *options.add_dirs,
+        *(options.cwd / Path(os.path.expanduser(d)) for d in settings.additional_directories),
+    ]
+    for d in dirs:
+        if not d.is_dir():
+            raise SetupError(f"--add-dir {d}: not a directory")
+    # an allow rule such as `Read(.env)` lifts the credential rule, but only from the user's own file or flags
+    trusted_allow = [
+        *_valid_rules(settings.rules("allow", trusted_only=True), "settings", []),
+        *options.allowed_tools,
+    ]
+    deny = [str(r) for r in permissions.deny]
+    return SandboxPolicy.create(
+        mode,  # type: ignore[arg-type]
+        options.cwd,
+        dirs,
+        network=settings.network,
+        read_exceptions=[*_read_globs(permissions, trusted_allow), f"{real(results)}/**"],
+        read_denied=_read_globs(permissions, deny),
+        private_paths=[state_dir()],
+        shared_dirs=shared,
+    )
+
+
+@dataclass(slots=True)
+class _Session:
+    log: SessionLog
+    history: list[Message]
+    model: str
+    state: dict[str, Any]
+
+
+def _open_session(
+    options: RunOptions, settings: Settings, store: SessionStore, notices: list[str]
+) -> _Session:
+    """The session to continue (resumed history, model, tool state) or a new one."""
+    history: list[Message] = []
+    session_model: str | None = None
+    state: dict[str, Any] = {}
+    session_id = options.resume
+    if options.continue_latest and session_id is None:
+        session_id = store.latest(options.cwd)
+        if session_id is None:
+            notices.append("no earlier session in this directory; starting a new one")
+    log: SessionLog | None = None
+    if session_id is not None:
+        loaded, log = store.open(session_id, options.cwd)
+        history, session_model = loaded.messages, loaded.model
+        state.update(loaded.tool_state)
+        notices.extend(loaded.warnings)
+    model = resolve_alias(
+        options.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or session_model or DEFAULT_MODEL
+    )
+    return _Session(log or store.create(options.cwd, model), history, model, state)
+
+
+def build_runtime(
+    options: RunOptions,
+    provider: Provider,
+    *,
+    store: SessionStore | None = None,
+    tools: list[Tool] | None = None,
+    approver: Approver | None = None,
+) -> Runtime:
+    """Raises `SessionError` for a session that cannot be opened, `SetupError` for bad options."""
+    from piton.core.project.memory import load_memory
+    from piton.core.subagents import SubagentRunner
+    from piton.skills.agents import discover_agent_types
+    from piton.skills.catalog import discover
+
+    settings = load_settings(options.cwd)
+    notices = list(settings.warnings)
+    permissions = _permissions(options, settings, notices)
+    session = _open_session(options, settings, store or SessionStore(), notices)
+    log = session.log
+    results = SessionStore.session_dir(log) / "tool-results"
+    catalog = discover(options.cwd)
+    agent_types, type_warnings = discover_agent_types(options.cwd)
+    shared = [s.directory for s in catalog.skills.values() if s.directory is not None and s.source == "user"]
+    policy = _policy(options, settings, permissions, results, shared)
+    memory = load_memory(options.cwd, refuse=_import_refusal(policy))
+    notices += [*catalog.warnings, *type_warnings, *memory.warnings]
+    thinking = options.thinking if options.thinking is not None else settings.thinking
+    # git runs in a read-only sandbox: a repository's config can name programs for it to run
+    git_sandbox = None if policy.mode == "danger-full-access" else make_sandbox(policy.read_only())
+    window, max_output = settings.model_limits(session.model)
+    threshold = settings.compact_threshold
+    compaction = CompactionSettings(
+        enabled=settings.auto_compact, threshold=threshold if threshold is not None else 0.8
+    )
+    notices.extend(w for w in settings.warnings if w not in notices)
+    skills_section = catalog.prompt_section()
+    config = AgentConfig(
+        model=session.model,
+        system_prompt=build_system_prompt(
+            options.cwd,
+            append=options.append_system_prompt,
+            sandbox=git_sandbox,
+            sections=[memory.prompt_section(), skills_section],
+        ),
+        cwd=options.cwd,
+        session_id=log.session_id,
+        max_turns=options.max_turns,
+        thinking=True if thinking is None else thinking,
+        context_window=window,
+        max_output_tokens=max_output,
+        skills_listing=skills_section,
+    )
+    context = ToolContext(
+        cwd=options.cwd, session_id=log.session_id, policy=policy, state=session.state, record=log.record
+    )
+    results_store = FileResultStore(results)
+    gate = PermissionGate(permissions, approver or DenyAll())
+    tool_list = default_tools() if tools is None else list(tools)
+    runner = SubagentRunner(
+        provider,
+        config,
+        context,
+        gate,
+        agent_types,
+        tools=tool_list,
+        system_suffix="\n\n".join(
+            p for p in (environment_section(options.cwd), memory.prompt_section()) if p
+        ),
+        directory=SessionStore.session_dir(log) / "subagents",
+        compaction=compaction,
+        store=results_store,
+    )
+    tool_list += _extension_tools(catalog, runner)
+
+    def log_handle(handle: ResultHandle) -> None:
+        log.record("tool_result_handle", **handle.to_dict())
+
+    agent = Agent(
+        provider,
+        ToolRegistry(tool_list),
+        config,
+        history=session.history,
+        transcript=log,
+        context=context,
+        gate=gate,
+        capper=ResultCapper(results_store, on_store=log_handle),
+        compactor=Compactor(compaction, results_store),
+    )
+    return Runtime(agent, log, notices, catalog=catalog, memory=memory, agent_types=agent_types)
+
+
+def _extension_tools(catalog: Catalog, runner: SubagentRunner) -> list[Tool]:
+    from piton.builtin_tools.skill import Skill
+    from piton.builtin_tools.task import Task
+
+    return [*([Skill(catalog)] if catalog.for_model() else []), Task(runner)]
+
+
+def _import_refusal(policy: SandboxPolicy) -> Callable[[Path, str], str | None]:
+    """Why project memory may not read a file: what the file tools may not read either. The user's
+    own files may also reach into `~/.claude` (where Claude Code users keep instructions), all but
+    its credentials file."""
+    claude = real(policy.home / ".claude")
+
+    def refuse(path: Path, scope: str) -> str | None:
+        if scope == "user" and path.is_relative_to(claude) and path.name != ".credentials.json":
+            return None
+        try:
+            policy.check_read(path)
+        except PolicyError as e:
+            return str(e)
+        return None
+
+    return refuse

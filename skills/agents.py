@@ -1,0 +1,60 @@
+"""Subagent types defined in files: `.piton/agents/*.md` and `.claude/agents/*.md`, in the project
+(nearest folder first, up to the git root) and then under the user's home; frontmatter `name`,
+`description`, `tools`, `model`, `maxTurns`, and the body as the system prompt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from piton.core.project.roots import project_dirs
+from piton.core.subagents import DEFAULT_MAX_TURNS, TASK_TOOL, AgentType, builtin_types
+from piton.skills.frontmatter import FrontmatterError, list_field, read, text_field
+
+
+def load_agent_type(path: Path, source: str) -> AgentType:
+    meta, body = read(path)
+    name = text_field(meta, "name") or path.stem
+    description = text_field(meta, "description")
+    if not description:
+        raise FrontmatterError("it has no description (the frontmatter's 'description' is required)")
+    if not body.strip():
+        raise FrontmatterError("it has no system prompt after the frontmatter")
+    turns = meta.get("maxTurns", meta.get("max-turns", DEFAULT_MAX_TURNS))
+    if not isinstance(turns, int) or isinstance(turns, bool) or turns < 1:
+        raise FrontmatterError("'maxTurns' should be a positive whole number")
+    tools = list_field(meta, "tools")
+    model = text_field(meta, "model")
+    return AgentType(
+        name=name,
+        description=description,
+        prompt=body.strip(),
+        tools=tuple(t for t in tools if t != TASK_TOOL) if tools is not None else None,
+        model=None if model in (None, "inherit") else model,
+        source=source,
+        max_turns=turns,
+    )
+
+
+def discover_agent_types(cwd: Path, home: Path | None = None) -> tuple[dict[str, AgentType], list[str]]:
+    """Every type by name, first found wins: the project's, the user's, then the built-in ones."""
+    home = home if home is not None else Path.home()
+    folders = [(d / c / "agents", "project") for d in project_dirs(cwd) for c in (".piton", ".claude")]
+    folders += [(home / c / "agents", "user") for c in (".piton", ".claude")]
+    types: dict[str, AgentType] = {}
+    warnings: list[str] = []
+    for folder, source in folders:
+        try:
+            paths = sorted(folder.glob("*.md")) if folder.is_dir() else []
+        except OSError as e:
+            warnings.append(f"{folder}: cannot list it ({e.strerror or e}); skipped")
+            continue
+        for path in paths:
+            try:
+                found = load_agent_type(path, source)
+            except FrontmatterError as e:
+                warnings.append(f"{path}: {e}; skipped")
+                continue
+            types.setdefault(found.name, found)
+    for builtin in builtin_types():
+        types.setdefault(builtin.name, builtin)
+    return types, warnings
