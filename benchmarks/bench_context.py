@@ -33,9 +33,9 @@ from piton.core.context.result_store import FileResultStore  # noqa: E402
 from piton.core.context.usage import Usage  # noqa: E402
 from piton.core.conversation.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock  # noqa: E402
 from piton.core.models import model_info  # noqa: E402
+from piton.testing.script import Reply, ToolCall, reply  # noqa: E402
 from tests.fakes.cache import PromptCache  # noqa: E402
 from tests.fakes.fake_api import FakeAnthropicAPI  # noqa: E402
-from tests.fakes.script import Reply, ToolCall, reply  # noqa: E402
 
 MODEL = "claude-sonnet-5-5"
 TURNS = 30

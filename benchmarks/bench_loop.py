@@ -25,8 +25,8 @@ from piton.core.conversation.events import Result  # noqa: E402
 from piton.core.conversation.messages import Message  # noqa: E402
 from piton.core.conversation.session import SessionStore  # noqa: E402
 from piton.core.providers import ModelRequest  # noqa: E402
-from tests.fakes.script import ToolCall, reply  # noqa: E402
-from tests.fakes.scripted import ScriptedProvider  # noqa: E402
+from piton.testing.script import ToolCall, reply  # noqa: E402
+from piton.testing.scripted import ScriptedProvider  # noqa: E402
 from tests.fakes.tools import NoOp, make_agent  # noqa: E402
 
 STEPS = (10, 100, 1000)

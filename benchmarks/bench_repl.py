@@ -1,7 +1,7 @@
 """The interactive terminal: time to a ready prompt, rendering cost of long streamed answers, and the
-memory of an idle REPL, each against a baseline measured in the same run.
+CPU and memory of a REPL left idle after it answered, each against a baseline measured in the same run.
 
-    python benchmarks/bench_repl.py
+    .venv/bin/python benchmarks/bench_repl.py
 """
 
 from __future__ import annotations
@@ -116,17 +116,72 @@ def render_once(text: str) -> float:
     return time.process_time() - started
 
 
-def idle_rss_mb(argv: list[str], until: str | type, settle_s: float) -> float:
-    project, state = tempfile.mkdtemp(), tempfile.mkdtemp()
-    child = pexpect.spawn(argv[0], argv[1:], cwd=project, env=_env(state), encoding="utf-8", timeout=30)
-    child.expect(until if until is pexpect.EOF else [until])  # type: ignore[list-item]
-    time.sleep(settle_s)  # the background load (the SDK import) finishes
-    with open(f"/proc/{child.pid}/status") as f:
+IDLE_S = 10.0
+_BASELINE_PROMPT = (
+    "import asyncio\n"
+    "from prompt_toolkit import PromptSession\n"
+    "async def main():\n"
+    "    await PromptSession().prompt_async('ready> ')\n"
+    "asyncio.run(main())\n"
+)
+
+
+def _cpu_and_rss(pid: int) -> tuple[float, float]:
+    """CPU seconds (user + system) and resident MB of a process, from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12])) / ticks
+    with open(f"/proc/{pid}/status") as f:
         rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS"))
-    child.sendcontrol("d")
-    child.expect(pexpect.EOF)
-    child.close()
-    return rss / 1024
+    return cpu, rss / 1024
+
+
+def idle_after(child: pexpect.spawn) -> tuple[float, float]:
+    """CPU milliseconds over IDLE_S of idleness, and resident MB at the end."""
+    before, _ = _cpu_and_rss(child.pid)
+    time.sleep(IDLE_S)
+    after, rss = _cpu_and_rss(child.pid)
+    return (after - before) * 1000, rss
+
+
+def baseline_idle() -> tuple[float, float]:
+    """A bare prompt_toolkit prompt, waiting: the floor for an idle terminal program."""
+    env = {**os.environ, "TERM": "xterm-256color"}
+    child = pexpect.spawn(
+        sys.executable, ["-c", _BASELINE_PROMPT], env=env, encoding="utf-8", timeout=30, dimensions=(30, 100)
+    )
+    child.expect_exact("ready>")
+    time.sleep(1.0)  # as for the REPL: the first redraws settle
+    measured = idle_after(child)
+    child.sendcontrol("c")
+    child.close(force=True)
+    return measured
+
+
+def repl_idle_after_an_answer() -> tuple[float, float]:
+    """The REPL, asked one question over the real SDK against the fake API, then left idle."""
+    sys.path.insert(0, str(ROOT))
+    from piton.testing.script import reply
+    from tests.fakes.fake_api import FakeAnthropicAPI
+
+    project, state = tempfile.mkdtemp(), tempfile.mkdtemp()
+    with FakeAnthropicAPI("unused") as fake:
+        fake.add(reply("The answer is **42**, and here is a list:\n\n- one\n- two\n"))
+        env = {**_env(state), "ANTHROPIC_BASE_URL": fake.base_url}
+        child = pexpect.spawn(
+            PITON, [], cwd=project, env=env, encoding="utf-8", timeout=30, dimensions=(30, 100)
+        )
+        child.expect_exact("❯ ")
+        child.send("what is the answer?\r")
+        child.expect("42")
+        child.expect_exact("❯ ")
+        time.sleep(1.0)  # the last redraws settle
+        measured = idle_after(child)
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+        child.close()
+    return measured
 
 
 def main() -> None:
@@ -147,12 +202,13 @@ def main() -> None:
         print(f"{size // 1000:>4} KB    {once:>12.2f} {streamed[size]:>9.2f} {streamed[size] / once:>6.2f}")
     print(f"\n4x the text costs {streamed[200_000] / streamed[50_000]:.2f}x the time")
 
-    print("\nMemory of an idle process (RSS MB)\n")
-    python_idle = idle_rss_mb([sys.executable, "-c", "import prompt_toolkit; input()"], "", 1.0)
-    repl_idle = idle_rss_mb([PITON], "❯ ", 4.0)
-    print(f"{'process':<40} {'MB':>7} {'ratio':>6}")
-    print(f"{'python with prompt_toolkit, waiting':<40} {python_idle:>7.1f} {1:>6.2f}")
-    print(f"{'piton REPL, idle (SDK loaded)':<40} {repl_idle:>7.1f} {repl_idle / python_idle:>6.2f}")
+    print(f"\nIdle for {IDLE_S:.0f} s: CPU and memory (after the answer, for the REPL)\n")
+    base_cpu, base_rss = baseline_idle()
+    repl_cpu, repl_rss = repl_idle_after_an_answer()
+    print(f"{'process':<46} {'CPU ms':>7} {'RSS MB':>7} {'x RSS':>6}")
+    print(f"{'python + prompt_toolkit prompt (baseline)':<46} {base_cpu:>7.0f} {base_rss:>7.1f} {1:>6.2f}")
+    label = "piton REPL after one answer (SDK loaded)"
+    print(f"{label:<46} {repl_cpu:>7.0f} {repl_rss:>7.1f} {repl_rss / base_rss:>6.2f}")
 
 
 if __name__ == "__main__":

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from piton.core.tools import Tool
+from piton.core.tools import AnyTool
 
 
-def builtin_tools() -> list[Tool]:
+def builtin_tools() -> list[AnyTool]:
     """Fresh instances of every built-in tool, in a fixed order (the tool list is in the cached prompt)."""
     from piton.builtin_tools.bash import Bash
     from piton.builtin_tools.edit import Edit

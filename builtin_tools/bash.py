@@ -8,7 +8,9 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from piton.builtin_tools.files import policy_of
+from piton.core.display import CommandOutput
 from piton.core.safety import guard
+from piton.core.safety.permissions import looks_only
 from piton.core.safety.sandbox import Sandbox, make_sandbox
 from piton.core.safety.shell import run_shell
 from piton.core.tools import Tool, ToolContext, ToolResult
@@ -40,7 +42,7 @@ def sandbox_of(ctx: ToolContext) -> Sandbox:
     return ctx.sandbox
 
 
-class Bash(Tool):
+class Bash(Tool[BashInput]):
     name = "Bash"
     description = (
         "Runs a bash command in a sandbox and returns its output (stdout and stderr together) and its "
@@ -62,6 +64,11 @@ class Bash(Tool):
 
     def rule_content(self, args: BashInput, ctx: ToolContext) -> str | None:
         return args.command
+
+    def is_read_only(self, args: BashInput, ctx: ToolContext) -> bool:
+        # the classification permission rules use: a line that only looks may run beside others; but
+        # one that changes directory runs alone, so the next command starts where the model expects
+        return looks_only(self, args.command) and not _CHANGES_DIRECTORY.search(args.command)
 
     async def run(self, args: BashInput, ctx: ToolContext) -> ToolResult:
         sandbox = sandbox_of(ctx)
@@ -109,4 +116,9 @@ class Bash(Tool):
             summary = f"{lines} line{'s' if lines != 1 else ''}" if lines else "no output"
         parts += notes
         text = "\n".join(parts) or "(no output)"
-        return ToolResult(text, is_error=result.timed_out or bool(result.exit_code), summary=summary)
+        return ToolResult(
+            text,
+            is_error=result.timed_out or bool(result.exit_code),
+            summary=summary,
+            display=CommandOutput(result.output, result.exit_code),
+        )

@@ -23,6 +23,7 @@ from piton.builtin_tools.files import (
     unified_diff,
     writable,
 )
+from piton.core.display import FileDiff
 from piton.core.tools import ToolContext, ToolResult
 
 _MAX_LISTED = 10
@@ -46,7 +47,8 @@ class EditError(Exception):
 
 
 def _line_numbers(text: str, needle: str) -> list[int]:
-    numbers, start = [], 0
+    numbers: list[int] = []
+    start = 0
     while (index := text.find(needle, start)) >= 0 and len(numbers) <= _MAX_LISTED:
         numbers.append(text.count("\n", 0, index) + 1)
         start = index + max(1, len(needle))
@@ -111,7 +113,7 @@ def plan_edit(text: str, old: str, new: str, replace_all: bool, path: Path) -> t
     return text.replace(old, new) if replace_all else text.replace(old, new, 1), index, count
 
 
-class Edit(FileTool):
+class Edit(FileTool[EditInput]):
     name = "Edit"
     description = (
         "Replaces exact text in a file.\n"
@@ -160,7 +162,7 @@ class Edit(FileTool):
             f"Edited {path} ({changed}). The result around the change:\n"
             f"{snippet(new_text, index, len(args.new_string))}",
             summary=changed,
-            display={"diff": unified_diff(path, text, new_text)},
+            display=FileDiff(str(path), unified_diff(path, text, new_text)),
         )
 
     def _create(self, ctx: ToolContext, path: Path, args: EditInput) -> ToolResult:
@@ -172,5 +174,5 @@ class Edit(FileTool):
         return ToolResult(
             f"Created {path}.",
             summary="created",
-            display={"diff": unified_diff(path, "", args.new_string)},
+            display=FileDiff(str(path), unified_diff(path, "", args.new_string)),
         )

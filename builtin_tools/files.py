@@ -11,10 +11,9 @@ import stat
 from abc import abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from piton.core.safety.policy import PolicyError, SandboxPolicy, real
-from piton.core.tools import Tool, ToolContext, ToolResult
+from piton.core.tools import InputT, Tool, ToolContext, ToolKind, ToolResult
 
 MAX_LINE_CHARS = 2_000
 SNIFF_BYTES = 8_192
@@ -56,27 +55,27 @@ def require_regular(path: Path) -> None:
         raise PolicyError(f"{path} is {kind}; only regular files can be read or changed.")
 
 
-class PathTool(Tool):
+class PathTool(Tool[InputT]):
     """A tool that works on one path: permission rules match the path's real location."""
 
-    kind = "read"
+    kind: ToolKind = "read"
 
-    def rule_content(self, args: Any, ctx: ToolContext) -> str | None:
+    def rule_content(self, args: InputT, ctx: ToolContext) -> str | None:
         return str(real(resolve(ctx, getattr(args, "file_path", None) or getattr(args, "path", None) or ".")))
 
 
-class FileTool(PathTool):
+class FileTool(PathTool[InputT]):
     """A path tool whose work is file IO: it runs on a worker thread, so concurrent calls overlap
     and the event loop stays free for interrupts."""
 
-    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+    async def run(self, args: InputT, ctx: ToolContext) -> ToolResult:
         try:
             return await asyncio.to_thread(self.run_sync, args, ctx)
         except PolicyError as e:
             return ToolResult.error(str(e))
 
     @abstractmethod
-    def run_sync(self, args: Any, ctx: ToolContext) -> ToolResult: ...
+    def run_sync(self, args: InputT, ctx: ToolContext) -> ToolResult: ...
 
 
 # -- text and binary ------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ def split_pattern(pattern: str, base: str) -> tuple[str, str]:
     return os.path.join(base, *fixed) if fixed else base, rest
 
 
-class Glob(PathTool):
+class Glob(PathTool[GlobInput]):
     name = "Glob"
     description = (
         "Finds files by name pattern, fast, in any size of codebase. Returns absolute paths, most "

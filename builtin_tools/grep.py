@@ -46,7 +46,7 @@ class GrepInput(BaseModel):
     multiline: bool | None = Field(None, description="Let the pattern span lines (. matches newlines).")
 
 
-class Grep(PathTool):
+class Grep(PathTool[GrepInput]):
     name = "Grep"
     description = (
         "Searches file contents with ripgrep. Use it instead of running grep or rg in Bash.\n"

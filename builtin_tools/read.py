@@ -92,7 +92,7 @@ def _show(raw: bytes, skipped_length: int | None, number: int) -> str:
     return numbered(line, number)
 
 
-class Read(FileTool):
+class Read(FileTool[ReadInput]):
     name = "Read"
     description = (
         "Reads a file from the local filesystem and returns its lines numbered like `cat -n` "
@@ -177,5 +177,5 @@ class Read(FileTool):
         data = head + f.read()
         remember(ctx, path, stamp)
         encoded = base64.b64encode(data).decode("ascii")
-        source = Base64ImageSource(media_type=media_type, data=encoded)  # type: ignore[arg-type]
+        source = Base64ImageSource(media_type=media_type, data=encoded)
         return ToolResult([ImageBlock(source=source)], summary=f"image, {len(data):,} bytes")

@@ -85,3 +85,24 @@ async def run_rg(args: list[str], cwd: Path) -> RgOutput:
     return RgOutput(
         process.returncode or 0, out.decode("utf-8", "replace"), err.decode("utf-8", "replace").strip()
     )
+
+
+def list_files(cwd: Path, limit: int) -> list[str]:
+    """The project's files as ripgrep lists them (gitignore-aware, hidden ones too, never `.git`),
+    relative to `cwd` and sorted; empty when ripgrep cannot say within a few seconds."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [rg_path(), "--files", "--hidden", "--glob=!.git"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            stdin=subprocess.DEVNULL,
+            env={"PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8"},
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired, RipgrepMissing):
+        return []
+    return sorted(done.stdout.splitlines()[:limit])

@@ -14,7 +14,7 @@ class SkillInput(BaseModel):
     args: str | None = Field(default=None, description="Arguments for the skill, if it takes any.")
 
 
-class Skill(Tool):
+class Skill(Tool[SkillInput]):
     name = "Skill"
     description = (
         "Loads a skill: instructions for a particular kind of task, listed by name and description in "

@@ -25,7 +25,7 @@ class TaskInput(BaseModel):
     subagent_type: str = Field(default="general-purpose", description="Which kind of subagent to start.")
 
 
-class Task(Tool):
+class Task(Tool[TaskInput]):
     name = "Task"
     description = _DESCRIPTION
     input_model = TaskInput
@@ -33,7 +33,7 @@ class Task(Tool):
 
     def __init__(self, runner: SubagentRunner) -> None:
         self.runner = runner
-        self.description = _DESCRIPTION + runner.describe()  # type: ignore[misc]
+        self.description = _DESCRIPTION + runner.describe()
 
     async def run(self, args: TaskInput, ctx: ToolContext) -> ToolResult:
         return await self.runner.run(args.subagent_type, args.prompt, current_call.get())

@@ -1,20 +1,23 @@
-"""TodoWrite: the session's task list, replaced whole on each call, shown to the user and logged."""
+"""TodoWrite: the session's task list, replaced whole on each call, shown to the user, kept in the
+session log (so a resumed session has it) and carried through compaction."""
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
+from piton.core.display import TodoItem, TodoList, TodoStatus
 from piton.core.tools import Tool, ToolContext, ToolResult
 
-TODOS = "todos"  # ToolContext.state key, and the session log's record kind
+TODOS = "todos"  # this tool's key in ToolContext.state, and its record kind in the session log
 _MARK = {"pending": "☐", "in_progress": "◐", "completed": "☒"}
 
 
 class Todo(BaseModel):
     content: str = Field(min_length=1, description='The task, in the imperative: "Run the tests".')
-    status: Literal["pending", "in_progress", "completed"]
+    status: TodoStatus
     activeForm: str = Field(
         min_length=1, description='The task as it is being done: "Running the tests".'
     )  # Claude Code's name
@@ -24,11 +27,11 @@ class TodoWriteInput(BaseModel):
     todos: list[Todo] = Field(description="The whole updated list.")
 
 
-def render(todos: list[dict[str, str]]) -> str:
-    return "\n".join(f"{_MARK.get(t['status'], '?')} {t['content']}" for t in todos)
+def _display(todos: list[Todo]) -> TodoList:
+    return TodoList(tuple(TodoItem(t.content, t.status, t.activeForm) for t in todos))
 
 
-class TodoWrite(Tool):
+class TodoWrite(Tool[TodoWriteInput]):
     name = "TodoWrite"
     description = (
         "Creates and updates the task list for this session, to plan multi-step work and show the user "
@@ -53,5 +56,21 @@ class TodoWrite(Tool):
             f"each marked completed when done. ({counts['pending']} pending, {counts['in_progress']} in "
             f"progress, {counts['completed']} completed)",
             summary=summary,
-            display={"todos": render(todos)},
+            display=_display(args.todos),
         )
+
+    def restore(self, ctx: ToolContext, records: Mapping[str, dict[str, Any]]) -> None:
+        recorded = records.get(TODOS, {}).get("todos")
+        try:
+            todos = TodoWriteInput.model_validate({"todos": recorded}).todos if recorded else []
+        except ValidationError:
+            return  # a list this tool cannot read back is no list
+        if todos:
+            ctx.state[TODOS] = [t.model_dump() for t in todos]
+
+    def carry_over(self, ctx: ToolContext) -> str | None:
+        todos = ctx.state.get(TODOS)
+        if not todos:
+            return None
+        listing = "\n".join(f"[{t.get('status')}] {t.get('content')}" for t in todos)
+        return f"The task list as it stands:\n{listing}"

@@ -14,6 +14,7 @@ from piton.builtin_tools.files import (
     unified_diff,
     writable,
 )
+from piton.core.display import FileDiff
 from piton.core.tools import ToolContext, ToolResult
 
 
@@ -24,7 +25,7 @@ class WriteInput(BaseModel):
     content: str = Field(description="The complete new content of the file.")
 
 
-class Write(FileTool):
+class Write(FileTool[WriteInput]):
     name = "Write"
     description = (
         "Writes a file, creating it and any missing parent directories, or replacing it entirely.\n"
@@ -66,5 +67,5 @@ class Write(FileTool):
         return ToolResult(
             f"{verb} {path} ({lines} lines).",
             summary=f"{verb.lower()}, {lines} lines",
-            display={"diff": unified_diff(path, before, args.content)},
+            display=FileDiff(str(path), unified_diff(path, before, args.content)),
         )

@@ -4,14 +4,14 @@ same table (a built-in keeps its name)."""
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import os
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -20,12 +20,11 @@ from piton.core.context.meter import report
 from piton.core.models import model_info, resolve_alias
 from piton.core.project.settings import load_settings, settings_files
 from piton.core.safety.permissions import Rule
-from piton.runtime import build_runtime
 
 if TYPE_CHECKING:
-    from piton.cli.repl import Repl
+    from piton.cli.controller import Controller
 
-Handler = Callable[["Repl", str], Awaitable[None]]
+Handler = Callable[["Commands", str], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,12 +36,14 @@ class Command:
 
 
 class Commands:
-    def __init__(self, repl: Repl) -> None:
-        self.repl = repl
+    """The table of slash commands, and what they act on: the terminal session, through `ui`."""
+
+    def __init__(self, ui: Controller) -> None:
+        self.ui = ui
         self.table: dict[str, Command] = {}
         for command in BUILTIN:
             self.register(command)
-        catalog = repl.runtime.catalog if repl.runtime is not None else None
+        catalog = ui.runtime.catalog if ui.runtime is not None else None
         for skill in catalog.for_user() if catalog is not None else []:
             if skill.name not in self.table:  # a built-in command keeps its name
                 summary = f"{skill.description[:80]} ({skill.kind}, {skill.source})"
@@ -60,22 +61,23 @@ class Commands:
         if command is None:
             close = difflib.get_close_matches(name, list(self.table), n=3, cutoff=0.5)
             hint = f" Did you mean {', '.join('/' + c for c in close)}?" if close else " /help lists them."
-            self.repl.print_line(f"Unknown command /{name}.{hint}", "yellow")
+            self.ui.print_line(f"Unknown command /{name}.{hint}", "yellow")
             return
-        await command.handler(self.repl, line if command.handler is _invoke else args.strip())
+        await command.handler(self, line if command.handler is _invoke else args.strip())
+
+    @property
+    def console(self) -> Console:
+        return self.ui.console
+
+    def say(self, text: str, style: str = "") -> None:
+        self.ui.print_line(text, style)
 
 
-def _console(repl: Repl):  # type: ignore[no-untyped-def]
-    assert repl.console is not None
-    return repl.console
-
-
-async def _help(repl: Repl, _: str) -> None:
-    assert repl.commands is not None
+async def _help(c: Commands, _: str) -> None:
     table = Table(show_header=False, box=None, padding=(0, 2))
-    for command in repl.commands.table.values():
+    for command in c.table.values():
         table.add_row(f"/{command.name} {command.usage}".strip(), command.summary)
-    console = _console(repl)
+    console = c.console
     console.print(table)
     console.print(
         Text(
@@ -87,50 +89,23 @@ async def _help(repl: Repl, _: str) -> None:
     )
 
 
-async def _rebuild(repl: Repl, **changes: object) -> None:
-    """A new runtime with changed options (a new or resumed session), keeping provider and model."""
-    old = await repl.ready()
-    if repl.busy:
-        repl.interrupt()
-        await asyncio.sleep(0)
-    options = replace(repl.options, continue_latest=False, model=old.agent.config.model, **changes)  # type: ignore[arg-type]
-    old.log.close()
-    runtime = await asyncio.to_thread(
-        build_runtime, options, old.agent.provider, tools=repl.tools, approver=repl._approve
-    )
-    repl.runtime = runtime
-    for notice in runtime.notices:
-        repl.print_line(f"piton: {notice}", "yellow")
+async def _clear(c: Commands, _: str) -> None:
+    runtime = await c.ui.switch(resume=None)
+    c.say(f"(a new session: {runtime.log.session_id})", "dim")
 
 
-async def _clear(repl: Repl, _: str) -> None:
-    await _rebuild(repl, resume=None)
-    assert repl.runtime is not None
-    repl.print_line(f"(a new session: {repl.runtime.log.session_id})", "dim")
-
-
-async def _compact(repl: Repl, args: str) -> None:
-    runtime = await repl.ready()
-    assert repl.renderer is not None
+async def _compact(c: Commands, args: str) -> None:
+    runtime = await c.ui.ready()
     if not runtime.agent.history:
-        repl.print_line("Nothing to compact yet.", "dim")
+        c.say("Nothing to compact yet.", "dim")
         return
-    if repl.busy:
-        repl.print_line("Piton is working; /compact once this turn ends (Esc stops it).", "yellow")
+    if c.ui.busy:
+        c.say("Piton is working; /compact once this turn ends (Esc stops it).", "yellow")
         return
-    repl.turn = asyncio.current_task()  # so Esc and Ctrl-C stop it like a turn
-    repl.renderer.begin()
-    try:
-        async for event in runtime.agent.compact(instructions=args or None):
-            repl.renderer.handle(event)
-            repl._count(event)
-    except asyncio.CancelledError:
-        repl.renderer.end()
-        repl.print_line("  ⎿  Compaction interrupted; the conversation is as it was.", "yellow")
-        repl.restore_queue()
-        return
-    repl.renderer.end()
-    repl.send_queued()
+    await c.ui.work(
+        runtime.agent.compact(instructions=args or None),
+        interrupted="  ⎿  Compaction interrupted; the conversation is as it was.",
+    )
 
 
 def _bar(used: int, limit: int, window: int, width: int = 40) -> Text:
@@ -141,8 +116,8 @@ def _bar(used: int, limit: int, window: int, width: int = 40) -> Text:
     return bar + Text("▒" * max(0, width - filled - before_limit), style="yellow")
 
 
-async def _context(repl: Repl, _: str) -> None:
-    runtime = await repl.ready()
+async def _context(c: Commands, _: str) -> None:
+    runtime = await c.ui.ready()
     agent = runtime.agent
     r = report(
         agent.meter,
@@ -153,7 +128,7 @@ async def _context(repl: Repl, _: str) -> None:
         limit=agent.context_limit(),
         skills=agent.config.skills_listing,
     )
-    console = _console(repl)
+    console = c.console
     console.print(
         Text(f"Context: {r.used:,} of {r.window:,} tokens ({r.used / r.window:.1%})  ", style="bold")
         + _bar(r.used, r.limit, r.window)
@@ -172,16 +147,16 @@ async def _context(repl: Repl, _: str) -> None:
     console.print(table)
     compactor = agent.compactor
     if compactor is not None and not compactor.settings.enabled:
-        repl.print_line("Automatic compaction is off (autoCompact: false); /compact runs it.", "dim")
+        c.say("Automatic compaction is off (autoCompact: false); /compact runs it.", "dim")
     else:
         left = max(0, r.limit - r.used)
-        repl.print_line(f"Compaction starts at {r.limit:,} tokens ({left:,} from now).", "dim")
+        c.say(f"Compaction starts at {r.limit:,} tokens ({left:,} from now).", "dim")
 
 
-async def _cost(repl: Repl, _: str) -> None:
-    totals = repl.totals
+async def _cost(c: Commands, _: str) -> None:
+    totals = c.ui.totals
     if not totals.by_model:
-        repl.print_line("No requests yet in this session.", "dim")
+        c.say("No requests yet in this session.", "dim")
         return
     table = Table(box=None, padding=(0, 2))
     for column in ("model", "input", "cache read", "cache write", "output", "cache hits", "cost"):
@@ -198,12 +173,12 @@ async def _cost(repl: Repl, _: str) -> None:
             f"{hits:.0%}",
             f"${usage.cost_usd(model):.4f}",
         )
-    console = _console(repl)
+    console = c.console
     console.print(table)
-    repl.print_line(f"Total: ${totals.cost_usd:.4f}", "bold")
-    if repl.runtime is None:
+    c.say(f"Total: ${totals.cost_usd:.4f}", "bold")
+    if c.ui.runtime is None:
         return
-    metrics = repl.runtime.agent.metrics.to_dict()
+    metrics = c.ui.runtime.agent.metrics.to_dict()
     if metrics["tools"]:
         tools = Table(box=None, padding=(0, 2))
         for column in ("tool", "calls", "avg time", "errors"):
@@ -211,56 +186,53 @@ async def _cost(repl: Repl, _: str) -> None:
         for name, m in sorted(metrics["tools"].items(), key=lambda item: -item[1]["calls"]):
             tools.add_row(name, str(m["calls"]), f"{m['avg_duration_ms']:,} ms", f"{m['error_rate']:.0%}")
         console.print(tools)
-    repl.print_line(
-        f"Compactions: {metrics['compactions']} · skill activations: {metrics['skill_activations']}", "dim"
-    )
+    c.say(f"Compactions: {metrics['compactions']} · skill activations: {metrics['skill_activations']}", "dim")
 
 
-async def _model(repl: Repl, args: str) -> None:
-    runtime = await repl.ready()
+async def _model(c: Commands, args: str) -> None:
+    runtime = await c.ui.ready()
     config = runtime.agent.config
     if args:
         config.model = resolve_alias(args)
         # a window set in the settings for this model (or for all) applies from the next request
-        config.context_window, config.max_output_tokens = load_settings(repl.options.cwd).model_limits(
+        config.context_window, config.max_output_tokens = load_settings(c.ui.options.cwd).model_limits(
             config.model
         )
     info = model_info(config.model)
     known = "" if info.known else " (an id Piton does not know: safe defaults)"
     window = runtime.agent.context_window()
-    repl.print_line(
+    c.say(
         f"Model: {info.id}{known} · window {window:,} tokens · thinking {info.thinking}",
         "bold" if args else "",
     )
 
 
-async def _resume(repl: Repl, args: str) -> None:
-    runtime = await repl.ready()
+async def _resume(c: Commands, args: str) -> None:
+    runtime = await c.ui.ready()
     from piton.core.conversation.session import SessionStore
 
     choice = args
     if not choice:
         sessions = [
-            s for s in SessionStore().recent(repl.options.cwd) if s.session_id != runtime.log.session_id
+            s for s in SessionStore().recent(c.ui.options.cwd) if s.session_id != runtime.log.session_id
         ]
         if not sessions:
-            repl.print_line("No other sessions in this directory.", "dim")
+            c.say("No other sessions in this directory.", "dim")
             return
         for number, s in enumerate(sessions[:10], start=1):
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.modified))
-            repl.print_line(f"  {number:>2}. {when}  {s.messages:>3} messages  {s.first_prompt[:70]}")
-        answer = (await repl.ask("Resume which? (number, or Enter to cancel) › ")).strip()
+            c.say(f"  {number:>2}. {when}  {s.messages:>3} messages  {s.first_prompt[:70]}")
+        answer = (await c.ui.ask("Resume which? (number, or Enter to cancel) › ")).strip()
         if not answer.isdigit() or not 1 <= int(answer) <= len(sessions[:10]):
             return
         choice = sessions[int(answer) - 1].session_id
-    await _rebuild(repl, resume=choice)
-    assert repl.runtime is not None
-    messages = len(repl.runtime.agent.history)
-    repl.print_line(f"(resumed session {choice}: {messages} messages)", "dim")
+    resumed = await c.ui.switch(resume=choice)
+    messages = len(resumed.agent.history)
+    c.say(f"(resumed session {choice}: {messages} messages)", "dim")
 
 
-async def _permissions(repl: Repl, args: str) -> None:
-    runtime = await repl.ready()
+async def _permissions(c: Commands, args: str) -> None:
+    runtime = await c.ui.ready()
     gate = runtime.agent.gate
     assert gate is not None
     verb, _, rule = args.partition(" ")
@@ -268,81 +240,83 @@ async def _permissions(repl: Repl, args: str) -> None:
         try:
             getattr(gate.permissions, verb).append(Rule.parse(rule))
         except ValueError as e:
-            repl.print_line(str(e), "red")
+            c.say(str(e), "red")
             return
-        repl.print_line(f"{verb}: {rule} (for this session)", "dim")
+        c.say(f"{verb}: {rule} (for this session)", "dim")
         return
     permissions = gate.permissions
-    repl.print_line(f"Mode: {permissions.mode} (Shift+Tab cycles default, acceptEdits, plan)", "bold")
+    c.say(f"Mode: {permissions.mode} (Shift+Tab cycles default, acceptEdits, plan)", "bold")
     for behavior in ("allow", "ask", "deny"):
         rules = getattr(permissions, behavior)
-        repl.print_line(f"  {behavior}: {', '.join(map(str, rules)) or '(none)'}")
-    repl.print_line("Add one for this session with /permissions allow|ask|deny <rule>.", "dim")
+        c.say(f"  {behavior}: {', '.join(map(str, rules)) or '(none)'}")
+    c.say("Add one for this session with /permissions allow|ask|deny <rule>.", "dim")
 
 
-async def _status(repl: Repl, _: str) -> None:
-    runtime = await repl.ready()
+async def _status(c: Commands, _: str) -> None:
+    runtime = await c.ui.ready()
     agent = runtime.agent
     policy = agent.context.policy
-    from piton.builtin_tools.bash import sandbox_of
+    from piton.core.safety.sandbox import make_sandbox
 
-    sandbox = sandbox_of(agent.context)
-    problem = sandbox.unavailable_reason()
+    if policy is None:
+        sandbox_line = "Sandbox: none configured"
+    else:
+        sandbox = agent.context.sandbox or make_sandbox(policy)
+        problem = sandbox.unavailable_reason()
+        unavailable = f" (unavailable: {problem})" if problem else ""
+        sandbox_line = f"Sandbox: {policy.mode} via {sandbox.name}{unavailable}"
     lines = [
         f"Piton {__version__}",
         f"Session: {runtime.log.session_id}",
-        f"Directory: {repl.options.cwd}",
+        f"Directory: {c.ui.options.cwd}",
         f"Model: {agent.config.model}",
         f"Permission mode: {agent.gate.permissions.mode if agent.gate else 'default'}",
-        f"Sandbox: {policy.mode if policy else '?'} via {sandbox.name}"
-        + (f" (unavailable: {problem})" if problem else ""),
+        sandbox_line,
         f"API: {os.environ.get('ANTHROPIC_BASE_URL') or 'https://api.anthropic.com'}",
         "Settings: "
-        + (", ".join(str(p) for p in settings_files(repl.options.cwd) if p.is_file()) or "(none)"),
+        + (", ".join(str(p) for p in settings_files(c.ui.options.cwd) if p.is_file()) or "(none)"),
     ]
     for line in lines:
-        repl.print_line(line)
+        c.say(line)
 
 
-async def _invoke(repl: Repl, line: str) -> None:
+async def _invoke(c: Commands, line: str) -> None:
     """A skill or custom command: it runs as a turn (queued if one is under way)."""
-    repl.send(line)
+    c.ui.send(line)
 
 
-async def _skills(repl: Repl, _: str) -> None:
-    runtime = await repl.ready()
+async def _skills(c: Commands, _: str) -> None:
+    runtime = await c.ui.ready()
     from piton.skills.report import report
 
     if runtime.catalog is None:
-        repl.print_line("No skills were loaded.", "dim")
+        c.say("No skills were loaded.", "dim")
         return
     warnings = [n for n in runtime.notices if n.endswith("; skipped")]
     for text, style in report(runtime.catalog, runtime.agent_types, warnings, reserved=set(BUILTIN_NAMES)):
-        repl.print_line(text, style)
+        c.say(text, style)
 
 
-async def _memory(repl: Repl, _: str) -> None:
-    runtime = await repl.ready()
+async def _memory(c: Commands, _: str) -> None:
+    runtime = await c.ui.ready()
     memory = runtime.memory
     if memory is None or not memory.files:
-        repl.print_line(
+        c.say(
             "No instruction files were loaded (AGENTS.md, CLAUDE.md, CLAUDE.local.md from the git root "
             "down to here, ~/.piton/AGENTS.md). /init drafts an AGENTS.md.",
             "dim",
         )
         return
     for file in memory.files:
-        repl.print_line(f"{file.path}  ({file.scope}, {len(file.text):,} characters)")
+        c.say(f"{file.path}  ({file.scope}, {len(file.text):,} characters)")
         for imported in file.imports:
-            repl.print_line(f"    imports {imported}", "dim")
+            c.say(f"    imports {imported}", "dim")
     for warning in memory.warnings:
-        repl.print_line(warning, "yellow")
+        c.say(warning, "yellow")
 
 
-async def _exit(repl: Repl, _: str) -> None:
-    repl.exiting = True
-    if repl.session is not None and repl.session.app.is_running:
-        repl.session.app.exit(exception=EOFError())
+async def _exit(c: Commands, _: str) -> None:
+    c.ui.exit()
 
 
 BUILTIN = (

@@ -6,25 +6,28 @@ readable line (a traceback only with --verbose) and exit code 1; an interrupt ex
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import gc
 import os
 import select
 import signal
 import stat
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from piton.cli.output import Writer, make_writer
-from piton.core.activation import Activation
-from piton.core.agent import Agent
-from piton.core.conversation.events import Result
-from piton.core.conversation.session import SessionError
-from piton.core.providers import Provider, ProviderError
-from piton.core.tools import Tool
-from piton.runtime import RunOptions, SetupError, build_runtime
+from piton.core.options import RunOptions
+
+if TYPE_CHECKING:  # loaded once a run is known to be possible (a missing key is told without them)
+    from piton.cli.output import Writer
+    from piton.core.activation import Activation
+    from piton.core.agent import Agent
+    from piton.core.conversation.events import Result
+    from piton.core.providers import Provider
+    from piton.core.providers.anthropic import AnthropicProvider
+    from piton.core.tools import AnyTool
 
 STDIN_PATIENCE_S = 3.0
 
@@ -76,6 +79,10 @@ def read_prompt(
 
 
 async def _drive(agent: Agent, prompt: str, writer: Writer, skill: Activation | None = None) -> Result:
+    import asyncio
+
+    from piton.core.conversation.events import Result
+
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     if task is not None:
@@ -98,7 +105,7 @@ def run_headless(
     options: HeadlessOptions,
     *,
     provider: Provider | None = None,
-    tools: list[Tool] | None = None,
+    tools: list[AnyTool] | None = None,
     streams: Streams | None = None,
 ) -> int:
     """Run once; `provider` and `tools` replace the Anthropic provider and the built-in tools."""
@@ -117,21 +124,61 @@ def run_headless(
 
 
 def _run(
-    options: HeadlessOptions, provider: Provider | None, tools: list[Tool] | None, streams: Streams
+    options: HeadlessOptions, provider: Provider | None, tools: list[AnyTool] | None, streams: Streams
 ) -> int:
     prompt = read_prompt(options.prompt, streams.stdin, streams.stderr)
     if not prompt:
         streams.stderr.write("piton: no prompt: pass one as an argument or on standard input\n")
         return 1
     if provider is None:
-        from piton.core.providers.anthropic import AnthropicProvider, prewarm
+        from piton.core.providers.credentials import NO_API_KEY, credential_source
 
-        prewarm()  # the SDK import overlaps with reading settings, the session and git status
-        provider = AnthropicProvider()
+        if credential_source() is None:  # said before loading the agent, let alone the SDK
+            streams.stderr.write(f"piton: {NO_API_KEY}\n")
+            return 1
+    # Start-up allocates a great deal and frees little: collecting it is wasted work (a seventh of the
+    # SDK's import). Collection resumes once the SDK is loaded (and its heap frozen), or at the end.
+    collecting = provider is None and gc.isenabled()
+    if collecting:
+        gc.disable()
+    try:
+        return _start(options, provider, tools, streams, prompt, resume_gc=gc.enable if collecting else None)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _start(
+    options: HeadlessOptions,
+    provider: Provider | None,
+    tools: list[AnyTool] | None,
+    streams: Streams,
+    prompt: str,
+    resume_gc: Callable[[], None] | None,
+) -> int:
+    from piton.core.providers import ProviderError
+
+    anthropic: AnthropicProvider | None = None
+    if provider is None:
+        from piton.core.providers.anthropic import AnthropicProvider
+
+        provider = anthropic = AnthropicProvider()
     try:
         provider.check()  # before a session is created for a run that cannot start
+    except ProviderError as e:
+        streams.stderr.write(f"piton: {e}\n")
+        return 1
+    if anthropic is not None:  # its import overlaps with loading the agent, settings, session, git status
+        anthropic.prewarm(then=resume_gc)
+    import asyncio
+
+    from piton.cli.output import make_writer
+    from piton.core.conversation.session import SessionError
+    from piton.runtime import SetupError, build_runtime
+
+    try:
         runtime = build_runtime(options.run, provider, tools=tools)
-    except (SessionError, ProviderError, SetupError) as e:
+    except (SessionError, SetupError) as e:
         streams.stderr.write(f"piton: {e}\n")
         return 1
     writer = make_writer(options.output_format, streams.stdout, streams.stderr, options.verbose)
@@ -147,5 +194,7 @@ def _run(
         )
         return 130
     finally:
+        with contextlib.suppress(OSError):  # a disk that cannot sync still has the lines written
+            runtime.log.sync()
         runtime.log.close()
     return 1 if result.is_error else 0

@@ -1,9 +1,14 @@
 """The `piton` entry point: answers `--version` without loading anything, lists skills (`piton skills`),
-then hands over to the app."""
+tells a `-p` run that no credentials exist before loading the argument parser, then hands over to
+the app; a finished `-p` run leaves without tearing the interpreter down."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
 import sys
+from typing import NoReturn
 
 
 def main() -> None:
@@ -14,6 +19,11 @@ def main() -> None:
         return
     if sys.argv[1:] == ["skills"]:
         sys.exit(list_skills())
+    if _print_without_credentials(sys.argv[1:]):
+        from piton.core.providers.credentials import NO_API_KEY
+
+        sys.stderr.write(f"piton: {NO_API_KEY}\n")
+        sys.exit(1)
     if not sys.argv[1:]:  # the REPL, as fast as it can draw: no argument parser to load
         from pathlib import Path
 
@@ -34,7 +44,97 @@ def main() -> None:
         message = e.format_message() if hasattr(e, "format_message") else str(e)
         sys.stderr.write(f"piton: {' '.join(message.split())} (piton --help lists the options)\n")
         sys.exit(getattr(e, "exit_code", 2))
-    sys.exit(code if isinstance(code, int) else 0)
+    code = code if isinstance(code, int) else 0
+    if _print_mode(sys.argv[1:]):
+        leave(code)
+    sys.exit(code)
+
+
+# The app's options (cli/app.py, checked by a test): None for a flag, else the values it accepts
+# (empty: any). Whatever else an argument list holds goes to the app's parser.
+_PRINT_OPTIONS: dict[str, tuple[str, ...] | None] = {
+    "-p": None,
+    "--print": None,
+    "--verbose": None,
+    "-c": None,
+    "--continue": None,
+    "--output-format": ("text", "json", "stream-json"),
+    "--model": (),
+    "--max-turns": (),
+    "--append-system-prompt": (),
+    "-r": (),
+    "--resume": (),
+    "--thinking": ("on", "off"),
+    "--permission-mode": ("default", "acceptEdits", "plan", "bypassPermissions"),
+    "--allowedTools": (),
+    "--allowed-tools": (),
+    "--disallowedTools": (),
+    "--disallowed-tools": (),
+    "--sandbox": ("read-only", "workspace-write", "danger-full-access"),
+    "--add-dir": (),
+}
+
+
+def _print_without_credentials(args: list[str]) -> bool:
+    """A well-formed `-p` run with a prompt argument, and no credentials the SDK could find: that is
+    known in milliseconds, where the argument parser alone takes a tenth of a second. Anything the
+    scan does not recognise (help, an unknown option, a bad value) is left to the parser."""
+    printing, prompts = False, 0
+    pending: str | None = None  # an option waiting for its value
+    for arg in args:
+        if pending is not None:
+            name, pending = pending, None
+            if not _accepts(name, arg):
+                return False
+        elif arg.startswith("--") and "=" in arg:
+            name, _, value = arg.partition("=")
+            if _PRINT_OPTIONS.get(name) is None or not _accepts(name, value):
+                return False
+        elif arg in _PRINT_OPTIONS:
+            printing = printing or arg in ("-p", "--print")
+            pending = None if _PRINT_OPTIONS[arg] is None else arg
+        elif arg.startswith("-"):
+            return False
+        else:
+            prompts += 1
+    if not printing or prompts != 1 or pending is not None:
+        return False
+    from piton.core.providers.credentials import credential_source
+
+    return credential_source() is None
+
+
+def _accepts(name: str, value: str) -> bool:
+    if name == "--max-turns":
+        return value.isdigit() and int(value) >= 1
+    allowed = _PRINT_OPTIONS[name]
+    return not allowed or value in allowed
+
+
+def _print_mode(args: list[str]) -> bool:
+    """Whether the arguments asked for `-p` (a combined flag such as `-pc` just exits the slow way)."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg in ("-p", "--print"):
+            return True
+    return False
+
+
+def leave(code: int) -> NoReturn:
+    """End a finished `-p` run without tearing the interpreter down (unloading the SDK's thousands of
+    objects takes about half a second). The run has closed its provider and synced its session log;
+    what is still buffered is flushed, and exit handlers run, before the process goes."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away after all: as a `| head` would end us
+        code = code or 141
+    except (OSError, ValueError):
+        pass
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
 
 
 def list_skills() -> int:

@@ -26,7 +26,9 @@ from piton.core.conversation.events import (
     ToolResultsMessage,
     ToolStarted,
 )
+from piton.core.display import Display, FileDiff, TodoList
 
+TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☒"}
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
@@ -43,6 +45,17 @@ def tool_label(name: str, tool_input: dict[str, Any], width: int = 60) -> str:
     if len(first) > width:
         first = first[: width - 1] + "…"
     return f"{name}({first})"
+
+
+def display_text(display: Display | None) -> str:
+    """A call's display as plain lines (diffs and task lists; command output is the result itself)."""
+    match display:
+        case FileDiff(diff=diff):
+            return diff
+        case TodoList(items=items):
+            return "\n".join(f"{TODO_MARKS[i.status]} {i.content}" for i in items)
+        case _:
+            return ""
 
 
 def result_to_dict(result: Result) -> dict[str, Any]:
@@ -110,8 +123,7 @@ class _Base:
         elif isinstance(event, ToolFinished):
             if event.result.is_error:
                 self.stderr.write(f"{indent}  ⎿ {event.result.summary or 'error'}\n")
-            detail = event.result.display or {}
-            shown = detail.get("diff") or detail.get("todos") if isinstance(detail, dict) else None
+            shown = display_text(event.result.display)
             if shown:  # the model chose this text: no control sequences may reach the terminal
                 safe = _CONTROL.sub("", shown)
                 self.stderr.write("".join(f"    {line}\n" for line in safe.splitlines()))

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
 
 from rich.console import Console, Group
 from rich.text import Text
 
 from piton.cli.markdown_render import render_block
 from piton.cli.markdown_stream import MarkdownStream
-from piton.cli.output import compacted_line, tool_label
+from piton.cli.output import TODO_MARKS, compacted_line, tool_label
 from piton.core.conversation.events import (
     AgentEvent,
     Compacted,
@@ -33,6 +32,7 @@ from piton.core.conversation.events import (
     ToolStarted,
     ToolUseStart,
 )
+from piton.core.display import CommandOutput, FileDiff, TodoItem, TodoList
 
 LIVE_LINES = 12  # the most lines the live area shows of an unfinished block
 THINKING_LINES = 3  # thinking collapses to its last lines once the answer starts
@@ -58,6 +58,15 @@ def diff_text(diff: str) -> Text:
             else "dim"
         )
         text.append(f"    {line}\n", style=style)
+    return text
+
+
+def todo_text(items: tuple[TodoItem, ...]) -> Text:
+    """A task list, one line a task, done ones dimmed."""
+    text = Text()
+    for item in items:
+        line = _CONTROL.sub("", f"{TODO_MARKS[item.status]} {item.content}")
+        text.append(f"    {line}\n", style="dim" if item.status == "completed" else "")
     return text
 
 
@@ -190,22 +199,25 @@ class Renderer:
         summary = result.summary or ("error" if result.is_error else "done")
         style = "red" if result.is_error else "dim"
         self.console.print(Text(f"  ⎿  {_CONTROL.sub('', summary)}", style=style))
-        if event.name == "Bash" and isinstance(result.content, str) and result.content.strip():
-            lines = _CONTROL.sub("", result.content).splitlines()
-            shown = Text()
-            for line in lines[:OUTPUT_LINES]:
-                shown.append(f"     {line[: self.console.width - 6]}\n", style=style)
-            if len(lines) > OUTPUT_LINES:
-                shown.append(f"     … {len(lines) - OUTPUT_LINES} more lines\n", style="dim")
-            self.console.print(shown, end="")
-        display: Any = result.display or {}
-        if isinstance(display, dict) and display.get("diff"):
-            self.console.print(diff_text(display["diff"]), end="")
-        elif isinstance(display, dict) and display.get("todos"):
-            todos = Text()
-            for line in display["todos"].splitlines():
-                todos.append(f"    {line}\n", style="dim" if line.startswith("☒") else "")
-            self.console.print(todos, end="")
+        match result.display:
+            case CommandOutput(output=output) if output.strip():
+                self.console.print(self._output_lines(output, style), end="")
+            case FileDiff(diff=diff) if diff:
+                self.console.print(diff_text(diff), end="")
+            case TodoList(items=items) if items:
+                self.console.print(todo_text(items), end="")
+            case _:
+                pass
+
+    def _output_lines(self, output: str, style: str) -> Text:
+        """The first lines a command printed, under its tool line."""
+        lines = _CONTROL.sub("", output).splitlines()
+        shown = Text()
+        for line in lines[:OUTPUT_LINES]:
+            shown.append(f"     {line[: self.console.width - 6]}\n", style=style)
+        if len(lines) > OUTPUT_LINES:
+            shown.append(f"     … {len(lines) - OUTPUT_LINES} more lines\n", style="dim")
+        return shown
 
     # -- the live area -----------------------------------------------------------------------------
     def live(self) -> LiveText:

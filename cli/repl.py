@@ -3,7 +3,8 @@
 The prompt is drawn first; the agent's modules, the session and the SDK load in the background while
 the user types. Above the prompt, the live area shows what is still streaming; finished output goes to
 the scrollback once. Typing while the model works queues the next message; Esc or Ctrl-C interrupts
-the turn at once and leaves the history valid.
+the work at once and leaves the history valid (`turns.TurnDriver` owns all of that). The screen is
+redrawn when something changed, never on a timer while idle.
 
 Only prompt_toolkit and the light option types are imported here at start-up.
 """
@@ -12,23 +13,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Coroutine
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.input import Input
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
+from piton.cli.keys import bindings
+from piton.cli.turns import SessionTotals, TurnDriver
 from piton.core.options import RunOptions
 
 if TYPE_CHECKING:
@@ -36,14 +38,15 @@ if TYPE_CHECKING:
 
     from piton.cli.commands import Commands
     from piton.cli.render import Renderer
-    from piton.core.context.usage import Usage
+    from piton.core.conversation.events import AgentEvent
     from piton.core.providers import Provider
-    from piton.core.tools import Tool
+    from piton.core.safety.permissions import Decision, PermissionRequest
+    from piton.core.tools import AnyTool
     from piton.runtime import Runtime
 
-_MENTION = re.compile(r"(?<![\w@])@(\S+)")
 _EXIT_WINDOW_S = 2.0
-_MAX_ATTACHMENT_CHARS = 200_000
+_SPINNER_S = 0.1  # the spinner's frame time, while the model works (and only then)
+_REDRAW_S = 0.05  # the least time between two redraws, however fast the stream
 _MODES = ("default", "acceptEdits", "plan")  # Shift+Tab cycles these; bypass only by flag
 STYLE = Style.from_dict(
     {
@@ -67,15 +70,9 @@ class ReplIO:
     history_file: Path | None = None
 
 
-@dataclass(slots=True)
-class SessionTotals:
-    """What this terminal session has used, across turns and models (for /cost and the status line)."""
-
-    by_model: dict[str, Usage] = field(default_factory=dict)
-    cost_usd: float = 0.0
-
-
 class Repl:
+    """The prompt loop, the keys, and the session's start-up; implements `Controller` for commands."""
+
     def __init__(
         self,
         options: RunOptions,
@@ -83,7 +80,7 @@ class Repl:
         verbose: bool = False,
         initial_prompt: str | None = None,
         provider_factory: Callable[[], Provider] | None = None,
-        tools: list[Tool] | None = None,
+        tools: list[AnyTool] | None = None,
         io: ReplIO | None = None,
     ) -> None:
         self.options = options
@@ -93,20 +90,75 @@ class Repl:
         self.tools = tools
         self.io = io or ReplIO()
         self.runtime: Runtime | None = None
-        self.renderer: Renderer | None = None
         self.commands: Commands | None = None
-        self.console: Console | None = None
-        self.totals = SessionTotals()
-        self.queue: list[str] = []
-        self.turn: asyncio.Task[None] | None = None
+        self._console: Console | None = None
         self.question: tuple[str, asyncio.Future[str]] | None = None
         self.exiting = False
         self.files: list[str] = []
+        self.session: PromptSession[str] | None = None
+        self.driver = TurnDriver(
+            model=lambda: self.runtime.agent.config.model if self.runtime else "",
+            submit=self.submit,
+            restore=self._restore,
+            changed=self._redraw,
+            print_line=self.print_line,
+        )
         self._ready: asyncio.Task[None] | None = None
         self._exit_armed_until = 0.0
         self._tasks: set[asyncio.Future[None]] = set()  # commands and shell commands under way
-        self.session: PromptSession[str] | None = None
         self._asking = asyncio.Lock()
+        self._ticker: asyncio.Task[None] | None = None
+
+    # -- what commands and tests see ---------------------------------------------------------------
+    @property
+    def console(self) -> Console:
+        assert self._console is not None, "the console exists once the session has loaded"
+        return self._console
+
+    @property
+    def renderer(self) -> Renderer | None:
+        return self.driver.renderer
+
+    @property
+    def totals(self) -> SessionTotals:
+        return self.driver.totals
+
+    @property
+    def queue(self) -> list[str]:
+        return self.driver.queue
+
+    @property
+    def busy(self) -> bool:
+        return self.driver.busy
+
+    @property
+    def asking(self) -> bool:
+        return self.question is not None
+
+    @property
+    def idle(self) -> bool:
+        """Loaded, and nothing under way: no turn, no command, no shell command."""
+        return self.runtime is not None and not self.busy and not self._tasks
+
+    def command_names(self) -> list[tuple[str, str]]:
+        return self.commands.names() if self.commands is not None else []
+
+    def send(self, text: str) -> None:
+        self.driver.send(text)
+
+    def submit(self, text: str) -> None:
+        self.driver.start(self._turn(text))
+
+    def interrupt(self) -> bool:
+        return self.driver.interrupt()
+
+    async def work(self, events: AsyncIterator[AgentEvent], *, interrupted: str) -> bool:
+        return await self.driver.drive(events, interrupted=interrupted)
+
+    def exit(self) -> None:
+        self.exiting = True
+        if self.session is not None and self.session.app.is_running:
+            self.session.app.exit(exception=EOFError())
 
     # -- start-up ----------------------------------------------------------------------------------
     def _make_console(self) -> Console:
@@ -124,31 +176,50 @@ class Repl:
             prewarm()  # the SDK import (about a second) overlaps with the rest of loading
         from piton.cli.commands import Commands
         from piton.cli.render import Renderer
+
+        self._console = self._make_console()
+        self.driver.renderer = Renderer(self._console, verbose=self.verbose)
+        provider = self.provider_factory() if self.provider_factory else _anthropic()
+        self.runtime = self._build(self.options, provider)
+        self.commands = Commands(self)
+        self.files = self.runtime.project_files()
+
+    def _build(self, options: RunOptions, provider: Provider) -> Runtime:
         from piton.runtime import build_runtime
 
-        self.console = self._make_console()
-        self.renderer = Renderer(self.console, verbose=self.verbose)
-        provider = self.provider_factory() if self.provider_factory else _anthropic()
-        self.runtime = build_runtime(self.options, provider, tools=self.tools, approver=self._approve)
-        self.commands = Commands(self)
-        self.files = _project_files(self.options.cwd)
+        return build_runtime(options, provider, tools=self.tools, approver=self._approve)
 
     async def _start(self) -> None:
         try:
             await asyncio.to_thread(self._load)
         except Exception as e:  # a session that cannot open, bad options: say so, keep the prompt
-            self._print_error(f"piton: {e}")
+            self.print_line(f"piton: {e}", "bold red")
             raise
         assert self.runtime is not None
         for notice in self.runtime.notices:
             self.print_line(f"piton: {notice}", "yellow")
         with contextlib.suppress(Exception):
             self.runtime.agent.provider.check()
+        self._redraw()
 
     async def ready(self) -> Runtime:
         assert self._ready is not None
         await asyncio.shield(self._ready)
         assert self.runtime is not None
+        return self.runtime
+
+    async def switch(self, *, resume: str | None) -> Runtime:
+        """A new runtime for a new or resumed session, keeping the provider and the model."""
+        old = await self.ready()
+        if self.busy:
+            self.interrupt()
+            await asyncio.sleep(0)
+        options = replace(self.options, continue_latest=False, model=old.agent.config.model, resume=resume)
+        old.log.close()
+        self.runtime = await asyncio.to_thread(self._build, options, old.agent.provider)
+        for notice in self.runtime.notices:
+            self.print_line(f"piton: {notice}", "yellow")
+        self._redraw()
         return self.runtime
 
     # -- the loop ----------------------------------------------------------------------------------
@@ -159,20 +230,22 @@ class Repl:
         self.session = PromptSession(
             message=self._message,
             bottom_toolbar=self._toolbar,
-            key_bindings=self._bindings(),
+            key_bindings=bindings(self),
             history=history,
-            completer=PitonCompleter(self),
+            completer=PitonCompleter(self.command_names, lambda: self.files),
             complete_while_typing=True,
             style=STYLE,
-            refresh_interval=0.08,  # the live area redraws at most ~12 times a second
             erase_when_done=True,  # the scrollback is ours: on_input echoes what was typed
             input=self.io.input,
             output=self.io.output,
         )
+        app = self.session.app
         # Esc must interrupt at once. Alt+Enter arrives as one read, so a short wait still tells them apart.
-        self.session.app.ttimeoutlen = 0.05
-        self.session.app.timeoutlen = 0.1
+        app.ttimeoutlen = 0.05
+        app.timeoutlen = 0.1
+        app.min_redraw_interval = _REDRAW_S  # a fast stream invalidates often; redraw at a bounded rate
         self._ready = asyncio.ensure_future(self._start())
+        self._ready.add_done_callback(_observed)
         if self.initial_prompt:
             self.submit(self.initial_prompt)
         while not self.exiting:
@@ -187,7 +260,7 @@ class Repl:
         return 0
 
     async def _shutdown(self) -> None:
-        for task in [self.turn, *self._tasks]:
+        for task in [self.driver.task, self._ticker, *self._tasks]:
             if task is not None and not task.done():
                 task.cancel()
                 with contextlib.suppress(BaseException):
@@ -222,7 +295,7 @@ class Repl:
         assert self.commands is not None
         await self.commands.run(text)
 
-    def _background(self, work: Any) -> None:
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._finished)
@@ -231,95 +304,28 @@ class Repl:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             error = task.exception()
-            self._print_error(f"piton: {type(error).__name__}: {error}")
-
-    @property
-    def busy(self) -> bool:
-        return self.turn is not None and not self.turn.done()
-
-    def submit(self, text: str) -> None:
-        self.turn = asyncio.ensure_future(self._turn(text))
-
-    def send(self, text: str) -> None:
-        """A message for the model: now, or when the turn under way ends."""
-        if self.busy:
-            self.queue.append(text)
-            self.print_line("  (queued: it goes to Piton when this turn ends)", "dim")
-        else:
-            self.submit(text)
-
-    def interrupt(self) -> bool:
-        if self.busy:
-            assert self.turn is not None
-            self.turn.cancel()
-            return True
-        return False
+            self.print_line(f"piton: {type(error).__name__}: {error}", "bold red")
+        self._redraw()
 
     async def _turn(self, text: str) -> None:
         runtime = await self.ready()
-        assert self.renderer is not None
-        content = self._with_attachments(runtime, text)
+        content = runtime.attach(text, lambda warning: self.print_line(warning, "yellow"))
         skill = runtime.catalog.invocation(text) if runtime.catalog is not None else None
-        self.renderer.begin()
         try:
-            async for event in runtime.agent.run(content, skill=skill):
-                self.renderer.handle(event)
-                self._count(event)
-        except asyncio.CancelledError:
-            self.renderer.interrupted()
-            self.restore_queue()
-            return
+            await self.driver.drive(runtime.agent.run(content, skill=skill))
         except Exception as e:
-            self.renderer.end()
-            self._print_error(f"piton: internal error: {type(e).__name__}: {e}")
-            return
-        self.renderer.end()
-        self.send_queued()
+            self.print_line(f"piton: internal error: {type(e).__name__}: {e}", "bold red")
 
-    def send_queued(self) -> None:
-        """What was typed during a turn goes next: plain messages together, a /skill line on its own
-        (its arguments are its own)."""
-        if not self.queue:
-            return
-        if self.queue[0].startswith("/"):
-            text = self.queue.pop(0)
-        else:
-            plain = next((i for i, t in enumerate(self.queue) if t.startswith("/")), len(self.queue))
-            text = "\n\n".join(self.queue[:plain])
-            del self.queue[:plain]
-        self.submit(text)
-
-    def restore_queue(self) -> None:
-        """After an interrupt, what was queued comes back to the prompt, unsent."""
-        if self.queue and self.session is not None:
-            self.session.default_buffer.text = "\n\n".join(self.queue)
-        self.queue.clear()
-
-    def _count(self, event: Any) -> None:
-        from piton.core.conversation.events import Compacted, MessageDone, SubagentEvent
-
-        if isinstance(event, SubagentEvent):  # what subagents spend is the session's cost too
-            event = event.event
-        if isinstance(event, MessageDone | Compacted) and event.usage is not None:
-            model = event.model or (self.runtime.agent.config.model if self.runtime else "")
-            self.totals.by_model[model] = self.totals.by_model.get(model, type(event.usage)()) + event.usage
-            self.totals.cost_usd += event.usage.cost_usd(model)
-
-    # -- input helpers -----------------------------------------------------------------------------
-    def _with_attachments(self, runtime: Runtime, text: str) -> Any:
-        """The prompt, with the content of each `@path` it mentions attached (and counted as read)."""
-        from piton.cli.attachments import attach
-
-        return attach(runtime.agent.context, text, _MENTION.findall(text), self.print_line)
+    def _restore(self, text: str) -> None:
+        if self.session is not None:
+            self.session.default_buffer.text = text
 
     async def _shell(self, command: str) -> None:
         """`!cmd`: run it in the sandbox now, show the output, and let the model see it next turn."""
         if not command:
             return
         runtime = await self.ready()
-        from piton.builtin_tools.bash import Bash, BashInput
-
-        result = await Bash().run(BashInput(command=command), runtime.agent.context)
+        result = await runtime.run_shell(command)
         output = str(result.content)
         self.print_line(output, "red" if result.is_error else "")
         if runtime.agent.capper is not None:
@@ -333,34 +339,48 @@ class Repl:
         """Show `question` in place of the prompt and wait for the user's answer line."""
         answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.question = (question, answer)
-        if self.session is not None:
-            self.session.app.invalidate()
+        self._redraw()
         try:
             return await answer
         finally:
             self.question = None
+            self._redraw()
 
-    async def _approve(self, request: Any) -> Any:
+    async def _approve(self, request: PermissionRequest) -> Decision:
         from piton.cli.approval import approve
 
-        assert self.runtime is not None and self.console is not None
+        assert self.runtime is not None
         async with self._asking:  # subagents working side by side ask one question at a time
             return await approve(request, self.console, self.ask, self.runtime.agent.gate)
 
     # -- drawing -----------------------------------------------------------------------------------
     def print_line(self, text: str, style: str = "") -> None:
-        if self.console is not None:
+        if self._console is not None:
             from rich.text import Text
 
-            self.console.print(Text(text, style=style))
+            self._console.print(Text(text, style=style))
         else:
             print(text)
 
-    def _print_error(self, text: str) -> None:
-        self.print_line(text, "bold red")
+    def _redraw(self) -> None:
+        """Something on screen changed: redraw once, and keep the spinner turning while work is
+        under way (only then: an idle prompt costs nothing)."""
+        if self.session is None:
+            return
+        self.session.app.invalidate()
+        if self.busy and (self._ticker is None or self._ticker.done()):
+            self._ticker = asyncio.ensure_future(self._spin())
+
+    async def _spin(self) -> None:
+        while self.busy and self.session is not None:
+            self.session.app.invalidate()
+            await asyncio.sleep(_SPINNER_S)
+        if self.session is not None:
+            self.session.app.invalidate()
 
     def _message(self) -> FormattedText:
-        parts: list[tuple[str, str]] = list(self.renderer.live()) if self.renderer is not None else []
+        renderer = self.driver.renderer
+        parts: list[tuple[str, str]] = list(renderer.live()) if renderer is not None else []
         if self.question is not None:
             parts.append(("class:question", self.question[0]))
             return FormattedText(parts)
@@ -374,100 +394,47 @@ class Repl:
             return FormattedText([("", " starting…")])
         from piton.cli.status import status_line
 
-        return FormattedText([("", status_line(self))])
+        return FormattedText([("", status_line(self.runtime, self.totals, len(self.queue)))])
 
-    def _bindings(self) -> KeyBindings:
-        kb = KeyBindings()
+    def _arm_exit(self) -> None:
+        self._exit_armed_until = time.monotonic() + _EXIT_WINDOW_S
+        self._redraw()
+        asyncio.get_running_loop().call_later(_EXIT_WINDOW_S + 0.05, self._redraw)
 
-        @kb.add("escape", eager=False)
-        def _(event: KeyPressEvent) -> None:
-            if self.question is not None:
-                self._answer_now(event, "no")
-            else:
-                self.interrupt()
+    def cycle_mode(self) -> None:
+        if self.runtime is not None and self.runtime.agent.gate is not None:
+            permissions = self.runtime.agent.gate.permissions
+            current = permissions.mode if permissions.mode in _MODES else _MODES[-1]
+            permissions.mode = _MODES[(_MODES.index(current) + 1) % len(_MODES)]  # type: ignore[assignment]
+            self._redraw()
 
-        @kb.add("c-c")
-        def _(event: KeyPressEvent) -> None:
-            buffer = event.app.current_buffer
-            if self.question is not None:
-                self._answer_now(event, "no")
-            elif self.interrupt():
-                return
-            elif buffer.text:
-                buffer.reset()
-            elif time.monotonic() < self._exit_armed_until:
-                self.exiting = True
-                event.app.exit(exception=EOFError())
-            else:
-                self._exit_armed_until = time.monotonic() + _EXIT_WINDOW_S
+    def toggle_thinking(self) -> None:
+        if self.driver.renderer is not None:
+            self.driver.renderer.verbose = not self.driver.renderer.verbose
 
-        @kb.add("c-d")
-        def _(event: KeyPressEvent) -> None:
-            buffer = event.app.current_buffer
-            if buffer.text:
-                buffer.delete()
-            else:
-                self.exiting = True
-                event.app.exit(exception=EOFError())
+    def ctrl_c(self, buffer: Buffer) -> None:
+        """Ctrl-C: stop the work under way, else clear the line, else exit on a second press."""
+        if self.interrupt():
+            return
+        if buffer.text:
+            buffer.reset()
+        elif time.monotonic() < self._exit_armed_until:
+            self.exit()
+        else:
+            self._arm_exit()
 
-        @kb.add("enter")
-        def _(event: KeyPressEvent) -> None:
-            buffer = event.app.current_buffer
-            if buffer.text.endswith("\\") and buffer.cursor_position == len(buffer.text):
-                buffer.delete_before_cursor(1)
-                buffer.insert_text("\n")
-            else:
-                buffer.validate_and_handle()
 
-        @kb.add("escape", "enter")
-        @kb.add("c-j")
-        def _(event: KeyPressEvent) -> None:
-            event.app.current_buffer.insert_text("\n")
-
-        @kb.add("s-tab")
-        def _(event: KeyPressEvent) -> None:
-            if self.runtime is not None and self.runtime.agent.gate is not None:
-                permissions = self.runtime.agent.gate.permissions
-                current = permissions.mode if permissions.mode in _MODES else _MODES[-1]
-                permissions.mode = _MODES[(_MODES.index(current) + 1) % len(_MODES)]  # type: ignore[assignment]
-
-        @kb.add("c-o")
-        def _(event: KeyPressEvent) -> None:
-            if self.renderer is not None:
-                self.renderer.verbose = not self.renderer.verbose
-
-        return kb
-
-    def _answer_now(self, event: KeyPressEvent, answer: str) -> None:
-        event.app.current_buffer.text = answer
-        event.app.current_buffer.validate_and_handle()
+def _observed(task: asyncio.Future[None]) -> None:
+    """Mark a start-up failure as seen: it was reported on screen, and each wait for the session
+    re-raises it."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _anthropic() -> Provider:
     from piton.core.providers.anthropic import AnthropicProvider
 
     return AnthropicProvider()
-
-
-def _project_files(cwd: Path, limit: int = 20_000) -> list[str]:
-    """Paths for @-completion: what ripgrep lists (gitignore-aware), relative to the project."""
-    import subprocess
-
-    from piton.builtin_tools.ripgrep import RipgrepMissing, rg_path
-
-    try:
-        done = subprocess.run(
-            [rg_path(), "--files", "--hidden", "--glob=!.git"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired, RipgrepMissing):
-        return []
-    return sorted(done.stdout.splitlines()[:limit])
 
 
 def history_path() -> Path:

@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from piton.core.activation import Activation, ActiveSkills
 from piton.core.context.compaction import Compactor, context_limit
@@ -26,6 +26,7 @@ from piton.core.conversation.events import (
     MessageDone,
     Result,
     SessionStarted,
+    StreamEvent,
     SubagentEvent,
     ToolFinished,
     ToolResultsMessage,
@@ -38,12 +39,11 @@ from piton.core.conversation.messages import (
     Message,
     TextBlock,
     ToolResultBlock,
-    ToolUseBlock,
 )
 from piton.core.models import model_info, resolve_alias
 from piton.core.providers import ModelRequest, Provider, ProviderError
 from piton.core.safety.permissions import PermissionGate
-from piton.core.tools import CallScope, Tool, ToolContext, ToolRegistry, ToolResult, current_call
+from piton.core.tools import Call, CallScope, ToolContext, ToolRegistry, ToolResult, current_call
 
 
 class Transcript(Protocol):
@@ -181,8 +181,9 @@ class Agent:
         limit = self.config.max_turns
         if limit is not None and self._stats.turns >= limit:
             raise _Stop("error_max_turns", f"Stopped after reaching the maximum of {limit} turns.")
+        self.meter.limit = self.context_limit()  # below it, the meter need not load its tokenizer
         if self.compactor is not None:
-            async for event in self.compactor.before_request(self):
+            async for event in self._counted(self.compactor.before_request(_AgentConversation(self))):
                 yield event
             if self.capper is not None:  # a window still this full gets briefer previews of big results
                 full = self.context_used() >= self.context_limit()
@@ -197,30 +198,32 @@ class Agent:
             cached_upto=self._sent,
         )
         self._sent = len(self.history)
-        started = time.monotonic()
         try:
             async for event in self.provider.stream(request):
                 if isinstance(event, MessageDone):
+                    self._stats.api_seconds += event.api_seconds  # the wait on the API alone
                     self._stats.turns += 1
                     self.count_usage(event.model or self.config.model, event.usage)
                     if event.message.content:
                         self._append(event.message, usage=event.usage, model=event.model)
                     self.meter.observe(event.usage, len(self.history))
                 yield event
-        finally:
-            self._stats.api_seconds += time.monotonic() - started
+        except ProviderError as e:
+            self._stats.api_seconds += e.api_seconds
+            raise
 
     async def _execute(self, done: MessageDone) -> AsyncIterator[AgentEvent]:
-        """Run the turn's tool calls: consecutive read-only calls together, the others one by one.
-        Results go back in one user message, in call order, whatever happens."""
+        """Run the turn's tool calls: consecutive calls that only look run together, the others one
+        by one. Results go back in one user message, in call order, whatever happens."""
         uses = done.message.tool_uses
         results: dict[str, ToolResultBlock] = {}
         self._loaded = []
         try:
-            for batch in self._batches(uses):
-                for use in batch:
-                    yield ToolStarted(use.id, use.name, use.input)
-                async for event in self._run_batch(batch, done.input_errors):
+            calls = [self.tools.prepare(use, self.context, done.input_errors.get(use.id)) for use in uses]
+            for batch in _batches(calls):
+                for call in batch:
+                    yield ToolStarted(call.block.id, call.block.name, call.block.input)
+                async for event in self._run_batch(batch):
                     if isinstance(event, ToolFinished):
                         results[event.tool_use_id] = event.result.to_block(event.tool_use_id)
                     yield event
@@ -231,23 +234,13 @@ class Agent:
             self._append(message)
         yield ToolResultsMessage(message)
 
-    def _batches(self, uses: list[ToolUseBlock]) -> list[list[ToolUseBlock]]:
-        batches: list[list[ToolUseBlock]] = []
-        for use in uses:
-            if self.tools.is_read_only(use.name) and batches and self.tools.is_read_only(batches[-1][0].name):
-                batches[-1].append(use)
-            else:
-                batches.append([use])
-        return batches
-
-    async def _call(
-        self, use: ToolUseBlock, input_errors: dict[str, str], emit: Callable[[AgentEvent], None]
-    ) -> ToolFinished:
+    async def _call(self, call: Call, emit: Callable[[AgentEvent], None]) -> ToolFinished:
         started = time.monotonic()
-        gate = self._permit if self.gate is not None else None
+        use = call.block
         scope = current_call.set(CallScope(use.id, emit))
         try:
-            result: ToolResult = await self.tools.call(use, self.context, input_errors.get(use.id), gate)
+            gate = self._permit if self.gate is not None else None
+            result = await self.tools.run(call, self.context, gate)
         finally:
             current_call.reset(scope)
         if result.activation is not None:
@@ -262,8 +255,9 @@ class Agent:
         self.metrics.tool_call(use.name, seconds, result.is_error)
         return ToolFinished(use.id, use.name, result, seconds)
 
-    async def _permit(self, tool: Tool, args: Any, block: ToolUseBlock) -> ToolResult | None:
-        assert self.gate is not None
+    async def _permit(self, call: Call) -> ToolResult | None:
+        assert self.gate is not None and call.tool is not None
+        tool, args, block = call.tool, call.args, call.block
         content = tool.rule_content(args, self.context)
         decision = await self.gate.check(
             tool, content, block.id, block.input, preview=lambda: tool.preview(args, self.context)
@@ -272,9 +266,7 @@ class Agent:
             return None
         return ToolResult.error(f"The user did not permit this {tool.name} call: {decision.reason}.")
 
-    async def _run_batch(
-        self, batch: list[ToolUseBlock], input_errors: dict[str, str]
-    ) -> AsyncIterator[AgentEvent]:
+    async def _run_batch(self, batch: list[Call]) -> AsyncIterator[AgentEvent]:
         """Run `batch` concurrently; yield what the calls report while they run (a subagent's events)
         and each result as it finishes."""
         queue: asyncio.Queue[AgentEvent | BaseException] = asyncio.Queue()
@@ -286,13 +278,13 @@ class Agent:
                     self.count_usage(inner.model or self.config.model, inner.usage)
             queue.put_nowait(event)
 
-        async def call(use: ToolUseBlock) -> None:
+        async def call(prepared: Call) -> None:
             try:
-                queue.put_nowait(await self._call(use, input_errors, emit))
+                queue.put_nowait(await self._call(prepared, emit))
             except Exception as e:  # a bug of ours: surface it rather than wait forever
                 queue.put_nowait(e)
 
-        tasks = [asyncio.create_task(call(use)) for use in batch]
+        tasks = [asyncio.create_task(call(prepared)) for prepared in batch]
         try:
             remaining = len(tasks)
             while remaining:
@@ -344,7 +336,13 @@ class Agent:
     async def compact(self, instructions: str | None = None) -> AsyncIterator[AgentEvent]:
         """Compact now (/compact), whatever the context's size."""
         compactor = self.compactor or Compactor()
-        async for event in compactor.run(self, "manual", instructions):
+        async for event in self._counted(compactor.run(_AgentConversation(self), "manual", instructions)):
+            yield event
+
+    async def _counted(self, events: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
+        async for event in events:
+            if isinstance(event, Compacted):
+                self.metrics.compactions += 1
             yield event
 
     def _append(self, message: Message, *, usage: Usage | None = None, model: str | None = None) -> None:
@@ -380,3 +378,54 @@ class Agent:
                 total_cost_usd=result.total_cost_usd,
             )
         return result
+
+
+def _batches(calls: list[Call]) -> list[list[Call]]:
+    """Consecutive calls that only look share a batch; any other call is a batch of its own."""
+    batches: list[list[Call]] = []
+    for call in calls:
+        if call.read_only and batches and batches[-1][0].read_only:
+            batches[-1].append(call)
+        else:
+            batches.append([call])
+    return batches
+
+
+class _AgentConversation:
+    """The agent as compaction sees it (`Conversation`): its history and window, and the means to
+    ask the model and to swap the history."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    @property
+    def history(self) -> Sequence[Message]:
+        return self._agent.history
+
+    @property
+    def model(self) -> str:
+        return self._agent.config.model
+
+    def used(self) -> int:
+        return self._agent.context_used()
+
+    def limit(self) -> int:
+        return self._agent.context_limit()
+
+    def tokens(self, message: Message) -> int:
+        return sum(self._agent.meter.counter.message(message))
+
+    def replace(
+        self, messages: list[Message], *, stubs: dict[str, str] | None = None, **info: object
+    ) -> None:
+        self._agent.replace_history(messages, stubs=stubs, **info)
+
+    def carry_over(self) -> list[str]:
+        return self._agent.tools.carry_over(self._agent.context)
+
+    async def ask(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        agent = self._agent
+        async for event in agent.provider.stream(request):
+            if isinstance(event, MessageDone):
+                agent.count_usage(event.model or agent.config.model, event.usage)
+            yield event

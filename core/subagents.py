@@ -4,28 +4,25 @@ A subagent has its own history and system prompt, the parent's sandbox, permissi
 approver, and a tool set that never includes Task. Only its final report returns to the parent;
 its events are forwarded (tagged with the Task call's id) so people can follow it, and its own
 transcript is kept next to the session's. Types: `general-purpose`, `Explore` (read-only: its
-shell runs in a read-only sandbox), and any defined in `.piton/agents/*.md` or `.claude/agents/*.md`
-(project, then user): frontmatter `name`, `description`, `tools`, `model`, body = system prompt.
+shell runs in a read-only sandbox), and any defined in files (`piton.skills.agents` finds them).
+The agent itself is built by whoever assembles the session (`piton.runtime`), the same way as the
+main agent; this module decides what a type gets and runs it.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from piton.core.agent import Agent, AgentConfig
-from piton.core.context.compaction import CompactionSettings, Compactor
-from piton.core.context.result_store import ResultCapper, ToolResultStore
+from piton.core.agent import Agent
 from piton.core.conversation.events import Result, SubagentEvent, ToolStarted
 from piton.core.conversation.session import SessionLog
-from piton.core.models import resolve_alias
-from piton.core.providers import Provider
-from piton.core.safety.permissions import PermissionGate
-from piton.core.tools import CallScope, Tool, ToolContext, ToolRegistry, ToolResult
+from piton.core.tools import AnyTool, CallScope, Tool, ToolContext, ToolResult
 
 TASK_TOOL = "Task"
 DEFAULT_MAX_TURNS = 50
@@ -68,17 +65,18 @@ def builtin_types() -> list[AgentType]:
     ]
 
 
-class _ReadOnlyView(Tool):
+class ReadOnlyView(Tool[Any]):
     """A tool shown to a read-only subagent: the same tool, treated as read-only by the permission
     rules because its context's sandbox policy is read-only (the shell can look, not change)."""
 
-    def __init__(self, inner: Tool) -> None:
+    read_only = True
+
+    def __init__(self, inner: AnyTool) -> None:
         self.inner = inner
-        self.name = inner.name  # type: ignore[misc]
-        self.description = inner.description + "\nHere it runs in a read-only sandbox."  # type: ignore[misc]
-        self.input_model = inner.input_model  # type: ignore[misc]
-        self.kind = inner.kind  # type: ignore[misc]
-        self.read_only = True  # type: ignore[misc]
+        self.name = inner.name
+        self.description = inner.description + "\nHere it runs in a read-only sandbox."
+        self.input_model = inner.input_model
+        self.kind = inner.kind
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
         return await self.inner.run(args, ctx)
@@ -87,65 +85,31 @@ class _ReadOnlyView(Tool):
         return self.inner.rule_content(args, ctx)
 
 
+def tools_for(agent_type: AgentType, tools: Sequence[AnyTool]) -> list[AnyTool]:
+    """The parent's tools a subagent of `agent_type` gets: never Task or Skill, only those its type
+    names, and each seen as read-only when the type is."""
+    usable = [t for t in tools if t.name not in _NOT_FOR_SUBAGENTS]
+    if agent_type.tools is not None:
+        usable = [t for t in usable if t.name in agent_type.tools]
+    return [ReadOnlyView(t) if agent_type.read_only and not t.read_only else t for t in usable]
+
+
+class Spawn(Protocol):
+    """Builds the agent for one subagent run (with its id, and its transcript if kept)."""
+
+    def __call__(self, agent_type: AgentType, agent_id: str, transcript: SessionLog | None) -> Agent: ...
+
+
 @dataclass(slots=True)
 class SubagentRunner:
-    """Everything a subagent shares with its parent, and how to start one."""
+    """The subagent types a session offers, and how to run one."""
 
-    provider: Provider
-    parent: AgentConfig
-    context: ToolContext  # the parent's: the policy and the working directory
-    gate: PermissionGate | None
+    spawn: Spawn
     types: dict[str, AgentType]
-    tools: list[Tool] = field(default_factory=list)  # the parent's (Task is left out here)
-    system_suffix: str = ""  # environment and project instructions, after each type's prompt
     directory: Path | None = None  # where transcripts go
-    compaction: CompactionSettings = field(default_factory=CompactionSettings)
-    store: ToolResultStore | None = None
 
     def describe(self) -> str:
         return "\n".join(f"- {t.name}: {t.description}" for t in self.types.values())
-
-    def _tools(self, agent_type: AgentType) -> list[Tool]:
-        usable = [t for t in self.tools if t.name not in _NOT_FOR_SUBAGENTS]
-        if agent_type.tools is not None:
-            usable = [t for t in usable if t.name in agent_type.tools]
-        return [_ReadOnlyView(t) if agent_type.read_only and not t.read_only else t for t in usable]
-
-    def _agent(self, agent_type: AgentType, agent_id: str, log: SessionLog | None) -> Agent:
-        policy = self.context.policy
-        if agent_type.read_only and policy is not None:
-            policy = policy.read_only()
-        context = ToolContext(
-            cwd=self.context.cwd,
-            session_id=agent_id,
-            policy=policy,
-            record=log.record if log is not None else self.context.record,
-        )
-        model = resolve_alias(agent_type.model) if agent_type.model else self.parent.model
-        same_model = model == self.parent.model
-        config = AgentConfig(
-            model=model,
-            system_prompt=f"{agent_type.prompt.strip()}\n\n{self.system_suffix}".strip(),
-            cwd=self.parent.cwd,
-            session_id=agent_id,
-            max_turns=agent_type.max_turns,
-            thinking=self.parent.thinking,
-            context_window=self.parent.context_window if same_model else None,
-            max_output_tokens=self.parent.max_output_tokens if same_model else None,
-        )
-        gate = None
-        if self.gate is not None:  # the same rules, approver and list of refusals; its own skill grants
-            gate = PermissionGate(self.gate.permissions, self.gate.approver, self.gate.denials)
-        return Agent(
-            self.provider,
-            ToolRegistry(self._tools(agent_type)),
-            config,
-            transcript=log,
-            context=context,
-            gate=gate,
-            capper=ResultCapper(self.store) if self.store is not None else None,
-            compactor=Compactor(self.compaction, self.store),
-        )
 
     async def run(self, type_name: str, prompt: str, scope: CallScope | None) -> ToolResult:
         agent_type = self.types.get(type_name)
@@ -153,11 +117,10 @@ class SubagentRunner:
             names = ", ".join(self.types)
             return ToolResult.error(f"There is no subagent type '{type_name}'. Available: {names}.")
         agent_id = f"agent-{secrets.token_hex(4)}"
-        log = None
-        if self.directory is not None:
-            log = SessionLog(self.directory / f"{agent_id}.jsonl", agent_id)
-            log.start(cwd=self.parent.cwd, model=agent_type.model or self.parent.model)
-        agent = self._agent(agent_type, agent_id, log)
+        log = SessionLog(self.directory / f"{agent_id}.jsonl", agent_id) if self.directory else None
+        agent = self.spawn(agent_type, agent_id, log)
+        if log is not None:
+            log.start(cwd=agent.config.cwd, model=agent.config.model)
         started = time.monotonic()
         result: Result | None = None
         calls = 0

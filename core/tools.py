@@ -1,27 +1,33 @@
 """The tool contract, the registry tools are found in, and error-as-data invocation.
 
-Whatever goes wrong in a tool call (unknown name, input that fails the schema, an exception inside
-the tool) comes back as an `is_error` result the model can read and correct, never as a crash.
+A tool declares its input as a pydantic model (`Tool[BashInput]`), says what permission rules match
+(`rule_content`), whether a given call only looks (`is_read_only`), and what people should see of
+its result (a typed `Display`). Whatever goes wrong in a call (unknown name, input that fails the
+schema, an exception inside the tool) comes back as an `is_error` result the model can read and
+correct, never as a crash.
 """
 
 from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from piton.core.activation import Activation
 from piton.core.conversation.messages import ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from piton.core.display import Display
 from piton.core.safety.policy import SandboxPolicy
 from piton.core.safety.sandbox import Sandbox
 
 NO_OUTPUT = "(no output)"
+ToolKind = Literal["read", "edit", "execute", "other"]  # the rule family and mode that govern a tool
+InputT = TypeVar("InputT", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +35,7 @@ class ToolResult:
     content: str | list[TextBlock | ImageBlock]
     is_error: bool = False
     summary: str = ""  # one line for people, e.g. "42 lines" or "exit 1"
-    display: Any = None  # extra detail for people (a diff...), never sent to the model
+    display: Display | None = None  # shown to people, never sent to the model
     activation: Activation | None = None  # a skill this call loaded: its text follows the results
 
     def to_block(self, tool_use_id: str) -> ToolResultBlock:
@@ -59,9 +65,9 @@ current_call: ContextVar[CallScope | None] = ContextVar("piton_current_call", de
 
 @dataclass(slots=True)
 class ToolContext:
-    """What a tool may know about the run it serves. `state` is per-session scratch space keyed by
-    tool (files read so far, the shell's directory, the todo list...); `record` adds a line to the
-    session log."""
+    """What a tool may know about the run it serves. `state` is per-session scratch space, each key
+    owned by one tool (files read so far, the shell's directory, the task list...); `record` adds a
+    line of the tool's own kind to the session log, which the tool gets back through `restore`."""
 
     cwd: Path
     session_id: str
@@ -71,22 +77,34 @@ class ToolContext:
     record: Callable[..., None] = _no_record
 
 
-class Tool(ABC):
-    name: ClassVar[str]
-    description: ClassVar[str]
-    input_model: ClassVar[type[BaseModel]]
-    read_only: ClassVar[bool] = False  # read-only tools of one turn run concurrently
-    kind: ClassVar[str] = "other"  # read | edit | execute | other: the rule family and mode that govern it
+class Tool(ABC, Generic[InputT]):
+    name: str
+    description: str
+    input_model: type[InputT]
+    read_only: bool = False  # every call only looks (read-only calls of one turn run side by side)
+    kind: ToolKind = "other"
 
     @abstractmethod
-    async def run(self, args: Any, ctx: ToolContext) -> ToolResult: ...
+    async def run(self, args: InputT, ctx: ToolContext) -> ToolResult: ...
 
-    def rule_content(self, args: Any, ctx: ToolContext) -> str | None:
+    def rule_content(self, args: InputT, ctx: ToolContext) -> str | None:
         """What permission rules match against: the command, or the absolute path it touches."""
         return None
 
-    def preview(self, args: Any, ctx: ToolContext) -> str | None:
+    def is_read_only(self, args: InputT, ctx: ToolContext) -> bool:
+        """Whether this call only looks; a tool that is read-only for some inputs says so per call."""
+        return self.read_only
+
+    def preview(self, args: InputT, ctx: ToolContext) -> str | None:
         """What a person deciding whether to allow the call should see (a diff), if not the input."""
+        return None
+
+    def restore(self, ctx: ToolContext, records: Mapping[str, dict[str, Any]]) -> None:
+        """Take back the tool's state from a resumed session: `records` holds the latest session-log
+        line of each kind the tools recorded."""
+
+    def carry_over(self, ctx: ToolContext) -> str | None:
+        """Text that must outlive a compaction of the conversation (the task list), if any."""
         return None
 
     def spec(self) -> dict[str, Any]:
@@ -95,10 +113,24 @@ class Tool(ABC):
         return {"name": self.name, "description": self.description, "input_schema": schema}
 
 
+AnyTool = Tool[Any]
+
+
 class Gate(Protocol):
     """Decides, before a validated call runs, whether it may: None to go ahead, or the refusal."""
 
-    async def __call__(self, tool: Tool, args: Any, block: ToolUseBlock) -> ToolResult | None: ...
+    async def __call__(self, call: Call) -> ToolResult | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One tool_use of the model's, checked against its tool: ready to run, or already answered."""
+
+    block: ToolUseBlock
+    tool: AnyTool | None = None
+    args: BaseModel | None = None
+    answer: ToolResult | None = None  # an unknown tool or invalid input: the result without running
+    read_only: bool = False
 
 
 def _describe_validation(error: ValidationError) -> str:
@@ -110,15 +142,21 @@ def _describe_validation(error: ValidationError) -> str:
 
 
 class ToolRegistry:
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
-        self._tools: dict[str, Tool] = {}
+    def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
+        self._tools: dict[str, AnyTool] = {}
         self._specs: list[dict[str, Any]] | None = None
         for tool in tools:
             self.register(tool)
 
-    def register(self, tool: Tool) -> None:
+    def register(self, tool: AnyTool) -> None:
         self._tools[tool.name] = tool
         self._specs = None
+
+    def get(self, name: str) -> AnyTool | None:
+        return self._tools.get(name)
+
+    def __iter__(self) -> Iterator[AnyTool]:
+        return iter(self._tools.values())
 
     def names(self) -> tuple[str, ...]:
         return tuple(self._tools)
@@ -128,36 +166,52 @@ class ToolRegistry:
             self._specs = [t.spec() for t in self._tools.values()]
         return self._specs
 
-    def is_read_only(self, name: str) -> bool:
-        tool = self._tools.get(name)
-        return tool is not None and tool.read_only
+    def restore(self, ctx: ToolContext, records: Mapping[str, dict[str, Any]]) -> None:
+        for tool in self._tools.values():
+            tool.restore(ctx, records)
 
-    async def call(
-        self,
-        block: ToolUseBlock,
-        ctx: ToolContext,
-        input_error: str | None = None,
-        gate: Gate | None = None,
-    ) -> ToolResult:
+    def carry_over(self, ctx: ToolContext) -> list[str]:
+        return [text for tool in self._tools.values() if (text := tool.carry_over(ctx))]
+
+    def prepare(self, block: ToolUseBlock, ctx: ToolContext, input_error: str | None = None) -> Call:
+        """Find the tool and validate the input; a call that cannot run carries its answer."""
         tool = self._tools.get(block.name)
         if tool is None:
             available = ", ".join(self._tools) or "none"
-            return ToolResult.error(f"Unknown tool '{block.name}'. Available tools: {available}.")
-        if input_error is not None:
-            return ToolResult.error(
-                f"The input for {block.name} was not valid JSON ({input_error}). Send it again."
+            return Call(
+                block, answer=ToolResult.error(f"Unknown tool '{block.name}'. Available tools: {available}.")
             )
+        if input_error is not None:
+            error = f"The input for {block.name} was not valid JSON ({input_error}). Send it again."
+            return Call(block, tool, answer=ToolResult.error(error))
         try:
             args = tool.input_model.model_validate(block.input)
         except ValidationError as e:
-            return ToolResult.error(f"Invalid input for {block.name}: {_describe_validation(e)}")
+            error = f"Invalid input for {block.name}: {_describe_validation(e)}"
+            return Call(block, tool, answer=ToolResult.error(error))
+        try:
+            read_only = tool.is_read_only(args, ctx)
+        except Exception:  # a classification that fails is no reason to fail the call: run it alone
+            read_only = False
+        return Call(block, tool, args, read_only=read_only)
+
+    async def run(self, call: Call, ctx: ToolContext, gate: Gate | None = None) -> ToolResult:
+        if call.answer is not None:
+            return call.answer
+        assert call.tool is not None and call.args is not None
         if gate is not None:
-            refusal = await gate(tool, args, block)
+            refusal = await gate(call)
             if refusal is not None:
                 return refusal
         try:
-            return await tool.run(args, ctx)
+            return await call.tool.run(call.args, ctx)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # error-as-data: the model sees what broke and can try otherwise
-            return ToolResult.error(f"{block.name} failed: {type(e).__name__}: {e}")
+            return ToolResult.error(f"{call.block.name} failed: {type(e).__name__}: {e}")
+
+    async def call(
+        self, block: ToolUseBlock, ctx: ToolContext, input_error: str | None = None, gate: Gate | None = None
+    ) -> ToolResult:
+        """Prepare and run one call."""
+        return await self.run(self.prepare(block, ctx, input_error), ctx, gate)

@@ -1,5 +1,7 @@
-"""Assembling a ready Agent from what the user asked for: settings, model, session, tools, prompt,
-sandbox policy and permissions."""
+"""The composition root: a ready session (`Runtime`) from what the user asked for — settings, model,
+session log, tools, skills, subagent types, project memory, system prompt, sandbox policy and
+permissions. The terminal, `-p` and the library API all start here; agents themselves are built
+by `piton.factory`."""
 
 from __future__ import annotations
 
@@ -10,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from piton.core.agent import Agent, AgentConfig
-from piton.core.context.compaction import CompactionSettings, Compactor
-from piton.core.context.result_store import FileResultStore, ResultCapper, ResultHandle
-from piton.core.conversation.messages import Message
+from piton.core.context.compaction import CompactionSettings
+from piton.core.context.result_store import FileResultStore
+from piton.core.conversation.messages import ContentBlock, Message
 from piton.core.conversation.session import SessionLog, SessionStore, state_dir
 from piton.core.models import DEFAULT_MODEL, resolve_alias
 from piton.core.options import RunOptions
@@ -29,11 +31,12 @@ from piton.core.safety.permissions import (
 )
 from piton.core.safety.policy import SANDBOX_MODES, PolicyError, SandboxPolicy, real
 from piton.core.safety.sandbox import make_sandbox
-from piton.core.tools import Tool, ToolContext, ToolRegistry
+from piton.core.subagents import AgentType, SubagentRunner
+from piton.core.tools import AnyTool, ToolContext, ToolResult
+from piton.factory import AgentFactory, subagent_directory
 
 if TYPE_CHECKING:
     from piton.core.project.memory import Memory
-    from piton.core.subagents import AgentType, SubagentRunner
     from piton.skills.catalog import Catalog
 
 
@@ -43,6 +46,9 @@ class SetupError(Exception):
 
 @dataclass(slots=True)
 class Runtime:
+    """A ready session: the agent, its log, what was found, and what the terminal may do beside
+    the agent's turns."""
+
     agent: Agent
     log: SessionLog
     notices: list[str] = field(default_factory=list)
@@ -50,8 +56,27 @@ class Runtime:
     memory: Memory | None = None  # the AGENTS.md / CLAUDE.md files loaded
     agent_types: dict[str, AgentType] = field(default_factory=dict)
 
+    async def run_shell(self, command: str) -> ToolResult:
+        """A command the user typed (`!cmd`), run in the session's sandbox like the model's
+        commands (no question: the user asked for it)."""
+        from piton.builtin_tools.bash import Bash, BashInput
 
-def default_tools() -> list[Tool]:
+        return await Bash().run(BashInput(command=command), self.agent.context)
+
+    def attach(self, prompt: str, warn: Callable[[str], None]) -> str | list[ContentBlock]:
+        """The prompt with the files it mentions as `@path` attached."""
+        from piton.builtin_tools.mentions import attach
+
+        return attach(self.agent.context, prompt, warn)
+
+    def project_files(self, limit: int = 20_000) -> list[str]:
+        """Paths for completion: what ripgrep lists (gitignore-aware), relative to the project."""
+        from piton.builtin_tools.ripgrep import list_files
+
+        return list_files(self.agent.context.cwd, limit)
+
+
+def default_tools() -> list[AnyTool]:
     from piton.builtin_tools import builtin_tools
 
     return builtin_tools()
@@ -115,7 +140,7 @@ def _policy(
     ]
     deny = [str(r) for r in permissions.deny]
     return SandboxPolicy.create(
-        mode,  # type: ignore[arg-type]
+        mode,
         options.cwd,
         dirs,
         network=settings.network,
@@ -131,16 +156,16 @@ class _Session:
     log: SessionLog
     history: list[Message]
     model: str
-    state: dict[str, Any]
+    records: dict[str, dict[str, Any]]  # what tools recorded in the log, for them to restore
 
 
 def _open_session(
     options: RunOptions, settings: Settings, store: SessionStore, notices: list[str]
 ) -> _Session:
-    """The session to continue (resumed history, model, tool state) or a new one."""
+    """The session to continue (resumed history, model, tools' records) or a new one."""
     history: list[Message] = []
     session_model: str | None = None
-    state: dict[str, Any] = {}
+    records: dict[str, dict[str, Any]] = {}
     session_id = options.resume
     if options.continue_latest and session_id is None:
         session_id = store.latest(options.cwd)
@@ -150,12 +175,12 @@ def _open_session(
     if session_id is not None:
         loaded, log = store.open(session_id, options.cwd)
         history, session_model = loaded.messages, loaded.model
-        state.update(loaded.tool_state)
+        records.update(loaded.records)
         notices.extend(loaded.warnings)
     model = resolve_alias(
         options.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or session_model or DEFAULT_MODEL
     )
-    return _Session(log or store.create(options.cwd, model), history, model, state)
+    return _Session(log or store.create(options.cwd, model), history, model, records)
 
 
 def build_runtime(
@@ -163,12 +188,11 @@ def build_runtime(
     provider: Provider,
     *,
     store: SessionStore | None = None,
-    tools: list[Tool] | None = None,
+    tools: list[AnyTool] | None = None,
     approver: Approver | None = None,
 ) -> Runtime:
     """Raises `SessionError` for a session that cannot be opened, `SetupError` for bad options."""
     from piton.core.project.memory import load_memory
-    from piton.core.subagents import SubagentRunner
     from piton.skills.agents import discover_agent_types
     from piton.skills.catalog import discover
 
@@ -210,46 +234,33 @@ def build_runtime(
         max_output_tokens=max_output,
         skills_listing=skills_section,
     )
-    context = ToolContext(
-        cwd=options.cwd, session_id=log.session_id, policy=policy, state=session.state, record=log.record
-    )
-    results_store = FileResultStore(results)
+    context = ToolContext(cwd=options.cwd, session_id=log.session_id, policy=policy, record=log.record)
     gate = PermissionGate(permissions, approver or DenyAll())
-    tool_list = default_tools() if tools is None else list(tools)
-    runner = SubagentRunner(
+    factory = AgentFactory(
         provider,
-        config,
-        context,
         gate,
-        agent_types,
-        tools=tool_list,
-        system_suffix="\n\n".join(
+        FileResultStore(results),
+        compaction,
+        subagent_suffix="\n\n".join(
             p for p in (environment_section(options.cwd), memory.prompt_section()) if p
         ),
-        directory=SessionStore.session_dir(log) / "subagents",
-        compaction=compaction,
-        store=results_store,
     )
+    main: list[Agent] = []  # the Task tool needs the agent it serves, which needs the Task tool
+
+    def spawn(agent_type: AgentType, agent_id: str, transcript: SessionLog | None) -> Agent:
+        return factory.subagent(main[0], agent_type, agent_id, transcript)
+
+    runner = SubagentRunner(spawn, agent_types, subagent_directory(log))
+    tool_list = default_tools() if tools is None else list(tools)
     tool_list += _extension_tools(catalog, runner)
-
-    def log_handle(handle: ResultHandle) -> None:
-        log.record("tool_result_handle", **handle.to_dict())
-
-    agent = Agent(
-        provider,
-        ToolRegistry(tool_list),
-        config,
-        history=session.history,
-        transcript=log,
-        context=context,
-        gate=gate,
-        capper=ResultCapper(results_store, on_store=log_handle),
-        compactor=Compactor(compaction, results_store),
-    )
+    for tool in tool_list:
+        tool.restore(context, session.records)
+    agent = factory.build(config, tool_list, context, gate=gate, transcript=log, history=session.history)
+    main.append(agent)
     return Runtime(agent, log, notices, catalog=catalog, memory=memory, agent_types=agent_types)
 
 
-def _extension_tools(catalog: Catalog, runner: SubagentRunner) -> list[Tool]:
+def _extension_tools(catalog: Catalog, runner: SubagentRunner) -> list[AnyTool]:
     from piton.builtin_tools.skill import Skill
     from piton.builtin_tools.task import Task
 

@@ -49,8 +49,8 @@ def report(
     lines.append((f"Subagent types ({len(agent_types)})", "bold"))
     for agent_type in agent_types.values():
         lines.append((f"  {agent_type.name}  [{agent_type.source}]  {agent_type.description[:90]}", ""))
-    for hidden, winner in catalog.shadowed:
-        first, unused = _where(winner.path, home), _where(hidden.path, home)
+    for loser, winner in catalog.shadowed:
+        first, unused = _where(winner.path, home), _where(loser.path, home)
         lines.append((f"{unused} is not used: {winner.name} from {first} comes first", "dim"))
     if warnings:
         lines.append(("Skipped", "bold yellow"))

@@ -1,8 +1,16 @@
-"""Test isolation: no test reaches a real API host, and none touches the user's home or state dir."""
+"""Test isolation: no test reaches a real API host, and none touches the user's home or state dir.
+
+Tests marked `sandbox` need a working bubblewrap sandbox (Linux). Where it cannot start, they fail
+at once with the one line that says why and how to install it, never skip, and the run ends with
+that line once more.
+"""
 
 from __future__ import annotations
 
+import sys
+import tempfile
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -15,6 +23,33 @@ DEAD_URL = "http://127.0.0.1:9"  # the discard port: nothing listens, connection
 
 def pytest_configure(config: pytest.Config) -> None:
     network.install()
+    config.addinivalue_line("markers", "sandbox: needs a working shell sandbox (bubblewrap on Linux)")
+
+
+@cache
+def sandbox_problem() -> str | None:
+    """Why the shell sandbox cannot start on this machine, in Piton's own words; None when it can."""
+    if not sys.platform.startswith("linux"):
+        return None
+    from piton.core.safety.policy import SandboxPolicy
+    from piton.core.safety.sandbox.bwrap import BwrapSandbox
+
+    with tempfile.TemporaryDirectory() as workspace:
+        return BwrapSandbox(SandboxPolicy.create("workspace-write", Path(workspace))).unavailable_reason()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("sandbox") is not None and (problem := sandbox_problem()) is not None:
+        pytest.fail(f"needs the sandbox: {problem}", pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    reports = [*terminalreporter.stats.get("failed", []), *terminalreporter.stats.get("error", [])]
+    count = sum("needs the sandbox:" in str(getattr(r, "longrepr", "")) for r in reports)
+    if count:
+        terminalreporter.section("sandbox", sep="=", red=True, bold=True)
+        terminalreporter.line(f"{count} tests need the shell sandbox, which cannot start here:")
+        terminalreporter.line(f"  {sandbox_problem()}")
 
 
 @pytest.fixture(autouse=True)

@@ -11,8 +11,8 @@ import pytest
 
 from piton.core.conversation.session import SessionStore, load_session
 from piton.runtime import RunOptions, SetupError, build_runtime
-from tests.fakes.script import ToolCall, reply
-from tests.fakes.scripted import ScriptedProvider
+from piton.testing.script import ToolCall, reply
+from piton.testing.scripted import ScriptedProvider
 from tests.fakes.tools import Probe
 from tests.helpers import collect
 
@@ -149,10 +149,10 @@ def test_the_todo_list_comes_back_with_a_resumed_session(project: Path) -> None:
     collect(first.agent.run("plan"))
     first.log.close()
     resumed = build_runtime(
-        RunOptions(cwd=project, resume=first.log.session_id), ScriptedProvider(), tools=[]
+        RunOptions(cwd=project, resume=first.log.session_id), ScriptedProvider(), tools=[TodoWrite()]
     )
     assert resumed.agent.context.state["todos"] == todos
-    assert load_session(first.log.path, first.log.session_id).tool_state == {"todos": todos}
+    assert load_session(first.log.path, first.log.session_id).records["todos"]["todos"] == todos
 
 
 def test_old_and_oversized_sessions_are_pruned_with_their_files(tmp_path: Path) -> None:

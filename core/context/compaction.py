@@ -19,23 +19,28 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from string import Template
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeGuard
 
 from piton.core.activation import skill_name
 from piton.core.context.result_store import ToolResultStore
 from piton.core.context.usage import Usage
-from piton.core.conversation.events import AgentEvent, Compacted, Compacting, MessageDone, Notice
+from piton.core.conversation.events import (
+    AgentEvent,
+    Compacted,
+    Compacting,
+    MessageDone,
+    Notice,
+    StreamEvent,
+)
 from piton.core.conversation.messages import (
     INTERRUPTED_REQUEST,
+    ContentBlock,
     Message,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
 )
 from piton.core.providers import ModelRequest, ProviderError
-
-if TYPE_CHECKING:
-    from piton.core.agent import Agent
 
 SUMMARY_HEADER = "[Piton: this conversation was compacted to fit the context window."
 _STUB_MARK = "result cleared to save context"
@@ -117,7 +122,7 @@ def _stub(block: ToolResultBlock, name: str, store: ToolResultStore | None) -> T
     return ToolResultBlock(tool_use_id=block.tool_use_id, content=stub, is_error=block.is_error)
 
 
-def _worth_clearing(block: object) -> bool:
+def _worth_clearing(block: object) -> TypeGuard[ToolResultBlock]:
     """A result not cleared yet, long enough that a stub saves something (or holding an image)."""
     if not isinstance(block, ToolResultBlock) or _STUB_MARK in _result_text(block):
         return False
@@ -141,7 +146,7 @@ def stub_tool_results(
         if i not in old:
             out.append(message)
             continue
-        blocks = []
+        blocks: list[ContentBlock] = []
         for block in message.content:
             if _worth_clearing(block):
                 new = _stub(block, names.get(block.tool_use_id, "tool"), store)
@@ -249,7 +254,7 @@ def skills_in_use(old: Sequence[Message], kept: Sequence[Message]) -> list[str]:
 
 
 def summary_message(
-    summary: str, messages: list[str], left_out: int, todos: str | None, skills: Sequence[str] = ()
+    summary: str, messages: list[str], left_out: int, notes: Sequence[str] = (), skills: Sequence[str] = ()
 ) -> Message:
     parts = [
         f"{SUMMARY_HEADER} What follows summarises the earlier part; the messages after it continue as they "
@@ -263,8 +268,7 @@ def summary_message(
         )
         note = f" ({left_out} earlier messages are left out for length)" if left_out else ""
         parts.append(f"Every message the user wrote in the summarised part, verbatim{note}:\n{quoted}")
-    if todos:
-        parts.append(f"The task list as it stands:\n{todos}")
+    parts += [note for note in notes if note.strip()]  # what tools keep across compactions (the task list)
     if skills:
         parts.append("Skills loaded earlier are still in effect; their instructions follow.")
     # each skill in its own block, as when it was loaded, so a later compaction finds it again
@@ -276,6 +280,42 @@ def summary_message(
 # -- running it ------------------------------------------------------------------------------------
 
 
+class Conversation(Protocol):
+    """What compaction sees of a conversation, and the few things it may do to it."""
+
+    @property
+    def history(self) -> Sequence[Message]: ...
+
+    @property
+    def model(self) -> str: ...
+
+    def used(self) -> int:
+        """Tokens the context holds now."""
+        ...
+
+    def limit(self) -> int:
+        """Tokens at which compaction starts."""
+        ...
+
+    def tokens(self, message: Message) -> int:
+        """An estimate of one message's tokens."""
+        ...
+
+    def replace(
+        self, messages: list[Message], *, stubs: dict[str, str] | None = None, **info: object
+    ) -> None:
+        """Swap the history for the compacted one (and log it)."""
+        ...
+
+    def carry_over(self) -> list[str]:
+        """Texts that must outlive the compaction (the task list)."""
+        ...
+
+    def ask(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Send a request to the model (its usage counts as the conversation's)."""
+        ...
+
+
 class Compactor:
     def __init__(
         self, settings: CompactionSettings | None = None, store: ToolResultStore | None = None
@@ -284,46 +324,46 @@ class Compactor:
         self.store = store
         self.failures = 0
 
-    async def before_request(self, agent: Agent) -> AsyncIterator[AgentEvent]:
+    async def before_request(self, conversation: Conversation) -> AsyncIterator[AgentEvent]:
         """Compact if the next request would pass the limit."""
-        if not self.settings.enabled or agent.context_used() < agent.context_limit():
+        if not self.settings.enabled or conversation.used() < conversation.limit():
             return
         if self.failures >= self.settings.max_failures:
             return  # said so already; the request goes as it is
-        async for event in self.run(agent, "auto"):
+        async for event in self.run(conversation, "auto"):
             yield event
 
     async def run(
-        self, agent: Agent, trigger: str, instructions: str | None = None
+        self, conversation: Conversation, trigger: str, instructions: str | None = None
     ) -> AsyncIterator[AgentEvent]:
-        before = agent.context_used()
-        limit = agent.context_limit()
+        before = conversation.used()
+        limit = conversation.limit()
         stubbed = False
         if trigger == "auto":  # asked for, the summary runs whatever: it replaces these results anyway
-            history, stubs = stub_tool_results(agent.history, self.settings.keep_results, self.store)
+            history, stubs = stub_tool_results(conversation.history, self.settings.keep_results, self.store)
             stubbed = bool(stubs)
             if stubbed:
-                agent.replace_history(history, stubs=stubs, trigger=trigger, pre_tokens=before)
-                if agent.context_used() < limit:
+                conversation.replace(history, stubs=stubs, trigger=trigger, pre_tokens=before)
+                if conversation.used() < limit:
                     self.failures = 0
-                    yield self._done(agent, trigger, before, "tool-results")
+                    yield _done(conversation, trigger, before, "tool-results")
                     return
         yield Compacting(trigger)
         try:
-            summarised, usage = await self._summarise(agent, instructions)
+            summarised, usage = await self._summarise(conversation, instructions)
         except ProviderError as e:  # the API's trouble, not the history's: the next request tries again
             yield Notice(f"compaction failed: {e}")
             if stubbed:
-                yield self._done(agent, trigger, before, "tool-results")
+                yield _done(conversation, trigger, before, "tool-results")
             return
         if summarised is not None:
-            agent.replace_history(summarised, trigger=trigger, pre_tokens=before)
-            yield self._done(agent, trigger, before, "summary", usage)
+            conversation.replace(summarised, trigger=trigger, pre_tokens=before)
+            yield _done(conversation, trigger, before, "summary", usage)
         else:
             yield Notice("compaction found nothing it could summarise without splitting a tool call")
             if stubbed:
-                yield self._done(agent, trigger, before, "tool-results")
-        if agent.context_used() < limit:
+                yield _done(conversation, trigger, before, "tool-results")
+        if conversation.used() < limit:
             self.failures = 0
             return
         self.failures += 1
@@ -333,25 +373,12 @@ class Compactor:
                 "it stops trying. Start a new session (/clear), or use a model with a larger window."
             )
 
-    def _done(
-        self, agent: Agent, trigger: str, before: int, phase: str, usage: Usage | None = None
-    ) -> Compacted:
-        agent.metrics.compactions += 1
-        return Compacted(
-            trigger=trigger,
-            pre_tokens=before,
-            post_tokens=agent.context_used(),
-            phase=phase,
-            usage=usage,
-            model=agent.config.model if usage is not None else None,
-        )
-
     async def _summarise(
-        self, agent: Agent, instructions: str | None
+        self, conversation: Conversation, instructions: str | None
     ) -> tuple[list[Message] | None, Usage | None]:
-        history = agent.history
-        counts = [sum(agent.meter.counter.message(m)) for m in history]
-        limit = agent.context_limit()
+        history = list(conversation.history)
+        counts = [conversation.tokens(m) for m in history]
+        limit = conversation.limit()
         split = split_point(history, counts, int(limit * self.settings.keep_fraction))
         if split is None:
             return None, None
@@ -362,22 +389,34 @@ class Compactor:
         )
         prompt = template.safe_substitute(instructions=extra, transcript=transcript(old))
         request = ModelRequest(
-            model=agent.config.model,
+            model=conversation.model,
             system="You summarise coding sessions precisely, for yourself to continue from.",
             messages=[Message.user(prompt)],
             thinking=False,
             max_tokens=_SUMMARY_MAX_TOKENS,
+            cache=False,  # read once: a cache write (1.25x) would never be read back
         )
         summary, usage = "", None
-        async for event in agent.provider.stream(request):
+        async for event in conversation.ask(request):
             if isinstance(event, MessageDone):
                 summary, usage = event.message.text, event.usage
-                agent.count_usage(event.model or agent.config.model, event.usage)
         if not summary.strip():
             raise ProviderError("the model returned an empty summary", kind="stream")
         budget_chars = int(limit * self.settings.prompts_fraction) * 4
         messages, left_out = _budgeted(user_messages(old), budget_chars)
-        todos = agent.context.state.get("todos")
-        listing = "\n".join(f"[{t.get('status')}] {t.get('content')}" for t in todos) if todos else None
+        notes = conversation.carry_over()
         skills = skills_in_use(old, kept)
-        return [summary_message(summary, messages, left_out, listing, skills), *kept], usage
+        return [summary_message(summary, messages, left_out, notes, skills), *kept], usage
+
+
+def _done(
+    conversation: Conversation, trigger: str, before: int, phase: str, usage: Usage | None = None
+) -> Compacted:
+    return Compacted(
+        trigger=trigger,
+        pre_tokens=before,
+        post_tokens=conversation.used(),
+        phase=phase,
+        usage=usage,
+        model=conversation.model if usage is not None else None,
+    )

@@ -3,6 +3,11 @@
 The API's reported usage is the truth for what it has seen; what was appended since is estimated
 with tiktoken's cl100k_base (shipped offline), cached per message. Claude's tokenizer differs, so
 estimates are approximate; the next reply's usage corrects them.
+
+Loading the tokenizer costs about 220 ms and 36 MB, and most runs never come near the limit. No
+text has more tokens than UTF-8 bytes, so the byte count is a strict upper bound: while it stays
+under the limit the exact estimate cannot change any decision, and the meter answers with the
+rougher four-characters-a-token figure instead. Near the limit it answers exactly as before.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from piton.core.context.usage import Usage
 from piton.core.conversation.messages import ImageBlock, Message, ToolResultBlock
 
 IMAGE_TOKENS = 1_600  # about what the API charges for an image of typical size
+_MESSAGE_TOKENS = 4  # added to each message's estimate (role, framing)
+_NESTED_TOKENS = 8  # added to a tool result that holds blocks
 
 
 @cache
@@ -29,39 +36,96 @@ def _encoding() -> Any:
         return None
 
 
+def rough_tokens(text: str) -> int:
+    """Four characters a token: the estimate without a tokenizer."""
+    return (len(text) + 3) // 4
+
+
+def token_bound(text: str) -> int:
+    """At least as many as any estimate of `text` (a token is at least one UTF-8 byte)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
 def estimate_tokens(text: str) -> int:
     encoding = _encoding()
     if encoding is None:
-        return (len(text) + 3) // 4
+        return rough_tokens(text)
     return len(encoding.encode(text, disallowed_special=()))
+
+
+def _block_text(block: Any) -> str:
+    return json.dumps(block.model_dump(mode="json"), ensure_ascii=False)
 
 
 def _block_tokens(block: Any) -> int:
     if isinstance(block, ImageBlock):
         return IMAGE_TOKENS
     if isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
-        return sum(_block_tokens(b) for b in block.content) + 8
-    return estimate_tokens(json.dumps(block.model_dump(mode="json"), ensure_ascii=False))
+        return sum(_block_tokens(b) for b in block.content) + _NESTED_TOKENS
+    return estimate_tokens(_block_text(block))
+
+
+def _block_bounds(block: Any) -> tuple[int, int]:
+    """(rough estimate, upper bound) of `_block_tokens(block)`, without the tokenizer."""
+    if isinstance(block, ImageBlock):
+        return IMAGE_TOKENS, IMAGE_TOKENS
+    if isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
+        parts = [_block_bounds(b) for b in block.content]
+        return (
+            sum(p[0] for p in parts) + _NESTED_TOKENS,
+            sum(p[1] for p in parts) + _NESTED_TOKENS,
+        )
+    text = _block_text(block)
+    return rough_tokens(text), token_bound(text)
+
+
+@dataclass(slots=True)
+class _Counts:
+    message: Message  # kept so an id is never mistaken for another message's
+    rough: int
+    bound: int
+    exact: tuple[int, int] | None = None  # (outside tool results, in tool results)
 
 
 @dataclass(slots=True)
 class TokenCounter:
     """Estimates per message, computed once (messages never change)."""
 
-    _cache: dict[int, tuple[Message, int, int]] = field(default_factory=dict)
+    _cache: dict[int, _Counts] = field(default_factory=dict)
+
+    def _counts(self, message: Message) -> _Counts:
+        hit = self._cache.get(id(message))
+        if hit is not None and hit.message is message:
+            return hit
+        parts = [_block_bounds(b) for b in message.content]
+        counts = _Counts(
+            message,
+            sum(p[0] for p in parts) + _MESSAGE_TOKENS,
+            sum(p[1] for p in parts) + _MESSAGE_TOKENS,
+        )
+        self._cache[id(message)] = counts
+        return counts
 
     def message(self, message: Message) -> tuple[int, int]:
         """(tokens outside tool results, tokens in tool results) for one message."""
-        hit = self._cache.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1], hit[2]
-        results = sum(_block_tokens(b) for b in message.content if isinstance(b, ToolResultBlock))
-        other = sum(_block_tokens(b) for b in message.content if not isinstance(b, ToolResultBlock)) + 4
-        self._cache[id(message)] = (message, other, results)
-        return other, results
+        counts = self._counts(message)
+        if counts.exact is None:
+            results = sum(_block_tokens(b) for b in message.content if isinstance(b, ToolResultBlock))
+            other = sum(_block_tokens(b) for b in message.content if not isinstance(b, ToolResultBlock))
+            counts.exact = (other + _MESSAGE_TOKENS, results)
+        return counts.exact
 
     def total(self, messages: Sequence[Message]) -> int:
         return sum(sum(self.message(m)) for m in messages)
+
+    def rough(self, messages: Sequence[Message]) -> tuple[int, int]:
+        """(rough estimate, upper bound) of `total(messages)`, without the tokenizer."""
+        rough = bound = 0
+        for message in messages:
+            counts = self._counts(message)
+            rough += counts.rough
+            bound += counts.bound
+        return rough, bound
 
     def retain(self, messages: Sequence[Message]) -> None:
         """Forget every message but these (the cache holds them: replaced ones must not stay alive)."""
@@ -119,7 +183,7 @@ def report(
         skills=listing,
         messages=messages,
         tool_results=results,
-        used=meter.used(system, tools, history),
+        used=meter.used(system, tools, history, exact=True),
         window=window,
         limit=limit,
     )
@@ -135,6 +199,10 @@ class ContextMeter:
     reported: int | None = None  # tokens the API counted, up to and including the reply
     reported_upto: int = 0  # how many history messages that covers
     fixed: int | None = None  # estimate of the system prompt and tools (for when nothing is reported)
+    # where callers act on the figure (compaction starts): a figure that cannot reach it may be rough.
+    # None: always exact
+    limit: int | None = None
+    _fixed_rough: tuple[int, int] | None = None  # (rough, bound) of the system prompt and tools
 
     def observe(self, usage: Usage, history_length: int) -> None:
         """A reply arrived: its usage is the truth for the first `history_length` messages."""
@@ -147,9 +215,32 @@ class ContextMeter:
         self.reported_upto = 0
         self.counter.retain(history)
 
-    def used(self, system: str, tools: Sequence[dict[str, Any]], history: Sequence[Message]) -> int:
-        if self.reported is not None and self.reported_upto <= len(history):
-            return self.reported + self.counter.total(history[self.reported_upto :])
+    def used(
+        self, system: str, tools: Sequence[dict[str, Any]], history: Sequence[Message], *, exact: bool = False
+    ) -> int:
+        """Tokens in the context: exact (tokenizer estimates) whenever the figure could reach `limit`,
+        else a rough figure below `limit` too, so every comparison with it comes out the same."""
+        reported = self.reported is not None and self.reported_upto <= len(history)
+        new = history[self.reported_upto :] if reported else history
+        if self.limit is not None and not exact:
+            if self.reported is not None and reported:
+                base_rough = base_bound = self.reported
+            else:
+                base_rough, base_bound = self._fixed_bounds(system, tools)
+            rough, bound = self.counter.rough(new)
+            if base_bound + bound < self.limit:
+                return base_rough + rough
+        if self.reported is not None and reported:
+            return self.reported + self.counter.total(new)
         if self.fixed is None:
             self.fixed = estimate_tokens(system) + estimate_tokens(json.dumps(list(tools)))
         return self.fixed + self.counter.total(history)
+
+    def _fixed_bounds(self, system: str, tools: Sequence[dict[str, Any]]) -> tuple[int, int]:
+        if self._fixed_rough is None:
+            listed = json.dumps(list(tools))
+            self._fixed_rough = (
+                rough_tokens(system) + rough_tokens(listed),
+                token_bound(system) + token_bound(listed),
+            )
+        return self._fixed_rough

@@ -61,6 +61,9 @@ class MessageDone:
     model: str
     message_id: str
     input_errors: dict[str, str] = field(default_factory=dict)
+    # time spent waiting on the API for this reply, from sending the request to the end of its stream
+    # (the SDK's retries included); what `duration_api_ms` adds up
+    api_seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""Keeping a conversation valid for the API: pairing repair and the request's message list."""
+"""Keeping a conversation valid for the API: pairing repair and the request's message list (as data,
+and as JSON kept in step with a growing history)."""
 
 from __future__ import annotations
 
@@ -99,3 +100,123 @@ def api_entry_ending_at(history: Sequence[Message], count: int) -> int | None:
             index += 1
             role = message.role
     return None
+
+
+_BREAKPOINT = b',"cache_control":{"type":"ephemeral"}}'
+_HEADS = {"user": b'{"role":"user","content":[', "assistant": b'{"role":"assistant","content":['}
+
+
+def with_breakpoint(block: bytes) -> bytes:
+    """An encoded block (a JSON object) with a cache breakpoint added as its last key."""
+    return block[:-1] + _BREAKPOINT
+
+
+class ApiMessages:
+    """`to_api_messages(history)` as UTF-8 JSON, one entry at a time, kept in step with a history
+    that grows by appending. Each message is encoded once (`Message.wire_json`) and each request
+    merges only what was appended since the previous one, so a long session costs the same per
+    request. A history changed in any other way (compaction hands the agent a new list) is
+    rebuilt from its messages' fragments."""
+
+    def __init__(self) -> None:
+        self._reset(None)
+
+    def _reset(self, history: Sequence[Message] | None) -> None:
+        self.history: Sequence[Message] | None = history
+        self._count = 0  # messages taken in
+        self._last: Message | None = None  # the last of them, to notice a history that was not appended to
+        self._roles: list[str] = []  # per entry
+        self._results: list[list[bytes]] = []  # per entry, its tool results (they go first)
+        self._others: list[list[bytes]] = []  # per entry, its other blocks
+        self._end: list[int] = []  # per entry, the history index of its last message
+        # entries no message can join any more, encoded, comma-separated, in one buffer: a request
+        # copies it in a few slices instead of gathering thousands of small objects from all over memory
+        self._sealed = bytearray()
+        self._starts: list[int] = []  # per sealed entry, where it starts in `_sealed`
+        self._open = b""  # the last entry, encoded: a message of its role would still join it
+        self._entry_at: list[int] = []  # per message, the entry of the last non-empty one up to it
+
+    def __len__(self) -> int:
+        return len(self._roles)
+
+    def sync(self, history: Sequence[Message]) -> None:
+        """Take in what was appended to `history` since the last call (all of it, if it changed)."""
+        count = self._count
+        appended = (
+            history is self.history
+            and len(history) >= count
+            and (count == 0 or history[count - 1] is self._last)
+        )
+        if not appended:
+            self._reset(history)
+            count = 0
+        for index in range(count, len(history)):
+            self._add(index, history[index])
+        self._count = len(history)
+        self._last = history[-1] if history else None
+
+    def _add(self, index: int, message: Message) -> None:
+        blocks = message.wire_json()
+        if not blocks:
+            self._entry_at.append(self._entry_at[-1] if self._entry_at else -1)
+            return
+        role = message.role
+        if not self._roles or self._roles[-1] != role:
+            if self._roles:
+                self._seal()
+            self._roles.append(role)
+            self._results.append([])
+            self._others.append([])
+            self._end.append(index)
+        entry = len(self._roles) - 1
+        if role == "user":
+            for wire, encoded in zip(message.wire_content(), blocks, strict=True):
+                (self._results if wire["type"] == "tool_result" else self._others)[entry].append(encoded)
+        else:
+            self._others[entry].extend(blocks)
+        self._open = self._encode(entry, marked=False)
+        self._end[entry] = index
+        self._entry_at.append(entry)
+
+    def _seal(self) -> None:
+        if self._sealed:
+            self._sealed += b","
+        self._starts.append(len(self._sealed))
+        self._sealed += self._open
+
+    def _encode(self, entry: int, *, marked: bool) -> bytes:
+        blocks = self._results[entry] + self._others[entry]
+        if marked:
+            blocks[-1] = with_breakpoint(blocks[-1])
+        return _HEADS[self._roles[entry]] + b",".join(blocks) + b"]}"
+
+    def role(self, entry: int) -> str:
+        return self._roles[entry]
+
+    def entry_ending_at(self, count: int) -> int | None:
+        """`api_entry_ending_at(history, count)`, without walking the history."""
+        if count <= 0 or count > len(self._entry_at):
+            return None
+        entry = self._entry_at[count - 1]
+        if entry < 0 or entry + 1 >= len(self._roles) or self._end[entry] >= count:
+            return None
+        return entry
+
+    def encoded(self, marks: set[int]) -> list[bytes | memoryview]:
+        """The `messages` array, with a cache breakpoint on the last block of each entry in `marks`, as
+        pieces for one `b"".join` (the body is then copied once)."""
+        if not self._roles:
+            return [b"[]"]
+        last = len(self._roles) - 1
+        sealed = memoryview(self._sealed)
+        parts: list[bytes | memoryview] = [b"["]
+        position = 0
+        for entry in sorted(m for m in marks if m < last):
+            start = self._starts[entry]
+            parts += [sealed[position:start], self._encode(entry, marked=True)]
+            position = self._starts[entry + 1] - 1 if entry + 1 < len(self._starts) else len(sealed)
+        parts.append(sealed[position:])
+        if self._starts:
+            parts.append(b",")
+        parts += [self._encode(last, marked=True) if last in marks else self._open, b"]"]
+        return parts

@@ -5,12 +5,15 @@ Blocks are frozen so that what the model sent (thinking signatures above all) go
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 INTERRUPTED_TOOL_RESULT = "Interrupted by the user: this tool call did not finish."
 INTERRUPTED_REQUEST = "[Request interrupted by the user]"
+# the JSON the SDK would write (compact, UTF-8 as is): request bodies are built from these fragments
+encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
 class _Block(BaseModel):
@@ -101,6 +104,7 @@ class Message(BaseModel):
     role: Literal["user", "assistant"]
     content: list[ContentBlock]
     _wire: list[dict[str, Any]] | None = PrivateAttr(default=None)
+    _wire_json: list[bytes] | None = PrivateAttr(default=None)
 
     @classmethod
     def user(cls, text: str) -> Message:
@@ -125,6 +129,13 @@ class Message(BaseModel):
             self._wire = [w for w in (_wire_block(b) for b in self.content) if w is not None]
         return self._wire
 
+    def wire_json(self) -> list[bytes]:
+        """`wire_content()` block by block as UTF-8 JSON; encoded once, so a request carrying a long
+        history encodes only what is new."""
+        if self._wire_json is None:
+            self._wire_json = [encode_json(block).encode() for block in self.wire_content()]
+        return self._wire_json
+
     def to_wire(self) -> dict[str, Any]:
         return {"role": self.role, "content": self.wire_content()}
 
@@ -134,4 +145,5 @@ class Message(BaseModel):
             return NotImplemented
         return self.role == other.role and self.content == other.content
 
-    __hash__ = None  # type: ignore[assignment]  (content is a list)
+    # content is a list, so a message cannot be hashed
+    __hash__ = None  # type: ignore[assignment]

@@ -30,6 +30,7 @@ from piton.core.conversation.messages import Message, ToolResultBlock
 SCHEMA_VERSION = 1
 PRUNE_AGE_DAYS = 30
 PRUNE_MAX_BYTES = 2 * 1024**3
+_OWN_KINDS = frozenset({"session", "message", "compact_boundary", "result", "tool_result_handle"})
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -110,6 +111,13 @@ class SessionLog:
     def record(self, kind: str, **data: object) -> None:
         self._write({"type": kind, "timestamp": _now(), **data})
 
+    def sync(self) -> None:
+        """Make what was written durable: a process that leaves at once (`-p`) skips no write, but
+        the operating system may still hold the lines in its cache."""
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
@@ -129,7 +137,8 @@ class LoadedSession:
     messages: list[Message]
     model: str | None = None
     warnings: list[str] = field(default_factory=list)
-    tool_state: dict[str, Any] = field(default_factory=dict)  # what tools kept in the session (the todo list)
+    # the latest line of each kind the tools recorded (the task list): tools restore their state from it
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def load_session(path: Path, session_id: str) -> LoadedSession:
@@ -156,8 +165,6 @@ def load_session(path: Path, session_id: str) -> LoadedSession:
         kind = entry.get("type")
         if kind == "session":
             loaded.model = entry.get("model") or loaded.model
-        elif kind == "todos" and isinstance(entry.get("todos"), list):
-            loaded.tool_state["todos"] = entry["todos"]
         elif kind == "compact_boundary":
             raw = _compacted(raw, entry, loaded, f"{path.name}: {where}")
         elif kind == "message":
@@ -167,6 +174,8 @@ def load_session(path: Path, session_id: str) -> LoadedSession:
                 loaded.warnings.append(f"{path.name}: {where} holds an unreadable message; skipped it")
             if entry.get("model"):
                 loaded.model = entry["model"]
+        elif isinstance(kind, str) and kind not in _OWN_KINDS:
+            loaded.records[kind] = entry
     loaded.messages = repair(raw)
     fixed = sum(len(m.tool_results) for m in loaded.messages) - sum(len(m.tool_results) for m in raw)
     if fixed > 0:

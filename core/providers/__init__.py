@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from piton.core.conversation.events import StreamEvent
-from piton.core.conversation.messages import Message
+if TYPE_CHECKING:  # kept out at run time: `credentials` is read before anything heavy is loaded
+    from piton.core.conversation.events import StreamEvent
+    from piton.core.conversation.messages import Message
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +22,9 @@ class ModelRequest:
     # how many of `messages` the previous request of this conversation sent: a cache breakpoint there
     # reads back what that request wrote, however many blocks were added since
     cached_upto: int = 0
+    # False: no cache breakpoints at all, for a one-off request whose prefix no later request repeats
+    # (a cache write costs 1.25x input and would never be read)
+    cache: bool = True
 
 
 class Provider(Protocol):
@@ -48,3 +52,4 @@ class ProviderError(Exception):
         super().__init__(message)
         self.kind = kind
         self.status = status
+        self.api_seconds = 0.0  # spent waiting on the API before it failed

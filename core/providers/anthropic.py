@@ -1,7 +1,9 @@
 """The Anthropic provider: requests over the official SDK, streamed into typed events.
 
-The SDK is imported on first use (it costs about a second). The SDK retries failed HTTP requests
-(408/409/429/5xx/529, connection errors); what it does not retry is ours: an `error` event in the
+The SDK is imported on first use (it costs about a second). Request bodies are encoded here,
+incrementally (`body.BodyEncoder`), and handed to the SDK as bytes: it still adds authentication,
+retries failed HTTP requests (408/409/429/5xx/529, connection errors), decodes the SSE stream into
+typed events and raises typed errors. What it does not retry is ours: an `error` event in the
 middle of a stream, a stream that ends without `message_stop`, and a connection that breaks (or
 garbles an event) while the body is streaming. Each of those voids the partial reply (a
 `StreamRetry` says so) and asks again with backoff, so nothing reaches the history twice.
@@ -10,23 +12,23 @@ garbles an event) while the body is streaming. Each of those voids the partial r
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+import gc
 import json
-import os
 import random
 import threading
-import warnings
-from collections.abc import AsyncIterator
-from typing import Any
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 from piton.core.conversation.events import Notice, StreamEvent, StreamRetry
-from piton.core.conversation.history import api_entry_ending_at, to_api_messages
 from piton.core.models import model_info
 from piton.core.providers import ModelRequest, ProviderError
 from piton.core.providers.accumulate import ReplyAccumulator
+from piton.core.providers.body import BodyEncoder, thinking_param
+from piton.core.providers.credentials import NO_API_KEY, credential_source
 
-EPHEMERAL = {"type": "ephemeral"}
-MIN_THINKING_BUDGET = 1024  # the API's floor for `thinking: enabled`
-MAX_THINKING_BUDGET = 16_000
 _RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
 _SDK_RETRIED = {408, 409, 429}  # and every status from 500 up
 _KIND_BY_STATUS = {
@@ -52,57 +54,55 @@ _HINTS = {
     "not_found": " (is the model id right? see --model)",
     "billing": " (check the account's plan and credits)",
 }
-NO_API_KEY = (
-    "ANTHROPIC_API_KEY is not set. Export your key (export ANTHROPIC_API_KEY=sk-ant-...) and run again."
-)
+T = TypeVar("T")
+_sdk_lock = threading.Lock()
+_sdk_ready = False
+
+
+def _load_sdk() -> None:
+    """Import the SDK and what a request needs of it, then freeze the heap: the SDK's thousands of
+    long-lived objects would otherwise be walked by every full garbage collection of a long session."""
+    global _sdk_ready
+    # what a request needs besides: tracing hooks, the deprecation table, the client's transport
+    import anthropic.lib._tracing
+    import anthropic.resources.messages.messages  # noqa: F401
+    import httpcore2  # noqa: F401
+
+    with _sdk_lock:
+        if not _sdk_ready:
+            gc.freeze()
+            _sdk_ready = True
 
 
 def prewarm() -> None:
     """Start importing the SDK on a background thread, so the import overlaps with other start-up work."""
-
-    def _load() -> None:
-        import anthropic  # noqa: F401
-
-    threading.Thread(target=_load, name="piton-sdk-import", daemon=True).start()
+    threading.Thread(target=_load_sdk, name="piton-sdk-import", daemon=True).start()
 
 
 class _Retry(Exception):
     """A failure of one streamed attempt that asking again may fix."""
 
 
-def build_params(request: ModelRequest) -> dict[str, Any]:
-    """The `messages.create` arguments for `request`: thinking per model, max_tokens from the model
-    table, and up to three cache breakpoints: the end of tools and system, the end of what the
-    previous request sent, and the newest message."""
-    info = model_info(request.model)
-    max_tokens = request.max_tokens or info.max_output_tokens
-    params: dict[str, Any] = {"model": info.id, "max_tokens": max_tokens}
-    tools = [dict(t) for t in request.tools]
-    if request.system:
-        params["system"] = [{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]
-    elif tools:
-        tools[-1]["cache_control"] = EPHEMERAL
-    if tools:
-        params["tools"] = tools
-    messages = to_api_messages(request.messages)
-    marks = {len(messages) - 1} if messages else set()
-    if request.cached_upto:
-        previous = api_entry_ending_at(request.messages, request.cached_upto)
-        if previous is not None and messages[previous]["role"] == "user":
-            marks.add(previous)
-    for index in marks:
-        # both marks fall on user messages (a prompt or tool results), never on a thinking block
-        entry = messages[index]
-        blocks = [*entry["content"][:-1], {**entry["content"][-1], "cache_control": EPHEMERAL}]
-        messages[index] = {"role": entry["role"], "content": blocks}  # copies: wire forms are shared
-    params["messages"] = messages
-    if request.thinking:
-        budget = min(MAX_THINKING_BUDGET, max_tokens // 2)
-        if info.thinking == "adaptive":
-            params["thinking"] = {"type": "adaptive"}
-        elif info.thinking == "enabled" and budget >= MIN_THINKING_BUDGET:
-            params["thinking"] = {"type": "enabled", "budget_tokens": budget}
-    return params
+def _deprecations(request: ModelRequest) -> list[str]:
+    """The warnings `messages.create` gives for this request (we send the body ourselves), first lines."""
+    from anthropic.resources.messages.messages import (
+        DEPRECATED_MODELS,
+        MODELS_TO_WARN_WITH_THINKING_ENABLED,
+    )
+
+    model = model_info(request.model).id
+    texts = []
+    if model in DEPRECATED_MODELS:
+        end = DEPRECATED_MODELS[model]
+        texts.append(f"The model '{model}' is deprecated and will reach end-of-life on {end}.")
+    thinking = thinking_param(request)
+    if model in MODELS_TO_WARN_WITH_THINKING_ENABLED and thinking and thinking["type"] == "enabled":
+        texts.append(
+            f"Using Claude with {model} and 'thinking.type=enabled' is deprecated. Use "
+            "'thinking.type=adaptive' instead which results in better model performance in our testing: "
+            "https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking"
+        )
+    return texts
 
 
 def _api_message(exc: Any) -> str:
@@ -163,25 +163,49 @@ class AnthropicProvider:
         self._stream_attempts = stream_attempts
         self._backoff_s = backoff_s
         self._sdk_client: Any = None
+        self._building = threading.Lock()
+        self._body = BodyEncoder()
         self._noticed: set[str] = set()
 
     def check(self) -> None:
         """Raise `ProviderError` now when no request could succeed (no credentials at all)."""
-        if self._api_key or os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"):
-            return  # no need to wait for the SDK import to know that
-        self._client()  # the SDK may still find credentials elsewhere (a profile)
+        source = credential_source(self._api_key)
+        if source is None:  # known without the SDK (a second's import)
+            raise ProviderError(NO_API_KEY, kind="config")
+        if source == "sdk":  # a profile or federation: the SDK resolves it, or says what is wrong
+            self._client()
+
+    def prewarm(self, then: Callable[[], object] | None = None) -> None:
+        """Import the SDK and build the client on a background thread, overlapping other start-up work
+        (a request made meanwhile waits for it; what goes wrong is for that request to report), then
+        call `then`, whatever happened."""
+
+        def build() -> None:
+            try:
+                with contextlib.suppress(Exception):
+                    self._client()
+            finally:
+                if then is not None:
+                    then()
+
+        threading.Thread(target=build, name="piton-sdk-import", daemon=True).start()
 
     def _client(self) -> Any:
-        if self._sdk_client is None:
-            import anthropic
+        with self._building:
+            if self._sdk_client is None:
+                _load_sdk()
+                import anthropic
 
-            client = anthropic.AsyncAnthropic(
-                api_key=self._api_key, base_url=self._base_url, max_retries=self._sdk_max_retries
-            )
-            if client.api_key is None and client.auth_token is None and client.credentials is None:
-                raise ProviderError(NO_API_KEY, kind="config")
-            self._sdk_client = client
-        return self._sdk_client
+                try:
+                    client = anthropic.AsyncAnthropic(
+                        api_key=self._api_key, base_url=self._base_url, max_retries=self._sdk_max_retries
+                    )
+                except anthropic.AnthropicError as e:  # a broken profile
+                    raise ProviderError(" ".join(str(e).split()), kind="config") from e
+                if client.api_key is None and client.auth_token is None and client.credentials is None:
+                    raise ProviderError(NO_API_KEY, kind="config")
+                self._sdk_client = client
+            return self._sdk_client
 
     async def aclose(self) -> None:
         """Release the HTTP connections; call it on the event loop that used them."""
@@ -191,55 +215,75 @@ class AnthropicProvider:
 
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after failed attempt `attempt` (1-based): doubling, with up to 25% jitter."""
-        return self._backoff_s * 2 ** (attempt - 1) * (1 + random.random() / 4)
+        return self._backoff_s * 2.0 ** (attempt - 1) * (1 + random.random() / 4)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         client = self._client()
-        params = build_params(request)
-        base_url = str(client.base_url)
-        for attempt in range(1, self._stream_attempts + 1):
-            acc = ReplyAccumulator()
-            try:
-                # The SDK warns of deprecated models; Python hides DeprecationWarning, people should not
-                # miss it. (Warning filters are process-wide: a concurrent request may see this one's.)
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always", DeprecationWarning)
-                    stream = await client.messages.create(**params, stream=True)
-            except Exception as e:  # the SDK has already retried what it retries
-                raise _fatal(e, base_url) from e
-            for warning in caught:
-                text = str(warning.message).splitlines()[0]
-                if (
-                    issubclass(warning.category, DeprecationWarning | UserWarning)
-                    and text not in self._noticed
-                ):
-                    self._noticed.add(text)
-                    yield Notice(text)
-            reason = ""
-            try:
-                async for event in self._events(stream, acc):
-                    yield event
-                if acc.complete:
-                    yield acc.done()
-                    return
-                reason = "the stream ended before message_stop"
-            except _Retry as e:
-                reason = str(e)
-            finally:
-                await stream.close()
-            if attempt == self._stream_attempts:
-                raise ProviderError(
-                    f"The API stream failed {attempt} times in a row; last: {reason}", kind="stream"
-                )
-            delay = self.backoff(attempt)
-            yield StreamRetry(attempt, self._stream_attempts, delay, reason)
-            await asyncio.sleep(delay)
+        body = self._body.encode(request)
+        # people should not miss that a model is going away (the SDK would only warn, and Python hides
+        # DeprecationWarning)
+        for text in _deprecations(request):
+            if text not in self._noticed:
+                self._noticed.add(text)
+                yield Notice(text)
+        waited = _Clock()  # time spent waiting on the API, not on whoever reads these events
+        try:
+            for attempt in range(1, self._stream_attempts + 1):
+                acc = ReplyAccumulator()
+                stream = await waited.on(self._send(client, body))
+                reason = ""
+                try:
+                    async for event in self._events(stream, acc, waited):
+                        yield event
+                    if acc.complete:
+                        yield dataclasses.replace(acc.done(), api_seconds=waited.seconds)
+                        return
+                    reason = "the stream ended before message_stop"
+                except _Retry as e:
+                    reason = str(e)
+                finally:
+                    await stream.close()
+                if attempt == self._stream_attempts:
+                    raise ProviderError(
+                        f"The API stream failed {attempt} times in a row; last: {reason}", kind="stream"
+                    )
+                delay = self.backoff(attempt)
+                yield StreamRetry(attempt, self._stream_attempts, delay, reason)
+                await asyncio.sleep(delay)
+        except ProviderError as e:
+            e.api_seconds = waited.seconds
+            raise
 
-    async def _events(self, stream: Any, acc: ReplyAccumulator) -> AsyncIterator[StreamEvent]:
+    async def _send(self, client: Any, body: bytes) -> Any:
+        """`messages.create(..., stream=True)` with the body already encoded: the SDK skips copying and
+        encoding it again, and does everything else as `create` does."""
+        from anthropic import AsyncStream
+        from anthropic._base_client import make_request_options
+        from anthropic.lib._tracing import messages_create_request_attributes
+        from anthropic.types import Message, RawMessageStreamEvent
+
+        options = make_request_options(
+            span_name="anthropic.messages.create",
+            span_route="/v1/messages",
+            span_attributes=messages_create_request_attributes,
+        )
+        try:
+            return await client.post(
+                "/v1/messages",
+                cast_to=Message,
+                content=body,
+                options=options,
+                stream=True,
+                stream_cls=AsyncStream[RawMessageStreamEvent],
+            )
+        except Exception as e:  # the SDK has already retried what it retries
+            raise _fatal(e, str(client.base_url)) from e
+
+    async def _events(self, stream: Any, acc: ReplyAccumulator, waited: _Clock) -> AsyncIterator[StreamEvent]:
         iterator = stream.__aiter__()
         while True:
             try:
-                event = await iterator.__anext__()
+                event = await waited.on(iterator.__anext__())
             except StopAsyncIteration:
                 return
             except Exception as e:
@@ -249,3 +293,17 @@ class AnthropicProvider:
             out = acc.feed(event)
             if out is not None:
                 yield out
+
+
+class _Clock:
+    """Adds up the time spent in the awaits it is given."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    async def on(self, awaitable: Awaitable[T]) -> T:
+        started = time.monotonic()
+        try:
+            return await awaitable
+        finally:
+            self.seconds += time.monotonic() - started

@@ -3,9 +3,10 @@
 Rules read `Tool` or `Tool(specifier)`: `Bash(npm run test:*)` (a command prefix), `Bash(git * main)`
 (a wildcard), `Read(./secrets/**)` or `Edit(/src/**)` (path globs), `WebFetch(domain:example.com)`.
 A deny rule beats an ask rule beats an allow rule. A compound shell command is allowed by rules only
-if every part is. Without a rule, read-only tools are allowed and the others ask; `acceptEdits`
-allows file edits, `plan` allows only read-only tools, `bypassPermissions` allows what no rule denies
-or asks about. The sandbox applies whatever is decided here.
+if every part is. Without a rule, read-only tools and read-only command lines (`ls`, `git diff`; see
+`readonly.py`) are allowed and the others ask; `acceptEdits` allows file edits, `plan` allows only
+what is read-only, `bypassPermissions` allows what no rule denies or asks about. The sandbox applies
+whatever is decided here.
 """
 
 from __future__ import annotations
@@ -19,8 +20,30 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from piton.core.safety.globs import glob_match
+from piton.core.safety.readonly import is_read_only_command
 from piton.core.safety.shellsplit import effective_commands, split_command, split_raw, writes_files
-from piton.core.tools import Tool
+
+
+class GovernedTool(Protocol):
+    """What permissions need to know of a tool: its name, the rule family it belongs to (read, edit,
+    execute, other), and whether every call of it only looks."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+
+def looks_only(tool: GovernedTool, content: str | None) -> bool:
+    """Whether this call only looks: a read-only tool, or a command line classified read-only."""
+    if tool.read_only:
+        return True
+    return tool.kind == "execute" and content is not None and is_read_only_command(content)
+
 
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 PERMISSION_MODES: tuple[PermissionMode, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
@@ -107,7 +130,7 @@ class Permissions:
             return f"**/{spec}"
         return f"{self.project}/{spec.removeprefix('./')}"
 
-    def _matches(self, rule: Rule, tool: Tool, content: str | None, part: str | None = None) -> bool:
+    def _matches(self, rule: Rule, tool: GovernedTool, content: str | None, part: str | None = None) -> bool:
         family = _FAMILY.get(tool.kind)
         if rule.tool != tool.name and rule.tool != family:
             return False
@@ -122,7 +145,7 @@ class Permissions:
         return fnmatch.fnmatchcase(content, rule.specifier)
 
     def _first(
-        self, rules: Sequence[Rule], tool: Tool, content: str | None, judged: list[str] | None
+        self, rules: Sequence[Rule], tool: GovernedTool, content: str | None, judged: list[str] | None
     ) -> Rule | None:
         """The first rule that matches the call or, for a command, any command it may run."""
         for rule in rules:
@@ -133,7 +156,9 @@ class Permissions:
                 return rule
         return None
 
-    def _allowed_by_rules(self, tool: Tool, content: str | None, parts: list[str] | None) -> Rule | None:
+    def _allowed_by_rules(
+        self, tool: GovernedTool, content: str | None, parts: list[str] | None
+    ) -> Rule | None:
         if tool.kind != "execute":
             return self._first(self.allow, tool, content, None)
         bare = next((r for r in self.allow if r.specifier is None and self._matches(r, tool, content)), None)
@@ -159,7 +184,7 @@ class Permissions:
             found += more
         return found
 
-    def decide(self, tool: Tool, content: str | None) -> Decision:
+    def decide(self, tool: GovernedTool, content: str | None) -> Decision:
         """The decision for calling `tool` on `content` (its command or absolute path, if any)."""
         parts = split_command(content) if tool.kind == "execute" and content is not None else None
         commands = self._commands(content) if tool.kind == "execute" and content is not None else None
@@ -167,8 +192,9 @@ class Permissions:
         denial_check = commands if commands is not None or content is None else [" ".join(content.split())]
         if rule := self._first(self.deny, tool, content, denial_check):
             return Decision("deny", f"the rule {rule} denies it", rule)
-        if self.mode == "plan" and not tool.read_only:
-            return Decision("deny", "plan mode allows only read-only tools")
+        read_only = looks_only(tool, content)
+        if self.mode == "plan" and not read_only:
+            return Decision("deny", "plan mode allows only read-only tools and commands")
         if tool.kind == "execute" and commands is None and self._has_command_rules():
             return Decision(
                 "ask", "the command cannot be checked part by part against the deny and ask rules"
@@ -179,8 +205,8 @@ class Permissions:
             return Decision("allow", "bypassPermissions mode")
         if rule := self._allowed_by_rules(tool, content, parts):
             return Decision("allow", f"the rule {rule} allows it", rule)
-        if tool.read_only:
-            return Decision("allow", "read-only tool")
+        if read_only:
+            return Decision("allow", "read-only tool" if tool.read_only else "a read-only command")
         if self.mode == "acceptEdits" and tool.kind == "edit":
             return Decision("allow", "acceptEdits mode")
         return Decision("ask", f"{tool.name} needs permission", default=True)
@@ -189,7 +215,7 @@ class Permissions:
         return any(r.specifier is not None for r in (*self.deny, *self.ask) if r.tool == "Bash")
 
 
-def suggest_rule(tool: Tool, content: str | None) -> str:
+def suggest_rule(tool: GovernedTool, content: str | None) -> str:
     """The rule a person would add to allow calls like this one for the session."""
     if tool.kind == "execute" and content:
         parts = split_command(content) or []
@@ -202,7 +228,7 @@ def suggest_rule(tool: Tool, content: str | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PermissionRequest:
-    tool: Tool
+    tool: GovernedTool
     tool_use_id: str
     input: dict[str, Any]
     content: str | None
@@ -240,7 +266,7 @@ class PermissionGate:
 
     async def check(
         self,
-        tool: Tool,
+        tool: GovernedTool,
         content: str | None,
         tool_use_id: str,
         tool_input: dict[str, Any],

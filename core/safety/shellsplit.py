@@ -168,7 +168,7 @@ def writes_files(part: str) -> bool:
     return False
 
 
-def _unwrap(words: list[str]) -> list[str]:
+def unwrap(words: list[str]) -> list[str]:
     """The command a wrapper (`timeout 5`, `env X=1`, `sudo -u me`, assignments) or a reserved
     word (`{`, `!`, `if`, `while`...) runs."""
     while words:
@@ -196,7 +196,7 @@ def _find_exec(words: list[str]) -> list[str]:
     return found
 
 
-def _unquoted_dollar(part: str) -> bool:
+def unquoted_dollar(part: str) -> bool:
     quote = ""
     for i, ch in enumerate(part):
         if quote:
@@ -223,7 +223,7 @@ def effective_commands(part: str, depth: int = 0) -> list[str] | None:
     commands, and the commands in a `bash -c` or `eval` string. None when that cannot be known:
     a variable may hold any word, a glob may match any program, `xargs` and `source` read their
     commands from elsewhere."""
-    if _unquoted_dollar(part):
+    if unquoted_dollar(part):
         return None
     try:
         words = shlex.split(part)
@@ -232,7 +232,7 @@ def effective_commands(part: str, depth: int = 0) -> list[str] | None:
     if not words:
         return []
     found = [" ".join(words)]
-    inner = _unwrap(words)
+    inner = unwrap(words)
     if not inner:
         return found
     program = inner[0]

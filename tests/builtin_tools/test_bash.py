@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 
 from piton.builtin_tools.bash import Bash
+from piton.core.conversation.messages import ToolUseBlock
 from tests.builtin_tools.helpers import call, context, text
+
+pytestmark = pytest.mark.sandbox  # every test here runs commands in bubblewrap
 
 BASH = Bash()
 
@@ -101,3 +104,49 @@ def test_writing_to_the_report_descriptor_cannot_steer_the_directory(ws: Path) -
     ctx = context(ws)
     call(BASH, ctx, command="echo / >&3; cd sub")
     assert text(call(BASH, ctx, command="pwd")) == str(ws.resolve() / "sub")
+
+
+def test_read_only_command_lines_of_one_reply_run_side_by_side_and_others_in_order(ws: Path) -> None:
+    """Three `sleep; echo` calls start together; a call that writes waits for them and runs alone."""
+    from piton.core.conversation.events import ToolFinished, ToolStarted
+    from piton.testing.script import ToolCall, reply
+    from piton.testing.scripted import ScriptedProvider
+    from tests.fakes.tools import make_agent
+    from tests.helpers import collect
+
+    calls = [
+        ToolCall("Bash", {"command": "sleep 0.2; echo one"}),
+        ToolCall("Bash", {"command": "sleep 0.2; echo two"}),
+        ToolCall("Bash", {"command": "ls -a sub | wc -l"}),
+        ToolCall("Bash", {"command": "echo made > made.txt"}),
+        ToolCall("Bash", {"command": "cat made.txt"}),
+    ]
+    agent = make_agent(ScriptedProvider(reply(*calls), reply("done")), BASH, cwd=ws)
+    agent.context = context(ws)
+    order = [
+        (type(e).__name__, e.tool_use_id)
+        for e in collect(agent.run("go"))
+        if isinstance(e, ToolStarted | ToolFinished)
+    ]
+    ids = [c.id for c in calls]
+    starts = [i for i, (kind, _) in enumerate(order) if kind == "ToolStarted"]
+    first_finish = next(i for i, (kind, _) in enumerate(order) if kind == "ToolFinished")
+    assert [order[i][1] for i in starts[:3]] == ids[:3] and max(starts[:3]) < first_finish
+    assert order[-4:] == [
+        ("ToolStarted", ids[3]),
+        ("ToolFinished", ids[3]),
+        ("ToolStarted", ids[4]),
+        ("ToolFinished", ids[4]),
+    ]
+    results = [b.content for b in agent.history[-2].content]
+    assert results == ["one", "two", "2", "(no output)", "made"]
+
+
+def test_a_line_that_changes_directory_runs_alone(ws: Path) -> None:
+    from piton.core.tools import ToolRegistry
+
+    ctx = context(ws)
+    prepare = ToolRegistry([BASH]).prepare
+    looks = prepare(ToolUseBlock(id="a", name="Bash", input={"command": "ls sub"}), ctx)
+    moves = prepare(ToolUseBlock(id="b", name="Bash", input={"command": "cd sub && ls"}), ctx)
+    assert looks.read_only and not moves.read_only

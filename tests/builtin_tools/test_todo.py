@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from piton.builtin_tools.todo import TodoWrite
+from piton.core.display import TodoItem, TodoList
 from tests.builtin_tools.helpers import call, context, text
 
 TODO = TodoWrite()
@@ -20,7 +21,26 @@ def test_the_list_is_kept_shown_and_logged(tmp_path: Path) -> None:
     assert "(1 pending, 1 in progress, 1 completed)" in text(result)
     assert ctx.state["todos"] == TODOS
     assert ctx.state["records"] == [("todos", {"todos": TODOS})]
-    assert result.display == {"todos": "☒ Read the code\n◐ Fix the bug\n☐ Run the tests"}
+    assert result.display == TodoList(
+        (
+            TodoItem("Read the code", "completed", "Reading the code"),
+            TodoItem("Fix the bug", "in_progress", "Fixing the bug"),
+            TodoItem("Run the tests", "pending", "Running the tests"),
+        )
+    )
+
+
+def test_the_list_comes_back_from_the_session_log_and_outlives_a_compaction(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    assert TODO.carry_over(ctx) is None
+    TODO.restore(ctx, {"todos": {"type": "todos", "todos": TODOS}})
+    assert ctx.state["todos"] == TODOS
+    assert TODO.carry_over(ctx) == (
+        "The task list as it stands:\n[completed] Read the code\n[in_progress] Fix the bug\n[pending] Run the tests"
+    )
+    broken = context(tmp_path)
+    TODO.restore(broken, {"todos": {"todos": [{"content": "x", "status": "someday"}]}})
+    assert "todos" not in broken.state, "a list the tool cannot read back is not restored"
 
 
 def test_a_malformed_list_is_an_error_naming_the_field(tmp_path: Path) -> None:

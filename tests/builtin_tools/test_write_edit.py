@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from piton.builtin_tools.edit import Edit
 from piton.builtin_tools.read import Read
 from piton.builtin_tools.write import Write
-from piton.core.tools import ToolContext
+from piton.core.display import FileDiff
+from piton.core.tools import ToolContext, ToolResult
 from tests.builtin_tools.helpers import call, context, text
 
 READ, WRITE, EDIT = Read(), Write(), Edit()
@@ -25,6 +26,11 @@ def ws(tmp_path: Path) -> Path:
     return root
 
 
+def diff_of(result: ToolResult) -> str:
+    assert isinstance(result.display, FileDiff)
+    return result.display.diff
+
+
 def read(ctx: ToolContext, path: Path) -> None:
     assert not call(READ, ctx, file_path=str(path)).is_error
 
@@ -36,7 +42,7 @@ def test_write_creates_a_file_and_its_directories_with_a_diff(ws: Path) -> None:
     result = call(WRITE, context(ws), file_path="pkg/sub/mod.py", content="x = 1\ny = 2\n")
     assert (ws / "pkg" / "sub" / "mod.py").read_text() == "x = 1\ny = 2\n"
     assert text(result) == f"Created {ws.resolve() / 'pkg/sub/mod.py'} (2 lines)."
-    diff = result.display["diff"]
+    diff = diff_of(result)
     assert diff.startswith(f"--- a{ws.resolve()}/pkg/sub/mod.py\n+++ b") and "+x = 1\n+y = 2\n" in diff
 
 
@@ -55,7 +61,7 @@ def test_overwriting_needs_a_read_first_and_a_fresh_one(ws: Path) -> None:
     read(ctx, target)
     done = call(WRITE, ctx, file_path="a.txt", content="new\n")
     assert not done.is_error and target.read_text() == "new\n"
-    assert "-changed by someone else\n+new\n" in done.display["diff"]
+    assert "-changed by someone else\n+new\n" in diff_of(done)
 
 
 @pytest.mark.parametrize("target", ["../outside/x.txt", "/etc/piton-test", ".git/hooks/pre-commit"])
@@ -104,7 +110,7 @@ def test_edit_replaces_a_unique_string_and_shows_the_result(ws: Path) -> None:
     assert target.read_text() == "def f():\n    return 2\n\nprint(f())\n"
     assert not result.is_error  # type: ignore[attr-defined]
     assert "     2\t    return 2" in text(result)  # type: ignore[arg-type]
-    assert "-    return 1\n+    return 2\n" in result.display["diff"]  # type: ignore[attr-defined]
+    assert "-    return 1\n+    return 2\n" in diff_of(result)
 
 
 def test_edit_not_found_names_the_count_and_the_nearest_text(ws: Path) -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from piton.core.context.compaction import SUMMARY_HEADER
+from piton.testing.script import Reply, ToolCall, reply
 from tests.cli.test_piton_command import piton
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.fakes.script import Reply, ToolCall, reply
 
 FIRST_PROMPT = "Rename every helper in src/ to snake_case; do not touch tests/."
 

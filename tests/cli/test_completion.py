@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
@@ -9,9 +7,9 @@ from piton.cli.completion import PitonCompleter
 
 
 def completions(text: str, files: list[str] | None = None) -> list[str]:
-    commands = SimpleNamespace(names=lambda: [("help", "list"), ("clear", "new"), ("compact", "summarise")])
-    repl = SimpleNamespace(commands=commands, files=files or [])
-    found = PitonCompleter(repl).get_completions(Document(text), CompleteEvent())  # type: ignore[arg-type]
+    commands = [("help", "list"), ("clear", "new"), ("compact", "summarise")]
+    completer = PitonCompleter(lambda: commands, lambda: files or [])
+    found = completer.get_completions(Document(text), CompleteEvent())
     return [c.text for c in found]
 
 

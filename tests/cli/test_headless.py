@@ -16,8 +16,8 @@ from piton.cli.headless import HeadlessOptions, Streams, read_prompt, run_headle
 from piton.core.conversation.session import SessionStore
 from piton.core.providers import ProviderError
 from piton.runtime import RunOptions
-from tests.fakes.script import ToolCall, reply
-from tests.fakes.scripted import ScriptedProvider
+from piton.testing.script import ToolCall, reply
+from piton.testing.scripted import ScriptedProvider
 from tests.fakes.tools import Boom, Probe
 
 

@@ -16,8 +16,8 @@ from piton import __version__
 from piton.core.conversation.history import is_valid
 from piton.core.conversation.messages import INTERRUPTED_REQUEST
 from piton.core.conversation.session import SessionStore, load_session
+from piton.testing.script import HttpError, MidStreamError, Thinking, ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.fakes.script import HttpError, MidStreamError, Thinking, ToolCall, reply
 
 PITON = str(Path(sys.executable).with_name("piton"))
 
@@ -314,6 +314,7 @@ def test_headless_runs_refuse_what_would_need_asking_and_report_it(
     assert not (project / "made-by-bash").exists()
 
 
+@pytest.mark.sandbox
 def test_allowed_tools_and_permission_modes_open_the_way(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(
         reply(ToolCall("Bash", {"command": "echo hi && pwd"})),
@@ -327,6 +328,7 @@ def test_allowed_tools_and_permission_modes_open_the_way(fake_api: FakeAnthropic
     assert (project / "w.txt").read_text() == "written\n"
 
 
+@pytest.mark.sandbox
 def test_plan_mode_and_a_read_only_sandbox_hold(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(
         reply(ToolCall("Write", {"file_path": "x.txt", "content": "x"})),
@@ -341,6 +343,7 @@ def test_plan_mode_and_a_read_only_sandbox_hold(fake_api: FakeAnthropicAPI, proj
     assert not (project / "x.txt").exists() and not (project / "y.txt").exists()
 
 
+@pytest.mark.sandbox
 def test_a_huge_tool_result_is_previewed_and_kept_whole(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(reply(ToolCall("Bash", {"command": "seq 1 400000"})), reply("many numbers"))
     done = piton("-p", "count", "--allowedTools", "Bash(seq:*)", "--output-format", "json")

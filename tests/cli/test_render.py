@@ -17,6 +17,7 @@ from piton.core.conversation.events import (
     ToolStarted,
 )
 from piton.core.conversation.messages import Message
+from piton.core.display import CommandOutput, FileDiff, TodoItem, TodoList
 from piton.core.tools import ToolResult
 
 
@@ -91,20 +92,37 @@ def test_tool_calls_are_one_line_with_a_result_summary_and_a_diff() -> None:
     renderer.handle(ToolStarted("t1", "Edit", {"file_path": "src/app.py", "old_string": "a"}))
     diff = "--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n"
     renderer.handle(
-        ToolFinished("t1", "Edit", ToolResult("ok", summary="1 replacement", display={"diff": diff}), 0.1)
+        ToolFinished(
+            "t1", "Edit", ToolResult("ok", summary="1 replacement", display=FileDiff("src/app.py", diff)), 0.1
+        )
     )
     renderer.handle(ToolStarted("t2", "Bash", {"command": "npm test"}))
     output = "".join(f"line {i}\n" for i in range(10))
-    renderer.handle(
-        ToolFinished("t2", "Bash", ToolResult(output + "Exit code 1", is_error=True, summary="exit 1"), 1.0)
+    shown = ToolResult(
+        output + "Exit code 1", is_error=True, summary="exit 1", display=CommandOutput(output, 1)
     )
+    renderer.handle(ToolFinished("t2", "Bash", shown, 1.0))
     out = console.export_text()
     assert "● Edit(src/app.py)\n  ⎿  1 replacement\n    --- a/src/app.py" in out
     assert "    -a = 1\n    +a = 2\n" in out
     assert (
-        "● Bash(npm test)\n  ⎿  exit 1\n     line 0\n     line 1\n     line 2\n     line 3\n     … 7 more lines"
+        "● Bash(npm test)\n  ⎿  exit 1\n     line 0\n     line 1\n     line 2\n     line 3\n     … 6 more lines"
         in out
     )
+
+
+def test_what_is_shown_follows_the_display_type_not_the_tool_name() -> None:
+    renderer, console = make()
+    todos = TodoList((TodoItem("Plan", "completed", "Planning"), TodoItem("Ship it", "pending", "Shipping")))
+    renderer.handle(
+        ToolFinished("t1", "Deploy", ToolResult("ok", display=CommandOutput("deployed\n", 0)), 0.1)
+    )
+    renderer.handle(ToolFinished("t2", "Planner", ToolResult("ok", display=todos), 0.1))
+    renderer.handle(ToolFinished("t3", "Bash", ToolResult("secret output", summary="1 line"), 0.1))
+    out = plain(console)
+    assert "  ⎿  done\n     deployed\n" in out
+    assert "    ☒ Plan\n    ☐ Ship it\n" in out
+    assert "secret output" not in out, "a result without a display shows its summary only"
 
 
 def test_errors_are_red_and_tool_lines_green() -> None:

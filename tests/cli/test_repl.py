@@ -20,8 +20,8 @@ from piton.cli.repl import Repl, ReplIO
 from piton.core.conversation.history import is_valid
 from piton.core.conversation.messages import INTERRUPTED_REQUEST, TextBlock
 from piton.core.options import RunOptions
-from tests.fakes.script import ToolCall, reply
-from tests.fakes.scripted import ScriptedProvider
+from piton.testing.script import ToolCall, reply
+from piton.testing.scripted import ScriptedProvider
 from tests.fakes.tools import Probe
 
 ENTER, ESC, CTRL_C, CTRL_D = "\r", "\x1b", "\x03", "\x04"
@@ -46,9 +46,7 @@ class Session:
         await asyncio.sleep(pause)
 
     async def idle(self) -> None:
-        await self.until(
-            lambda: self.repl.runtime is not None and not self.repl.busy and not self.repl._tasks
-        )
+        await self.until(lambda: self.repl.idle)
 
     @property
     def screen(self) -> str:
@@ -251,6 +249,7 @@ def test_multiline_input(project: Path) -> None:
     assert s.history[0].text == "one\ntwo\nthree\nfour"
 
 
+@pytest.mark.sandbox
 def test_bang_runs_a_shell_command_without_a_model_turn(project: Path) -> None:
     provider = ScriptedProvider(reply("I saw it."))
 
@@ -435,7 +434,8 @@ def test_compact_context_stats_and_the_status_line(project: Path) -> None:
         await s.type("look at the lexer" + ENTER)
         await s.until(lambda: len(s.history) == 4)
         await s.idle()
-        lines.append(status_line(s.repl))
+        assert s.repl.runtime is not None
+        lines.append(status_line(s.repl.runtime, s.repl.totals))
         for command in ("/context", "/compact keep the failing tests", "/stats"):
             await s.type(command + ENTER, pause=0.3)
             await s.idle()
@@ -474,7 +474,9 @@ def test_skills_run_as_slash_commands_complete_and_are_listed(project: Path) -> 
     async def script(s: Session) -> None:
         await s.idle()
         await s.until(lambda: s.repl.commands is not None)
-        found = PitonCompleter(s.repl).get_completions(Document("/gr"), CompleteEvent())
+        found = PitonCompleter(s.repl.command_names, lambda: s.repl.files).get_completions(
+            Document("/gr"), CompleteEvent()
+        )
         offered.extend(c.text for c in found)
         for line in ("/greet Ada", "/skills", "/memory"):
             await s.type(line + ENTER, pause=0.3)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pexpect
 
+from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.fakes.script import ToolCall, reply
 
 PITON = str(Path(sys.executable).with_name("piton"))
 PROMPT = "❯ "

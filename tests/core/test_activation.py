@@ -7,8 +7,8 @@ from typing import Any
 
 from piton.core.activation import Activation, ActiveSkills
 from piton.core.safety.permissions import PermissionGate, Permissions
-from tests.fakes.script import ToolCall, reply
-from tests.fakes.scripted import ScriptedProvider
+from piton.testing.script import ToolCall, reply
+from piton.testing.scripted import ScriptedProvider
 from tests.fakes.tools import Probe, make_agent
 
 

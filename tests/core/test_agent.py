@@ -27,8 +27,8 @@ from piton.core.conversation.messages import (
     ToolResultBlock,
 )
 from piton.core.providers import ProviderError
-from tests.fakes.script import RedactedThinking, Thinking, ToolCall, reply
-from tests.fakes.scripted import ScriptedProvider
+from piton.testing.script import RedactedThinking, Thinking, ToolCall, reply
+from piton.testing.scripted import ScriptedProvider
 from tests.fakes.tools import Boom, NoOp, Probe, forever, make_agent
 from tests.fakes.validate import history_problem
 from tests.helpers import collect

@@ -7,14 +7,16 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from piton.core.conversation.events import Result, SubagentEvent, ToolFinished
 from piton.core.conversation.history import is_valid
 from piton.core.conversation.messages import INTERRUPTED_REQUEST
 from piton.core.conversation.session import load_session
 from piton.core.options import RunOptions
 from piton.runtime import build_runtime
-from tests.fakes.script import ToolCall, reply
-from tests.fakes.scripted import ScriptedProvider
+from piton.testing.script import ToolCall, reply
+from piton.testing.scripted import ScriptedProvider
 
 
 def build(project: Path, provider: ScriptedProvider) -> Any:
@@ -25,6 +27,7 @@ async def drain(runtime: Any, prompt: str) -> list[Any]:
     return [e async for e in runtime.agent.run(prompt)]
 
 
+@pytest.mark.sandbox
 def test_explore_runs_shell_commands_without_asking_in_a_read_only_sandbox(project: Path) -> None:
     task = ToolCall("Task", {"description": "look", "prompt": "Look around.", "subagent_type": "Explore"})
     provider = ScriptedProvider(
@@ -110,7 +113,6 @@ def test_a_general_purpose_subagent_gets_neither_task_nor_skill(project: Path) -
 
 
 def test_a_broken_tool_surfaces_as_an_error_and_leaves_the_history_valid(project: Path) -> None:
-    import pytest
 
     from piton.core.tools import Tool, ToolContext, ToolResult
     from tests.fakes.tools import TextInput, make_agent

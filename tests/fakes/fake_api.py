@@ -21,8 +21,7 @@ from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.fakes.cache import PromptCache
-from tests.fakes.script import (
+from piton.testing.script import (
     DropStream,
     HttpError,
     MidStreamError,
@@ -33,6 +32,7 @@ from tests.fakes.script import (
     ToolCall,
     sse_events,
 )
+from tests.fakes.cache import PromptCache
 from tests.fakes.validate import validate_request
 
 ScriptItem = Reply | HttpError | RawSSE | Callable[[dict[str, Any]], "Reply | HttpError | RawSSE"]

@@ -8,8 +8,8 @@ import anthropic
 import httpx2
 import pytest
 
+from piton.testing.script import HttpError, Thinking, ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.fakes.script import HttpError, Thinking, ToolCall, reply
 from tests.fakes.validate import ANY_TOOL
 
 USER = {"role": "user", "content": "hi"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.fakes.script import sign
+from piton.testing.script import sign
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _PARAMS = {

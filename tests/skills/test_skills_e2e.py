@@ -8,9 +8,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from piton.testing.script import Reply, ToolCall, reply
 from tests.cli.test_piton_command import piton
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.fakes.script import Reply, ToolCall, reply
 
 
 def write(path: Path, text: str) -> Path:
@@ -71,6 +73,7 @@ def test_the_model_loads_a_skill_with_the_skill_tool(fake_api: FakeAnthropicAPI,
     assert loaded["type"] == "text" and "GREET-BODY: greet Bob warmly." in loaded["text"]
 
 
+@pytest.mark.sandbox
 def test_allowed_tools_skip_the_question_while_the_skills_turn_runs(
     fake_api: FakeAnthropicAPI, project: Path
 ) -> None:
@@ -220,6 +223,7 @@ def test_a_subagent_that_hits_its_turn_limit_is_an_error_the_parent_sees(
     assert "Its last words: Listing." in result["content"]
 
 
+@pytest.mark.sandbox
 def test_a_user_skills_files_are_readable_and_its_scripts_run_while_credentials_stay_hidden(
     fake_api: FakeAnthropicAPI, project: Path
 ) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from piton.core.safety.guard import GUARDED_DIRS, protected_paths
 from piton.core.safety.policy import SandboxPolicy, real
-from piton.core.safety.sandbox import BASH, OPT_OUT, command_env
+from piton.core.safety.sandbox.base import BASH, OPT_OUT, command_env
 
 _PROBE_TIMEOUT_S = 10.0
 _probe_results: dict[str, str | None] = {}  # per bwrap binary, for the life of the process

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from piton.core.safety.guard import protected_paths
 from piton.core.safety.policy import SandboxPolicy, real
-from piton.core.safety.sandbox import BASH, OPT_OUT, command_env
+from piton.core.safety.sandbox.base import BASH, OPT_OUT, command_env
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 

@@ -25,8 +25,8 @@ from piton.core.conversation.messages import INTERRUPTED_REQUEST, Message, TextB
 from piton.core.conversation.session import SessionLog, load_session
 from piton.core.providers import ModelRequest, ProviderError
 from piton.core.tools import Tool, ToolRegistry
-from tests.fakes.script import Reply, ToolCall, reply
-from tests.fakes.scripted import ScriptedProvider, SeenRequest
+from piton.testing.script import Reply, ToolCall, reply
+from piton.testing.scripted import ScriptedProvider, SeenRequest
 from tests.fakes.tools import NoOp, Probe
 from tests.fakes.validate import history_problem
 from tests.helpers import collect
@@ -434,3 +434,55 @@ def test_an_image_result_is_cleared_with_a_note_that_the_image_was_dropped(tmp_p
     assert list(stubs) == ["toolu_1"]
     assert stubs["toolu_1"].startswith("[Read result cleared to save context: The image a.png:")
     assert "It held 1 image(s), not kept: read the file again to see it." in stubs["toolu_1"]
+
+
+class _Notebook:
+    """A conversation that is not an agent: compaction needs no more than its narrow protocol."""
+
+    def __init__(self, history: list[Message], provider: ScriptedProvider) -> None:
+        self.history = history
+        self.model = "claude-sonnet-5-5"
+        self.provider = provider
+        self.replaced: list[dict[str, Any]] = []
+
+    def used(self) -> int:
+        return sum(self.tokens(m) for m in self.history)
+
+    def limit(self) -> int:
+        return 1_000
+
+    def tokens(self, message: Message) -> int:
+        return len(json.dumps(message.to_wire())) // 4
+
+    def replace(
+        self, messages: list[Message], *, stubs: dict[str, str] | None = None, **info: object
+    ) -> None:
+        self.history = messages
+        self.replaced.append({"stubs": stubs, **info})
+
+    def carry_over(self) -> list[str]:
+        return ["The task list as it stands:\n[pending] ship the parser"]
+
+    def ask(self, request: ModelRequest) -> Any:
+        return self.provider.stream(request)
+
+
+def test_compaction_works_on_any_conversation_through_its_narrow_protocol(tmp_path: Path) -> None:
+    history = [
+        m
+        for i in range(6)
+        for m in (
+            Message.user(f"question {i}: " + code(20, f"q{i}")),
+            Message(role="assistant", content=[TextBlock(text=f"answer {i}")]),
+        )
+    ]
+    provider = ScriptedProvider(summary)
+    notebook = _Notebook(history, provider)
+    events = collect(Compactor(CompactionSettings(), FileResultStore(tmp_path / "r")).run(notebook, "manual"))
+    assert [type(e) for e in events] == [Compacting, Compacted]
+    first = notebook.history[0].text
+    assert first.startswith(SUMMARY_HEADER) and "[pending] ship the parser" in first
+    assert "<user-message>\nquestion 0:" in first, "what the user wrote survives verbatim"
+    assert notebook.replaced == [{"stubs": None, "trigger": "manual", "pre_tokens": events[1].pre_tokens}]
+    assert events[1].post_tokens < events[1].pre_tokens and events[1].model == "claude-sonnet-5-5"
+    provider.assert_complete()

@@ -115,7 +115,7 @@ def test_the_split_point_never_separates_a_tool_call_from_its_result(
     assert 1 <= split < len(history)
     kept = history[split:]
     assert kept[0].role == "assistant" or not kept[0].tool_results
-    compacted = [summary_message("summary", user_messages(history[:split]), 0, None), *kept]
+    compacted = [summary_message("summary", user_messages(history[:split]), 0), *kept]
     assert is_valid(compacted) and history_problem(to_api_messages(compacted)) is None
     safe = [
         i for i in range(1, len(history)) if history[i].role == "assistant" or not history[i].tool_results
@@ -141,6 +141,6 @@ def test_the_users_messages_fit_their_budget_and_keep_the_first_and_latest(
 
 def test_quoted_messages_survive_a_second_summary_even_with_closing_tags_inside() -> None:
     tricky = "keep </user-message> literally"
-    first = summary_message("one", ["alpha", tricky], 0, "[pending] finish")
+    first = summary_message("one", ["alpha", tricky], 0, ["The task list as it stands:\n[pending] finish"])
     assert first.text.startswith(SUMMARY_HEADER) and "[pending] finish" in first.text
     assert user_messages([first, Message.user("beta")]) == ["alpha", tricky, "beta"]

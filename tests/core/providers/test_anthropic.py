@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import time
 from typing import Any
 
 import pytest
@@ -24,9 +27,9 @@ from piton.core.conversation.messages import (
     ToolUseBlock,
 )
 from piton.core.providers import ModelRequest, ProviderError
-from piton.core.providers.anthropic import AnthropicProvider, build_params
-from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.fakes.script import (
+from piton.core.providers.anthropic import AnthropicProvider
+from piton.core.providers.body import build_params
+from piton.testing.script import (
     DropStream,
     HttpError,
     MidStreamError,
@@ -36,6 +39,7 @@ from tests.fakes.script import (
     ToolCall,
     reply,
 )
+from tests.fakes.fake_api import FakeAnthropicAPI
 from tests.fakes.validate import history_problem
 from tests.helpers import stream_all
 
@@ -109,27 +113,45 @@ def test_request_carries_auth_version_and_our_parameters(fake_api: FakeAnthropic
         assert removed not in body
 
 
-def test_cache_breakpoints_sit_on_system_and_the_newest_message(fake_api: FakeAnthropicAPI) -> None:
+def test_cache_breakpoints_sit_on_tools_system_and_the_newest_message(fake_api: FakeAnthropicAPI) -> None:
     history = [
         Message.user("first"),
         Message(role="assistant", content=[TextBlock(text="answer")]),
         Message.user("second"),
     ]
+    tools = [*TOOLS, {**TOOLS[0], "name": "Write"}]
     fake_api.add(reply("ok"))
-    stream_all(provider(fake_api), request(messages=history))
+    stream_all(provider(fake_api), request(messages=history, tools=tools))
     body = fake_api.bodies[0]
     marked = [b for m in body["messages"] for b in m["content"] if "cache_control" in b]
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert marked == [{"type": "text", "text": "second", "cache_control": {"type": "ephemeral"}}]
-    assert "cache_control" not in body["tools"][0]
-    # the history's own wire form is shared and must not carry the breakpoint afterwards
+    assert ["cache_control" in t for t in body["tools"]] == [False, True]
+    # the history's own wire form, and the tool list, are shared and must not carry the breakpoints
     assert "cache_control" not in history[2].wire_content()[0]
+    assert all("cache_control" not in t for t in tools)
+    fake_api.add(reply("again"))
+    stream_all(provider(fake_api), request(messages=history, tools=tools))
+    assert fake_api.bodies[1] == body
 
 
-def test_without_a_system_prompt_the_first_breakpoint_moves_to_the_tools() -> None:
+def test_without_a_system_prompt_only_the_tools_and_messages_are_marked() -> None:
     params = build_params(request(system=""))
     assert "system" not in params
     assert params["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert sum("cache_control" in b for m in params["messages"] for b in m["content"]) == 1
+
+
+def test_a_request_without_caching_carries_no_breakpoint_at_all(fake_api: FakeAnthropicAPI) -> None:
+    history = [
+        Message.user("first"),
+        Message(role="assistant", content=[TextBlock(text="a")]),
+        Message.user("b"),
+    ]
+    fake_api.add(reply("ok"))
+    stream_all(provider(fake_api), request(messages=history, cached_upto=1, cache=False))
+    assert "cache_control" not in json.dumps(fake_api.bodies[0])
+    assert fake_api.bodies[0]["system"] == [{"type": "text", "text": "You are a test."}]
 
 
 def test_never_more_than_four_breakpoints_even_on_long_histories() -> None:
@@ -142,7 +164,7 @@ def test_never_more_than_four_breakpoints_even_on_long_histories() -> None:
     count += sum("cache_control" in t for t in params["tools"]) + sum(
         "cache_control" in b for b in params["system"]
     )
-    assert count == 3
+    assert count == 4
 
 
 def test_older_models_get_enabled_thinking_with_a_valid_budget(fake_api: FakeAnthropicAPI) -> None:
@@ -421,3 +443,32 @@ def test_the_moving_breakpoint_lands_on_the_newest_tool_result() -> None:
     last = params["messages"][-1]["content"]
     assert [("cache_control" in b, b["tool_use_id"]) for b in last] == [(False, "t1"), (True, "t2")]
     assert history_problem(params["messages"]) is None
+
+
+def test_api_time_counts_the_wait_on_the_api_not_the_reader(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(reply("one two three four", chunk=4, delay_s=0.03))  # 4 events before the first text
+
+    async def slow_reader() -> tuple[list[Any], float]:
+        p = provider(fake_api)
+        events = []
+        started = time.monotonic()
+        try:
+            async for event in p.stream(request()):
+                events.append(event)
+                if isinstance(event, TextDelta):
+                    await asyncio.sleep(0.1)  # a reader taking its time (a terminal drawing)
+        finally:
+            await p.aclose()
+        return events, time.monotonic() - started
+
+    events, wall = asyncio.run(slow_reader())
+    api = done_of(events).api_seconds
+    assert api >= 0.12, "at least the wait for the first text"
+    assert api < wall - 0.4, "the reader's half second is not the API's"
+
+
+def test_a_failed_request_reports_the_time_it_waited(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(reply("x", fault=MidStreamError(after=3), delay_s=0.05))
+    with pytest.raises(ProviderError) as err:
+        stream_all(provider(fake_api, stream_attempts=1), request())
+    assert err.value.api_seconds >= 0.15

@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
-from piton.core.conversation.events import MessageDone
+from piton.core.context.compaction import CompactionSettings, Compactor
+from piton.core.context.result_store import FileResultStore
+from piton.core.conversation.events import Compacted, MessageDone
 from piton.core.conversation.messages import Message, TextBlock
 from piton.core.providers import ModelRequest
-from piton.core.providers.anthropic import AnthropicProvider, build_params
-from tests.fakes.cache import LOOKBACK_BLOCKS, PromptCache
+from piton.core.providers.anthropic import AnthropicProvider
+from piton.core.providers.body import build_params
+from piton.testing.script import ToolCall, reply
+from tests.fakes.cache import LOOKBACK_BLOCKS, PromptCache, block_tokens
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.fakes.script import ToolCall, reply
 from tests.fakes.tools import Probe, make_agent
+from tests.helpers import stream_all
 
 EPHEMERAL = {"type": "ephemeral"}
 PAGE = "x" * 5_000  # 1,250 tokens at the fake's four characters a token
@@ -129,3 +135,59 @@ def test_a_tool_loop_with_wide_turns_reads_each_earlier_request_from_the_cache()
                 block.pop("cache_control", None)
         reads.append(replay.apply(stripped).cache_read_input_tokens)
     assert reads[2] < prompts[1] // 2
+
+
+def test_a_session_in_another_directory_reads_the_tool_definitions_from_the_cache() -> None:
+    """The system prompt names the working directory; the tools are the same everywhere."""
+    tools = [
+        {"name": f"Tool{i}", "description": f"Tool {i}. " + "y" * 1_500, "input_schema": {"type": "object"}}
+        for i in range(4)
+    ]
+    tool_tokens = sum(block_tokens(t) for t in tools)
+    assert tool_tokens >= 1_024, "enough to be cached on its own"
+    with FakeAnthropicAPI(cache=PromptCache()) as fake:
+        fake.add(reply("one"), reply("two"))
+        provider = AnthropicProvider(base_url=fake.base_url, backoff_s=0.01)
+        usages = []
+        for cwd in ("/home/me/project-a", "/home/me/project-b"):
+            request = ModelRequest(
+                model="sonnet",
+                system=f"Working directory: {cwd}\n" + PAGE,
+                messages=[Message.user("what is here?")],
+                tools=tools,
+            )
+            usages += [e.usage for e in stream_all(provider, request) if isinstance(e, MessageDone)]
+        marks = [
+            sum("cache_control" in b for b in body.get("system", []))
+            + sum("cache_control" in t for t in body["tools"])
+            + sum("cache_control" in b for m in body["messages"] for b in m["content"])
+            for body in fake.bodies
+        ]
+    assert usages[0].cache_read_input_tokens == 0
+    assert usages[1].cache_read_input_tokens == tool_tokens, "the other directory's tools were read back"
+    assert marks == [3, 3], "tools, system and the newest message (nothing sent before)"
+
+
+def test_the_compaction_summary_request_writes_nothing_to_the_cache(tmp_path: Path) -> None:
+    with FakeAnthropicAPI(cache=PromptCache()) as fake:
+        fake.add(
+            reply("Looking.", ToolCall("Look", {"text": "a"}), input_tokens=16_000),
+            reply("## Summary\nLooked at a."),
+            reply("Done."),
+        )
+        provider = AnthropicProvider(base_url=fake.base_url, backoff_s=0.01)
+        agent = make_agent(provider, Probe("Look", read_only=True), context_window=20_000, thinking=False)
+        agent.compactor = Compactor(CompactionSettings(), FileResultStore(tmp_path / "results"))
+
+        async def go() -> list[Any]:
+            try:
+                return [e async for e in agent.run("look around " + PAGE)]
+            finally:
+                await provider.aclose()
+
+        events = asyncio.run(go())
+        bodies = fake.bodies
+    assert any(isinstance(e, Compacted) and e.phase == "summary" for e in events)
+    [summary] = [b for b in bodies if "tools" not in b]
+    assert "cache_control" not in json.dumps(summary)
+    assert all("cache_control" in json.dumps(b) for b in bodies if b is not summary)

@@ -25,6 +25,7 @@ from piton.core.safety.sandbox import make_sandbox
 from piton.core.safety.sandbox.bwrap import BwrapSandbox
 from tests.builtin_tools.helpers import call, context, text
 
+pytestmark = pytest.mark.sandbox  # every test here runs commands in bubblewrap
 BASH = Bash()
 
 

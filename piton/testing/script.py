@@ -1,4 +1,5 @@
-"""What a fake model says, in one vocabulary for both fakes (the HTTP API and the scripted provider)."""
+"""What a fake model says: one vocabulary for the scripted provider and for an HTTP stand-in of the
+Messages API (the SSE events each reply becomes)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from piton.core.conversation.events import StreamEvent
 from piton.core.conversation.messages import Message
 from piton.core.providers import ModelRequest
 from piton.core.providers.accumulate import ReplyAccumulator
-from tests.fakes.script import Reply, sse_events
+from piton.testing.script import Reply, sse_events
 
 Step = Reply | BaseException | Callable[[ModelRequest], "Reply | BaseException"]
 DEFAULT_INPUT_TOKENS = 100

@@ -1,8 +1,10 @@
-"""`@path` mentions: the mentioned files' content attached to the prompt, as the user meant."""
+"""`@path` mentions in what the user types: the files' content attached to the prompt, read the way
+Read reads them (the same policy, and counted as read so an Edit can follow)."""
 
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from piton.core.conversation.messages import Base64ImageSource, ContentBlock, Im
 from piton.core.safety.policy import PolicyError
 from piton.core.tools import ToolContext
 
+_MENTION = re.compile(r"(?<![\w@])@(\S+)")
 MAX_CHARS = 200_000  # per file; the rest is left out with a note
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 
@@ -29,7 +32,7 @@ def _attachment(ctx: ToolContext, mention: str) -> list[ContentBlock] | str:
     if media_type is not None:
         if len(data) > MAX_IMAGE_BYTES:
             return f"@{mention} is an image over 5 MB"
-        source = Base64ImageSource(media_type=media_type, data=base64.b64encode(data).decode("ascii"))  # type: ignore[arg-type]
+        source = Base64ImageSource(media_type=media_type, data=base64.b64encode(data).decode("ascii"))
         return [TextBlock(text=f"(The image {path}:)"), ImageBlock(source=source)]
     if looks_binary(data[:8192]):
         return f"@{mention} is a binary file"
@@ -43,20 +46,19 @@ def _attachment(ctx: ToolContext, mention: str) -> list[ContentBlock] | str:
     return [TextBlock(text=f'<file path="{path}">\n{text}\n</file>')]
 
 
-def attach(
-    ctx: ToolContext, prompt: str, mentions: list[str], warn: Callable[[str, str], None]
-) -> str | list[ContentBlock]:
-    """The prompt as typed, followed by the content of each file it mentions that exists."""
+def attach(ctx: ToolContext, prompt: str, warn: Callable[[str], None]) -> str | list[ContentBlock]:
+    """The prompt as typed, followed by the content of each file it mentions that exists; `warn`
+    hears of a mentioned file that could not be attached."""
     blocks: list[ContentBlock] = []
     seen: set[Path] = set()
-    for mention in mentions:
+    for mention in _MENTION.findall(prompt):
         candidate = (ctx.cwd / mention.rstrip(".,;:!?)")).resolve()
         if candidate in seen or not candidate.exists():
             continue  # an e-mail address or a handle, not a file
         seen.add(candidate)
         attached = _attachment(ctx, mention)
         if isinstance(attached, str):
-            warn(f"  (not attached: {attached})", "yellow")
+            warn(f"  (not attached: {attached})")
         else:
             blocks += attached
     return [TextBlock(text=prompt), *blocks] if blocks else prompt

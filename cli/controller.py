@@ -1,0 +1,64 @@
+"""What slash commands may use of the terminal session: a small, public surface, so that commands
+never reach into the REPL's workings (and the REPL's modules import no circle)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from piton.cli.turns import SessionTotals
+    from piton.core.conversation.events import AgentEvent
+    from piton.core.options import RunOptions
+    from piton.runtime import Runtime
+
+
+class Controller(Protocol):
+    @property
+    def options(self) -> RunOptions: ...
+
+    @property
+    def console(self) -> Console: ...
+
+    @property
+    def runtime(self) -> Runtime | None:
+        """The session, once it has loaded."""
+        ...
+
+    @property
+    def totals(self) -> SessionTotals: ...
+
+    @property
+    def busy(self) -> bool:
+        """Whether the model is working (a turn, or /compact)."""
+        ...
+
+    def print_line(self, text: str, style: str = "") -> None: ...
+
+    async def ask(self, question: str) -> str:
+        """Show `question` in place of the prompt and wait for the answer line."""
+        ...
+
+    async def ready(self) -> Runtime:
+        """The session, waiting for it to load if need be."""
+        ...
+
+    def send(self, text: str) -> None:
+        """A message for the model: now, or queued until the work under way ends."""
+        ...
+
+    async def work(self, events: AsyncIterator[AgentEvent], *, interrupted: str) -> bool:
+        """Show `events` as the work under way (Esc stops it, saying `interrupted`); True when done."""
+        ...
+
+    async def switch(self, *, resume: str | None) -> Runtime:
+        """Leave this session for a new one (`resume=None`) or an earlier one."""
+        ...
+
+    def command_names(self) -> list[tuple[str, str]]:
+        """Every slash command, with its summary."""
+        ...
+
+    def exit(self) -> None: ...

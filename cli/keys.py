@@ -1,0 +1,84 @@
+"""The keys of the prompt, beyond prompt_toolkit's editing keys: Esc and Ctrl-C stop the work (or
+answer no to a question), Ctrl-D exits, Enter sends (or continues a line ending in a backslash),
+Alt+Enter and Ctrl-J add a line, Shift+Tab cycles the permission mode, Ctrl-O shows thinking."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+
+class Keyed(Protocol):
+    """What the keys act on (the REPL)."""
+
+    @property
+    def asking(self) -> bool:
+        """Whether a question stands in place of the prompt."""
+        ...
+
+    def interrupt(self) -> bool: ...
+
+    def exit(self) -> None: ...
+
+    def ctrl_c(self, buffer: Buffer) -> None: ...
+
+    def cycle_mode(self) -> None: ...
+
+    def toggle_thinking(self) -> None: ...
+
+
+def _answer_now(event: KeyPressEvent, answer: str) -> None:
+    event.app.current_buffer.text = answer
+    event.app.current_buffer.validate_and_handle()
+
+
+def bindings(repl: Keyed) -> KeyBindings:
+    kb = KeyBindings()
+
+    @kb.add("escape", eager=False)
+    def _(event: KeyPressEvent) -> None:
+        if repl.asking:
+            _answer_now(event, "no")
+        else:
+            repl.interrupt()
+
+    @kb.add("c-c")
+    def _(event: KeyPressEvent) -> None:
+        if repl.asking:
+            _answer_now(event, "no")
+        else:
+            repl.ctrl_c(event.app.current_buffer)
+
+    @kb.add("c-d")
+    def _(event: KeyPressEvent) -> None:
+        buffer = event.app.current_buffer
+        if buffer.text:
+            buffer.delete()
+        else:
+            repl.exit()
+
+    @kb.add("enter")
+    def _(event: KeyPressEvent) -> None:
+        buffer = event.app.current_buffer
+        if buffer.text.endswith("\\") and buffer.cursor_position == len(buffer.text):
+            buffer.delete_before_cursor(1)
+            buffer.insert_text("\n")
+        else:
+            buffer.validate_and_handle()
+
+    @kb.add("escape", "enter")
+    @kb.add("c-j")
+    def _(event: KeyPressEvent) -> None:
+        event.app.current_buffer.insert_text("\n")
+
+    @kb.add("s-tab")
+    def _(event: KeyPressEvent) -> None:
+        repl.cycle_mode()
+
+    @kb.add("c-o")
+    def _(event: KeyPressEvent) -> None:
+        repl.toggle_thinking()
+
+    return kb

@@ -1,0 +1,43 @@
+"""What a tool call shows people beside its result, as a closed set of types.
+
+Displays never reach the model. The terminal and the headless writers switch on the type (never on
+a tool's name), so a new tool that produces a diff or a task list is shown like Edit or TodoWrite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+TodoStatus = Literal["pending", "in_progress", "completed"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileDiff:
+    """A change to one file, as a unified diff."""
+
+    path: str
+    diff: str
+
+
+@dataclass(frozen=True, slots=True)
+class TodoItem:
+    content: str
+    status: TodoStatus
+    active_form: str
+
+
+@dataclass(frozen=True, slots=True)
+class TodoList:
+    items: tuple[TodoItem, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutput:
+    """What a shell command printed (stdout and stderr together), and how it ended."""
+
+    output: str
+    exit_code: int | None  # None: killed (a timeout)
+
+
+Display = FileDiff | TodoList | CommandOutput

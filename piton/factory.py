@@ -1,0 +1,92 @@
+"""The one place agents are built: the session's main agent and every subagent it starts share the
+provider, permission rules and approver, sandbox policy, result store and compaction settings, and
+differ only where a subagent type says so (prompt, tools, model, turn limit, read-only)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from piton.core.agent import Agent, AgentConfig, Transcript
+from piton.core.context.compaction import CompactionSettings, Compactor
+from piton.core.context.result_store import ResultCapper, ResultHandle, ToolResultStore
+from piton.core.conversation.messages import Message
+from piton.core.conversation.session import SessionLog
+from piton.core.models import resolve_alias
+from piton.core.providers import Provider
+from piton.core.safety.permissions import PermissionGate
+from piton.core.subagents import AgentType, tools_for
+from piton.core.tools import AnyTool, ToolContext, ToolRegistry
+
+
+@dataclass(slots=True)
+class AgentFactory:
+    provider: Provider
+    gate: PermissionGate
+    store: ToolResultStore
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    subagent_suffix: str = ""  # environment and project instructions, after each subagent type's prompt
+
+    def build(
+        self,
+        config: AgentConfig,
+        tools: Sequence[AnyTool],
+        context: ToolContext,
+        *,
+        gate: PermissionGate,
+        transcript: Transcript | None = None,
+        history: Sequence[Message] = (),
+    ) -> Agent:
+        def log_handle(handle: ResultHandle) -> None:
+            if transcript is not None:
+                transcript.record("tool_result_handle", **handle.to_dict())
+
+        return Agent(
+            self.provider,
+            ToolRegistry(tools),
+            config,
+            history=history,
+            transcript=transcript,
+            context=context,
+            gate=gate,
+            capper=ResultCapper(self.store, on_store=log_handle),
+            compactor=Compactor(self.compaction, self.store),
+        )
+
+    def subagent(
+        self, parent: Agent, agent_type: AgentType, agent_id: str, transcript: SessionLog | None
+    ) -> Agent:
+        """A fresh agent of `agent_type` under `parent`: the parent's rules, approver and list of
+        refusals with grants of its own, the parent's policy (read-only if the type is), and no
+        history."""
+        policy = parent.context.policy
+        if agent_type.read_only and policy is not None:
+            policy = policy.read_only()
+        context = ToolContext(
+            cwd=parent.context.cwd,
+            session_id=agent_id,
+            policy=policy,
+            record=transcript.record if transcript is not None else parent.context.record,
+        )
+        model = resolve_alias(agent_type.model) if agent_type.model else parent.config.model
+        same_model = model == parent.config.model
+        config = replace(
+            parent.config,
+            model=model,
+            system_prompt=f"{agent_type.prompt.strip()}\n\n{self.subagent_suffix}".strip(),
+            session_id=agent_id,
+            max_turns=agent_type.max_turns,
+            context_window=parent.config.context_window if same_model else None,
+            max_output_tokens=parent.config.max_output_tokens if same_model else None,
+            skills_listing="",
+        )
+        gate = PermissionGate(self.gate.permissions, self.gate.approver, self.gate.denials)
+        return self.build(
+            config, tools_for(agent_type, list(parent.tools)), context, gate=gate, transcript=transcript
+        )
+
+
+def subagent_directory(log: SessionLog) -> Path:
+    """Where a session keeps its subagents' transcripts."""
+    return log.path.with_suffix("") / "subagents"
