@@ -127,11 +127,12 @@ _BASELINE_PROMPT = (
 
 
 def _cpu_and_rss(pid: int) -> tuple[float, float]:
-    """CPU seconds (user + system) and resident MB of a process, from /proc."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    cpu = (int(fields[11]) + int(fields[12])) / ticks
+    """CPU seconds of all of a process's threads (from schedstat: nanoseconds, where /proc/pid/stat
+    counts 10 ms ticks) and its resident MB."""
+    cpu = 0.0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+            cpu += int(f.read().split()[0]) / 1e9
     with open(f"/proc/{pid}/status") as f:
         rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS"))
     return cpu, rss / 1024
@@ -206,9 +207,9 @@ def main() -> None:
     base_cpu, base_rss = baseline_idle()
     repl_cpu, repl_rss = repl_idle_after_an_answer()
     print(f"{'process':<46} {'CPU ms':>7} {'RSS MB':>7} {'x RSS':>6}")
-    print(f"{'python + prompt_toolkit prompt (baseline)':<46} {base_cpu:>7.0f} {base_rss:>7.1f} {1:>6.2f}")
+    print(f"{'python + prompt_toolkit prompt (baseline)':<46} {base_cpu:>7.2f} {base_rss:>7.1f} {1:>6.2f}")
     label = "piton REPL after one answer (SDK loaded)"
-    print(f"{label:<46} {repl_cpu:>7.0f} {repl_rss:>7.1f} {repl_rss / base_rss:>6.2f}")
+    print(f"{label:<46} {repl_cpu:>7.2f} {repl_rss:>7.1f} {repl_rss / base_rss:>6.2f}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Tool speed: Grep over a large tree against raw ripgrep, the sandbox's cost per Bash call against a
-plain `bash -c true`, and Read of a 100,000-line file against a bare Python read of the same lines.
+plain `bash -c true`, three read-only Bash calls of one reply through the agent against the same
+calls run one by one, and Read of a 100,000-line file against a bare Python read of the same lines.
 
     python benchmarks/bench_tools.py [files]      (default 50,000 generated files, kept in /var/tmp)
 """
@@ -19,6 +20,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from piton.builtin_tools.bash import Bash, BashInput  # noqa: E402
 from piton.builtin_tools.grep import Grep  # noqa: E402
 from piton.builtin_tools.read import Read  # noqa: E402
 from piton.builtin_tools.ripgrep import rg_path  # noqa: E402
@@ -115,6 +117,44 @@ def shell_rows(calls: int = 30) -> list[tuple[str, float]]:
     ]
 
 
+class _OneByOne(Bash):
+    """Bash whose calls never count as read-only: the same commands, run in order (the baseline)."""
+
+    def is_read_only(self, args: BashInput, ctx: ToolContext) -> bool:
+        return False
+
+
+def concurrency_rows(calls: int = 3, seconds: float = 1.0) -> list[tuple[str, float]]:
+    """Wall time of one reply holding `calls` read-only Bash calls (`sleep; echo`), through the agent
+    with the real sandbox and a scripted model, with and without running them side by side."""
+    from piton.core.agent import Agent, AgentConfig
+    from piton.testing import ScriptedProvider, ToolCall, reply
+
+    work = Path(tempfile.mkdtemp(dir="/var/tmp"))
+
+    def run(tool: Bash) -> float:
+        uses = [ToolCall("Bash", {"command": f"sleep {seconds}; echo {n}"}) for n in range(calls)]
+        provider = ScriptedProvider(reply(*uses), reply("done"))
+        config = AgentConfig(model="claude-sonnet-5-5", system_prompt="", cwd=work, session_id="bench")
+        context = ToolContext(
+            cwd=work, session_id="bench", policy=SandboxPolicy.create("workspace-write", work)
+        )
+        agent = Agent(provider, ToolRegistry([tool]), config, context=context)
+
+        async def drain() -> None:
+            async for _ in agent.run("go"):
+                pass
+
+        started = time.perf_counter()
+        asyncio.run(drain())
+        return (time.perf_counter() - started) * 1000
+
+    return [
+        (f"{calls} calls one by one (baseline)", statistics.median(run(_OneByOne()) for _ in range(3))),
+        (f"{calls} calls side by side (Piton)", statistics.median(run(Bash()) for _ in range(3))),
+    ]
+
+
 def read_rows() -> list[tuple[str, float, float]]:
     work = Path(tempfile.mkdtemp())
     big = work / "big.py"
@@ -146,6 +186,12 @@ def main() -> None:
     print(f"{'runner':<30} {'ms/call':>8} {'overhead':>9}")
     for label, ms in rows:
         print(f"{label:<30} {ms:>8.1f} {ms - base:>+9.1f}")
+    print("\nRead-only Bash calls of one reply, `sleep 1; echo n`, through the agent (median of 3, ms)\n")
+    rows = concurrency_rows()
+    base = rows[0][1]
+    print(f"{'calls':<36} {'ms':>8} {'ratio':>6}")
+    for label, ms in rows:
+        print(f"{label:<36} {ms:>8.0f} {ms / base:>6.2f}")
     print(f"\nRead of a 100,000-line file (median of {REPEATS}, ms)\n")
     print(f"{'range':<22} {'bare Python':>12} {'Read tool':>10} {'ratio':>6}")
     for label, base, ours in read_rows():

@@ -4,11 +4,12 @@ the app; a finished `-p` run leaves without tearing the interpreter down."""
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import os
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False  # `--version` must not pay for importing typing
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 def main() -> None:
@@ -125,6 +126,9 @@ def leave(code: int) -> NoReturn:
     """End a finished `-p` run without tearing the interpreter down (unloading the SDK's thousands of
     objects takes about half a second). The run has closed its provider and synced its session log;
     what is still buffered is flushed, and exit handlers run, before the process goes."""
+    import atexit
+    import contextlib
+
     try:
         sys.stdout.flush()
     except BrokenPipeError:  # the reader went away after all: as a `| head` would end us

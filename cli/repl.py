@@ -170,16 +170,19 @@ class Repl:
 
     def _load(self) -> None:
         """Everything the first turn needs; runs on a worker thread while the prompt is up."""
-        if self.provider_factory is None:
-            from piton.core.providers.anthropic import prewarm
-
-            prewarm()  # the SDK import (about a second) overlaps with the rest of loading
         from piton.cli.commands import Commands
         from piton.cli.render import Renderer
 
+        if self.provider_factory is not None:
+            provider = self.provider_factory()
+        else:
+            from piton.core.providers.anthropic import AnthropicProvider
+
+            anthropic = AnthropicProvider()
+            anthropic.prewarm()  # the SDK import (about a second) overlaps with the rest of loading
+            provider = anthropic
         self._console = self._make_console()
         self.driver.renderer = Renderer(self._console, verbose=self.verbose)
-        provider = self.provider_factory() if self.provider_factory else _anthropic()
         self.runtime = self._build(self.options, provider)
         self.commands = Commands(self)
         self.files = self.runtime.project_files()
@@ -244,6 +247,7 @@ class Repl:
         app.ttimeoutlen = 0.05
         app.timeoutlen = 0.1
         app.min_redraw_interval = _REDRAW_S  # a fast stream invalidates often; redraw at a bounded rate
+        app.terminal_size_polling_interval = None  # SIGWINCH tells of a resize: no need to wake twice a second
         self._ready = asyncio.ensure_future(self._start())
         self._ready.add_done_callback(_observed)
         if self.initial_prompt:
@@ -429,12 +433,6 @@ def _observed(task: asyncio.Future[None]) -> None:
     re-raises it."""
     if not task.cancelled():
         task.exception()
-
-
-def _anthropic() -> Provider:
-    from piton.core.providers.anthropic import AnthropicProvider
-
-    return AnthropicProvider()
 
 
 def history_path() -> Path:

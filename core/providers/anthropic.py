@@ -74,11 +74,6 @@ def _load_sdk() -> None:
             _sdk_ready = True
 
 
-def prewarm() -> None:
-    """Start importing the SDK on a background thread, so the import overlaps with other start-up work."""
-    threading.Thread(target=_load_sdk, name="piton-sdk-import", daemon=True).start()
-
-
 class _Retry(Exception):
     """A failure of one streamed attempt that asking again may fix."""
 
