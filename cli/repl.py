@@ -247,7 +247,7 @@ class Repl:
         app.ttimeoutlen = 0.05
         app.timeoutlen = 0.1
         app.min_redraw_interval = _REDRAW_S  # a fast stream invalidates often; redraw at a bounded rate
-        app.terminal_size_polling_interval = None  # SIGWINCH tells of a resize: no need to wake twice a second
+        app.terminal_size_polling_interval = None  # SIGWINCH tells of a resize: no waking twice a second
         self._ready = asyncio.ensure_future(self._start())
         self._ready.add_done_callback(_observed)
         if self.initial_prompt:
