@@ -63,10 +63,18 @@ def _load_sdk() -> None:
     """Import the SDK and what a request needs of it, then freeze the heap: the SDK's thousands of
     long-lived objects would otherwise be walked by every full garbage collection of a long session."""
     global _sdk_ready
-    # what a request needs besides: tracing hooks, the deprecation table, the client's transport
+    # what a request needs besides: tracing hooks, the deprecation table, the client's transport, and
+    # what the first request would otherwise import on the way (the async backend, the thread pool
+    # that resolves host names, tracing propagation), so that none of it counts as waiting on the API
+    import concurrent.futures.thread  # noqa: F401
+
     import anthropic.lib._tracing
     import anthropic.resources.messages.messages  # noqa: F401
+    import anyio._backends._asyncio  # noqa: F401
     import httpcore2  # noqa: F401
+
+    with contextlib.suppress(ImportError):  # present when the SDK traces requests
+        import opentelemetry.propagate  # noqa: F401
 
     with _sdk_lock:
         if not _sdk_ready:

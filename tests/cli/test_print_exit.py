@@ -151,4 +151,6 @@ def test_api_time_is_the_wait_on_the_api_not_the_sdk_import(
     )
     result = result_of(done.stdout)
     assert result["result"] == "quick"
-    assert 0 <= result["duration_api_ms"] < 250, "the fake answers in about a millisecond"
+    # the run waits about a second for the import and about a millisecond for the fake's answer: a
+    # bound relative to the same run, so a loaded machine slows both sides
+    assert 0 <= result["duration_api_ms"] * 3 < result["duration_ms"], result
