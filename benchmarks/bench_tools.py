@@ -118,9 +118,9 @@ def shell_rows(calls: int = 30) -> list[tuple[str, float]]:
 
 
 class _OneByOne(Bash):
-    """Bash whose calls never count as read-only: the same commands, run in order (the baseline)."""
+    """Bash whose calls never run side by side: the same commands, in order (the baseline)."""
 
-    def is_read_only(self, args: BashInput, ctx: ToolContext) -> bool:
+    def is_concurrency_safe(self, args: BashInput, ctx: ToolContext) -> bool:
         return False
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -10,7 +11,8 @@ from pydantic import BaseModel, Field
 from piton.builtin_tools.files import policy_of
 from piton.core.display import CommandOutput
 from piton.core.safety import guard
-from piton.core.safety.permissions import looks_only
+from piton.core.safety.policy import PolicyError, SandboxPolicy
+from piton.core.safety.readonly import Reading, classify
 from piton.core.safety.sandbox import Sandbox, make_sandbox
 from piton.core.safety.shell import run_shell
 from piton.core.tools import Tool, ToolContext, ToolResult
@@ -18,6 +20,7 @@ from piton.core.tools import Tool, ToolContext, ToolResult
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 _CWD = "bash_cwd"  # ToolContext.state key
+_CONFINED = "bash_read_only_sandbox"  # ToolContext.state key: where lines that only look run
 _CHANGES_DIRECTORY = re.compile(r"\b(cd|pushd|popd)\b")
 
 
@@ -40,6 +43,30 @@ def sandbox_of(ctx: ToolContext) -> Sandbox:
     if ctx.sandbox is None:
         ctx.sandbox = make_sandbox(policy_of(ctx))
     return ctx.sandbox
+
+
+def _confined(ctx: ToolContext, reading: Reading) -> Sandbox:
+    """The sandbox for a command: a line that only looks runs where it can only look (so a line the
+    classification misjudges still cannot write), any other in the session's own sandbox."""
+    policy = policy_of(ctx)
+    if not reading.read_only or policy.mode != "workspace-write":
+        return sandbox_of(ctx)
+    sandbox: Sandbox | None = ctx.state.get(_CONFINED)
+    if sandbox is None:
+        sandbox = ctx.state[_CONFINED] = make_sandbox(policy.read_only())
+    return sandbox
+
+
+def _readable(policy: SandboxPolicy, cwd: Path, named: str) -> bool:
+    """Whether a path a command names is one the file tools would read: inside the project or an
+    added directory, and neither a credential, an environment file nor under a Read deny rule."""
+    path = Path(os.path.expanduser(named))
+    path = path if path.is_absolute() else cwd / path
+    try:
+        policy.check_read(path)
+    except PolicyError:
+        return False
+    return policy.in_roots(path)
 
 
 class Bash(Tool[BashInput]):
@@ -66,12 +93,26 @@ class Bash(Tool[BashInput]):
         return args.command
 
     def is_read_only(self, args: BashInput, ctx: ToolContext) -> bool:
-        # the classification permission rules use: a line that only looks may run beside others; but
-        # one that changes directory runs alone, so the next command starts where the model expects
-        return looks_only(self, args.command) and not _CHANGES_DIRECTORY.search(args.command)
+        """A line that only looks, at paths the file tools could read too: permissions let it run
+        without asking. Lines that read whole trees (`rg`, `grep -r`) still ask: they would see the
+        environment files and denied paths the file tools hide. Never without a sandbox."""
+        policy = policy_of(ctx)
+        reading = classify(args.command)
+        if policy.mode == "danger-full-access" or not reading.read_only or reading.reads_trees:
+            return False
+        cwd = Path(ctx.state.get(_CWD) or policy.workspace)
+        return reading.paths is not None and all(_readable(policy, cwd, p) for p in reading.paths)
+
+    def is_concurrency_safe(self, args: BashInput, ctx: ToolContext) -> bool:
+        """A line that cannot write (it only looks, or the whole sandbox is read-only) may run beside
+        others; one that changes directory runs alone, so the next command starts where it ended."""
+        policy = policy_of(ctx)
+        if policy.mode == "danger-full-access" or _CHANGES_DIRECTORY.search(args.command):
+            return False
+        return policy.mode == "read-only" or classify(args.command).read_only
 
     async def run(self, args: BashInput, ctx: ToolContext) -> ToolResult:
-        sandbox = sandbox_of(ctx)
+        sandbox = _confined(ctx, classify(args.command))
         reason = sandbox.unavailable_reason()
         if reason is not None:
             return ToolResult.error(f"Bash is unavailable: {reason}.")

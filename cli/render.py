@@ -80,6 +80,8 @@ class Renderer:
         self._busy_since = 0.0
         self._streamed_chars = 0
         self._tool: str | None = None  # the tool call being streamed, if any
+        self._running: dict[str, str] = {}  # labels of the calls started and not finished, by id
+        self._batch_started = 0  # calls started since none was running
         self._compacting = False
         self._blocks_printed = 0  # in the current reply
         self.active = False
@@ -93,6 +95,8 @@ class Renderer:
     def end(self) -> None:
         self._flush_thinking()
         self._flush_text()
+        self._running.clear()  # calls an interrupt cut short never report
+        self._batch_started = 0
         self.active = False
         self._compacting = False
         self._tool = None
@@ -121,9 +125,10 @@ class Renderer:
             self._blocks_printed = 0
         elif isinstance(event, ToolStarted):
             self._tool = event.name
-            self.console.print(
-                Text("● ", style="bold green") + Text(tool_label(event.name, event.input), style="bold")
-            )
+            label = tool_label(event.name, event.input)
+            self._running[event.tool_use_id] = label
+            self._batch_started += 1
+            self.console.print(Text("● ", style="bold green") + Text(_CONTROL.sub("", label), style="bold"))
         elif isinstance(event, ToolFinished):
             self._tool_finished(event)
         elif isinstance(event, StreamRetry):
@@ -198,6 +203,12 @@ class Renderer:
         result = event.result
         summary = result.summary or ("error" if result.is_error else "done")
         style = "red" if result.is_error else "dim"
+        label = self._running.pop(event.tool_use_id, None)
+        if label is not None and (self._running or self._batch_started > 1):
+            # calls of one batch finish in any order, under lines printed together: say which this is
+            summary = f"{label}: {summary}"
+        if not self._running:
+            self._batch_started = 0
         self.console.print(Text(f"  ⎿  {_CONTROL.sub('', summary)}", style=style))
         match result.display:
             case CommandOutput(output=output) if output.strip():

@@ -214,9 +214,11 @@ class Repl:
     async def switch(self, *, resume: str | None) -> Runtime:
         """A new runtime for a new or resumed session, keeping the provider and the model."""
         old = await self.ready()
-        if self.busy:
-            self.interrupt()
-            await asyncio.sleep(0)
+        work = self.driver.task
+        if self.busy and work is not None and work is not asyncio.current_task():
+            self.interrupt()  # and wait until it has let go: its last lines belong to the old session
+            with contextlib.suppress(BaseException):
+                await work
         options = replace(self.options, continue_latest=False, model=old.agent.config.model, resume=resume)
         old.log.close()
         self.runtime = await asyncio.to_thread(self._build, options, old.agent.provider)
@@ -312,7 +314,13 @@ class Repl:
         self._redraw()
 
     async def _turn(self, text: str) -> None:
-        runtime = await self.ready()
+        try:
+            runtime = await self.ready()
+        except asyncio.CancelledError:  # Esc before the session had loaded: nothing was sent
+            self.driver.interrupted_before_start(text)
+            return
+        except Exception:  # the session did not start; that was said when it failed
+            return
         content = runtime.attach(text, lambda warning: self.print_line(warning, "yellow"))
         skill = runtime.catalog.invocation(text) if runtime.catalog is not None else None
         try:

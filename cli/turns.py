@@ -115,6 +115,13 @@ class TurnDriver:
         self.send_queued()
         return True
 
+    def interrupted_before_start(self, text: str) -> None:
+        """Work cancelled before it began: the message and whatever was queued go back to the prompt."""
+        self._print("  ⎿  Interrupted before it was sent; it is back in the prompt.", "yellow")
+        self.queue.insert(0, text)
+        self._restore_queue()
+        self._changed()
+
     def send_queued(self) -> None:
         """What was typed during the work goes next: plain messages together, a /skill line on its own
         (its arguments are its own)."""

@@ -260,7 +260,12 @@ class Agent:
         tool, args, block = call.tool, call.args, call.block
         content = tool.rule_content(args, self.context)
         decision = await self.gate.check(
-            tool, content, block.id, block.input, preview=lambda: tool.preview(args, self.context)
+            tool,
+            content,
+            block.id,
+            block.input,
+            preview=lambda: tool.preview(args, self.context),
+            read_only=call.read_only,
         )
         if decision.behavior == "allow":
             return None
@@ -381,10 +386,10 @@ class Agent:
 
 
 def _batches(calls: list[Call]) -> list[list[Call]]:
-    """Consecutive calls that only look share a batch; any other call is a batch of its own."""
+    """Consecutive calls that may run side by side share a batch; any other is a batch of its own."""
     batches: list[list[Call]] = []
     for call in calls:
-        if call.read_only and batches and batches[-1][0].read_only:
+        if call.concurrent and batches and batches[-1][0].concurrent:
             batches[-1].append(call)
         else:
             batches.append([call])

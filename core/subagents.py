@@ -84,6 +84,9 @@ class ReadOnlyView(Tool[Any]):
     def rule_content(self, args: Any, ctx: ToolContext) -> str | None:
         return self.inner.rule_content(args, ctx)
 
+    def is_concurrency_safe(self, args: Any, ctx: ToolContext) -> bool:
+        return self.inner.is_concurrency_safe(args, ctx)  # under a read-only policy, as the inner tool knows
+
 
 def tools_for(agent_type: AgentType, tools: Sequence[AnyTool]) -> list[AnyTool]:
     """The parent's tools a subagent of `agent_type` gets: never Task or Skill, only those its type

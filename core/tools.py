@@ -92,8 +92,14 @@ class Tool(ABC, Generic[InputT]):
         return None
 
     def is_read_only(self, args: InputT, ctx: ToolContext) -> bool:
-        """Whether this call only looks; a tool that is read-only for some inputs says so per call."""
+        """Whether this call only looks (permissions then treat it as a read-only tool's call); a tool
+        that is read-only for some inputs says so per call."""
         return self.read_only
+
+    def is_concurrency_safe(self, args: InputT, ctx: ToolContext) -> bool:
+        """Whether this call may run beside the other such calls of its turn: it changes nothing a
+        later call would see."""
+        return self.is_read_only(args, ctx)
 
     def preview(self, args: InputT, ctx: ToolContext) -> str | None:
         """What a person deciding whether to allow the call should see (a diff), if not the input."""
@@ -130,7 +136,8 @@ class Call:
     tool: AnyTool | None = None
     args: BaseModel | None = None
     answer: ToolResult | None = None  # an unknown tool or invalid input: the result without running
-    read_only: bool = False
+    read_only: bool = False  # only looks: permissions treat it as a read-only tool's call
+    concurrent: bool = False  # may run beside the turn's other concurrent calls
 
 
 def _describe_validation(error: ValidationError) -> str:
@@ -191,9 +198,10 @@ class ToolRegistry:
             return Call(block, tool, answer=ToolResult.error(error))
         try:
             read_only = tool.is_read_only(args, ctx)
-        except Exception:  # a classification that fails is no reason to fail the call: run it alone
-            read_only = False
-        return Call(block, tool, args, read_only=read_only)
+            concurrent = tool.is_concurrency_safe(args, ctx)
+        except Exception:  # a classification that fails is no reason to fail the call: ask, run it alone
+            read_only = concurrent = False
+        return Call(block, tool, args, read_only=read_only, concurrent=concurrent)
 
     async def run(self, call: Call, ctx: ToolContext, gate: Gate | None = None) -> ToolResult:
         if call.answer is not None:

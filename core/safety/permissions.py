@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from piton.core.safety.globs import glob_match
-from piton.core.safety.readonly import is_read_only_command
 from piton.core.safety.shellsplit import effective_commands, split_command, split_raw, writes_files
 
 
@@ -36,13 +35,6 @@ class GovernedTool(Protocol):
 
     @property
     def read_only(self) -> bool: ...
-
-
-def looks_only(tool: GovernedTool, content: str | None) -> bool:
-    """Whether this call only looks: a read-only tool, or a command line classified read-only."""
-    if tool.read_only:
-        return True
-    return tool.kind == "execute" and content is not None and is_read_only_command(content)
 
 
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
@@ -184,15 +176,17 @@ class Permissions:
             found += more
         return found
 
-    def decide(self, tool: GovernedTool, content: str | None) -> Decision:
-        """The decision for calling `tool` on `content` (its command or absolute path, if any)."""
+    def decide(self, tool: GovernedTool, content: str | None, *, read_only: bool | None = None) -> Decision:
+        """The decision for calling `tool` on `content` (its command or absolute path, if any);
+        `read_only` says whether this call only looks, for a tool that tells per call (a Bash line
+        the tool classified, see `readonly.py`); by default, whether the tool always does."""
         parts = split_command(content) if tool.kind == "execute" and content is not None else None
         commands = self._commands(content) if tool.kind == "execute" and content is not None else None
         # an unsplittable line is still denied when its own text matches; otherwise it asks (below)
         denial_check = commands if commands is not None or content is None else [" ".join(content.split())]
         if rule := self._first(self.deny, tool, content, denial_check):
             return Decision("deny", f"the rule {rule} denies it", rule)
-        read_only = looks_only(tool, content)
+        read_only = tool.read_only if read_only is None else read_only
         if self.mode == "plan" and not read_only:
             return Decision("deny", "plan mode allows only read-only tools and commands")
         if tool.kind == "execute" and commands is None and self._has_command_rules():
@@ -271,13 +265,14 @@ class PermissionGate:
         tool_use_id: str,
         tool_input: dict[str, Any],
         preview: Callable[[], str | None] | None = None,
+        read_only: bool | None = None,
     ) -> Decision:
-        decision = self.permissions.decide(tool, content)
+        decision = self.permissions.decide(tool, content, read_only=read_only)
         if decision.default and self.skill_allow:
             # a skill's allowed-tools waive the default question, never a deny or an ask rule
             granted = Permissions(
                 "default", self.skill_allow, project=self.permissions.project, home=self.permissions.home
-            ).decide(tool, content)
+            ).decide(tool, content, read_only=read_only)
             if granted.behavior == "allow" and granted.rule is not None:
                 decision = Decision(
                     "allow", f"the skill's allowed-tools ({granted.rule}) allow it", granted.rule

@@ -16,7 +16,7 @@ _OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "\n", "(", ")")
 _REDIRECTS = (">&", "<&", "&>>", "&>", ">|")
 _UNSPLITTABLE = ("$(", "<(", ">(", "<<", "$'", "`", "${")  # ${x@P} runs its value as a prompt string
 _DUP_TARGET = re.compile(r"\s*(\d+|-)(?=\s|$)")
-_RESERVED = {
+RESERVED = {
     "{",
     "}",
     "!",
@@ -172,7 +172,7 @@ def unwrap(words: list[str]) -> list[str]:
     """The command a wrapper (`timeout 5`, `env X=1`, `sudo -u me`, assignments) or a reserved
     word (`{`, `!`, `if`, `while`...) runs."""
     while words:
-        if words[0] in _RESERVED or ("=" in words[0] and words[0].split("=", 1)[0].isidentifier()):
+        if words[0] in RESERVED or ("=" in words[0] and words[0].split("=", 1)[0].isidentifier()):
             words = words[1:]
         elif words[0] in _WRAPPERS:
             takes_value = _WRAPPERS[words[0]]
@@ -182,6 +182,20 @@ def unwrap(words: list[str]) -> list[str]:
         else:
             break
     return words
+
+
+def splits_a_string(wrappers: list[str]) -> bool:
+    """Whether `env` among these wrapper words is told to split a string into a command (`-S`,
+    `--split-string`, or any abbreviation GNU env accepts)."""
+    if "env" not in wrappers:
+        return False
+    for word in wrappers[wrappers.index("env") + 1 :]:
+        name = word.split("=", 1)[0]
+        if word.startswith("-S") or (len(name) > 3 and "--split-string".startswith(name)):
+            return True
+        if not word.startswith("-") and "=" not in word:
+            break  # the command env runs begins here
+    return False
 
 
 def _find_exec(words: list[str]) -> list[str]:
@@ -233,6 +247,8 @@ def effective_commands(part: str, depth: int = 0) -> list[str] | None:
         return []
     found = [" ".join(words)]
     inner = unwrap(words)
+    if splits_a_string(words[: len(words) - len(inner)]):
+        return None  # `env -S 'git push'` runs a string of its own
     if not inner:
         return found
     program = inner[0]

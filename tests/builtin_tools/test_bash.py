@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,4 +150,55 @@ def test_a_line_that_changes_directory_runs_alone(ws: Path) -> None:
     prepare = ToolRegistry([BASH]).prepare
     looks = prepare(ToolUseBlock(id="a", name="Bash", input={"command": "ls sub"}), ctx)
     moves = prepare(ToolUseBlock(id="b", name="Bash", input={"command": "cd sub && ls"}), ctx)
-    assert looks.read_only and not moves.read_only
+    assert looks.concurrent and not moves.concurrent
+    assert moves.read_only, "a cd only looks: it needs no question, it just must not race"
+
+
+def _prepared(ctx: Any, command: str) -> Any:
+    from piton.core.tools import ToolRegistry
+
+    return ToolRegistry([BASH]).prepare(ToolUseBlock(id="b", name="Bash", input={"command": command}), ctx)
+
+
+def test_a_line_runs_unasked_only_when_it_looks_at_what_the_file_tools_could_read(ws: Path) -> None:
+    (ws / "src").mkdir()
+    (ws / "src" / "a.py").write_text("x = 1\n")
+    (ws / ".env").write_text("TOKEN=secret\n")
+    ctx = context(ws, read_denied=[f"{ws}/private/**"])
+    asked = {
+        "cat src/a.py": False,
+        "head -5 src/a.py && wc -l src/a.py": False,
+        "cat .env": True,  # an environment file
+        "cat private/key.pem": True,  # under a Read deny rule
+        "cat ../outside.txt": True,  # outside the project
+        f"cat {Path.home()}/.ssh/id_rsa": True,  # a credential
+        "cat src/*.py": True,  # bash expands it: the paths cannot be checked
+        "grep -rn TOKEN .": True,  # reads the whole tree, .env with it
+        "rg TOKEN": True,
+    }
+    for command, asks in asked.items():
+        call = _prepared(ctx, command)
+        assert call.read_only is not asks, command
+        assert call.concurrent, f"{command}: it only looks, so it may run beside others"
+    unsandboxed = _prepared(context(ws, mode="danger-full-access"), "cat src/a.py")
+    assert not unsandboxed.read_only and not unsandboxed.concurrent, "no sandbox, no exception"
+
+
+def test_a_line_that_only_looks_runs_where_it_cannot_write(ws: Path) -> None:
+    """A repository's own config can make `git diff` run a program: the line is classified read-only,
+    so that program runs in a read-only sandbox and cannot leave anything behind."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    (ws / "differ.sh").write_text("#!/bin/sh\necho pwned > pwned.txt\n")
+    (ws / "differ.sh").chmod(0o755)
+    subprocess.run(["git", "config", "diff.external", str(ws / "differ.sh")], cwd=ws, check=True)
+    (ws / "f.txt").write_text("one\n")
+    subprocess.run(["git", "add", "f.txt"], cwd=ws, check=True)
+    (ws / "f.txt").write_text("two\n")
+    ctx = context(ws)
+    result = call(BASH, ctx, command="git diff")
+    assert "Read-only file system" in text(result), text(result)
+    assert not (ws / "pwned.txt").exists()
+    written = call(BASH, ctx, command="git diff; echo done > done.txt")  # not read-only: the usual sandbox
+    assert not written.is_error and (ws / "done.txt").exists() and (ws / "pwned.txt").exists()

@@ -125,6 +125,24 @@ def test_what_is_shown_follows_the_display_type_not_the_tool_name() -> None:
     assert "secret output" not in out, "a result without a display shows its summary only"
 
 
+def test_calls_that_ran_side_by_side_say_which_result_is_theirs() -> None:
+    renderer, console = make()
+    renderer.handle(ToolStarted("a", "Bash", {"command": "sleep 2; echo slow"}))
+    renderer.handle(ToolStarted("b", "Bash", {"command": "echo fast"}))
+    renderer.handle(ToolFinished("b", "Bash", ToolResult("fast", summary="1 line"), 0.1))
+    renderer.handle(ToolFinished("a", "Bash", ToolResult("slow", summary="1 line"), 2.0))
+    renderer.handle(ToolStarted("c", "Read", {"file_path": "a.py"}))
+    renderer.handle(ToolFinished("c", "Read", ToolResult("x", summary="3 lines"), 0.1))
+    assert plain(console).split("\n")[:6] == [
+        "● Bash(sleep 2; echo slow)",
+        "● Bash(echo fast)",
+        "  ⎿  Bash(echo fast): 1 line",
+        "  ⎿  Bash(sleep 2; echo slow): 1 line",
+        "● Read(a.py)",
+        "  ⎿  3 lines",
+    ]
+
+
 def test_errors_are_red_and_tool_lines_green() -> None:
     console = Console(record=True, width=80, color_system="truecolor", force_terminal=True)
     renderer = Renderer(console)

@@ -66,6 +66,8 @@ async def drive(
     tools: list[Any] | None = None,
     initial_prompt: str | None = None,
     history_file: Path | None = None,
+    loaded: bool = True,
+    factory: Callable[[], ScriptedProvider] | None = None,
     **options: Any,
 ) -> Session:
     console = Console(record=True, width=100, color_system=None, file=io.StringIO())
@@ -73,13 +75,13 @@ async def drive(
         repl = Repl(
             RunOptions(cwd=project, **options),
             initial_prompt=initial_prompt,
-            provider_factory=lambda: provider,
+            provider_factory=factory or (lambda: provider),
             tools=tools if tools is not None else [Probe("Echo", read_only=True), Probe("Shell")],
             io=ReplIO(input=pipe, output=DummyOutput(), console=console, history_file=history_file),
         )
         session = Session(repl, pipe.send_text, console)
         task = asyncio.ensure_future(repl.run())
-        await session.until(lambda: repl.runtime is not None)
+        await session.until(lambda: repl.runtime is not None if loaded else repl.session is not None)
         try:
             await script(session)
         finally:
@@ -208,6 +210,35 @@ def test_ctrl_c_interrupts_a_running_tool(project: Path) -> None:
     s = run(project, provider, script, tools=[Probe("Slow", never, read_only=True)])
     assert "Interrupted" in s.screen
     assert is_valid(s.history) and s.history[-2].tool_results[0].is_error
+
+
+def test_esc_before_the_session_has_loaded_puts_the_message_back(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    provider = ScriptedProvider(reply("Only now."))
+    started = asyncio.Event()
+
+    def slow_provider() -> ScriptedProvider:
+        time.sleep(1.0)  # loading takes a while (the SDK import, a large project)
+        return provider
+
+    async def script(s: Session) -> None:
+        assert s.repl.runtime is None
+        await s.type("first" + ENTER, pause=0.2)
+        await s.type("second" + ENTER, pause=0.2)
+        await s.type(ESC, pause=0.3)
+        await s.until(lambda: s.repl.runtime is not None)
+        assert s.repl.session is not None and s.repl.session.default_buffer.text == "first\n\nsecond"
+        assert provider.requests == [] and not s.repl.busy
+        started.set()
+        s.repl.session.default_buffer.text = ""
+        await s.type("now" + ENTER)
+        await s.idle()
+
+    s = asyncio.run(drive(project, provider, script, loaded=False, factory=slow_provider))
+    # before the session loads there is no console yet: lines go to standard output
+    assert started.is_set() and "Interrupted before it was sent" in capsys.readouterr().out
+    assert [m.text for m in s.history] == ["now", "Only now."]
 
 
 def test_ctrl_c_twice_on_an_empty_prompt_exits(project: Path) -> None:
@@ -360,6 +391,37 @@ def test_clear_and_resume_switch_sessions(project: Path) -> None:
     s = run(project, provider, script)
     assert [m.text for m in provider.requests[1].messages] == ["first question", "first answer", "continue"]
     assert "first question" in s.screen.split("/resume")[-1]  # the picker shows each session's first prompt
+
+
+def test_clear_during_a_turn_lets_the_turn_finish_in_the_old_session(project: Path) -> None:
+    from piton.core.conversation.session import load_session
+
+    async def never(_: str) -> str:
+        await asyncio.Event().wait()
+        return ""
+
+    provider = ScriptedProvider(reply(ToolCall("Slow", {"text": "x"})), reply("fresh"))
+    old: list[Any] = []
+
+    async def script(s: Session) -> None:
+        assert s.repl.runtime is not None
+        old.append(s.repl.runtime.log)
+        await s.type("go" + ENTER)
+        await s.until(lambda: "● Slow(x)" in s.screen)
+        await s.type("/clear" + ENTER)
+        await s.until(lambda: s.repl.runtime is not None and s.repl.runtime.log is not old[0])
+        await s.idle()
+        await s.type("hello" + ENTER)
+        await s.idle()
+
+    s = run(project, provider, script, tools=[Probe("Slow", never, read_only=True)])
+    log = old[0]
+    assert log._file is None, "the old session's log was closed after its turn's last lines, not before"
+    texts = [m.text for m in load_session(log.path, log.session_id).messages]
+    assert texts[0] == "go" and texts[-1] == INTERRUPTED_REQUEST and is_valid(s.history)
+    assert [m.text for m in s.history] == ["hello", "fresh"], (
+        "nothing of the old turn reached the new session"
+    )
 
 
 def test_permissions_shows_rules_and_adds_one(project: Path) -> None:

@@ -135,3 +135,21 @@ def test_a_broken_tool_surfaces_as_an_error_and_leaves_the_history_valid(project
 
 async def drain_agent(agent: Any) -> list[Any]:
     return [e async for e in agent.run("go")]
+
+
+def test_an_explorers_commands_run_side_by_side_unless_they_change_directory(project: Path) -> None:
+    from piton.builtin_tools.bash import Bash
+    from piton.core.conversation.messages import ToolUseBlock
+    from piton.core.safety.policy import SandboxPolicy
+    from piton.core.subagents import ReadOnlyView
+    from piton.core.tools import ToolContext, ToolRegistry
+
+    ctx = ToolContext(cwd=project, session_id="x", policy=SandboxPolicy.create("read-only", project))
+    registry = ToolRegistry([ReadOnlyView(Bash())])
+
+    def prepared(command: str) -> Any:
+        return registry.prepare(ToolUseBlock(id="t", name="Bash", input={"command": command}), ctx)
+
+    assert prepared("python3 -c 'print(1)'").concurrent, "its sandbox cannot write: any command may overlap"
+    assert not prepared("cd src").concurrent, "the shell's directory would depend on which finished last"
+    assert prepared("cd src").read_only
