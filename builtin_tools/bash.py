@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -11,7 +10,6 @@ from pydantic import BaseModel, Field
 from piton.builtin_tools.files import policy_of
 from piton.core.display import CommandOutput
 from piton.core.safety import guard
-from piton.core.safety.policy import PolicyError, SandboxPolicy
 from piton.core.safety.readonly import Reading, classify
 from piton.core.safety.sandbox import Sandbox, make_sandbox
 from piton.core.safety.shell import run_shell
@@ -57,18 +55,6 @@ def _confined(ctx: ToolContext, reading: Reading) -> Sandbox:
     return sandbox
 
 
-def _readable(policy: SandboxPolicy, cwd: Path, named: str) -> bool:
-    """Whether a path a command names is one the file tools would read: inside the project or an
-    added directory, and neither a credential, an environment file nor under a Read deny rule."""
-    path = Path(os.path.expanduser(named))
-    path = path if path.is_absolute() else cwd / path
-    try:
-        policy.check_read(path)
-    except PolicyError:
-        return False
-    return policy.in_roots(path)
-
-
 class Bash(Tool[BashInput]):
     name = "Bash"
     description = (
@@ -93,23 +79,19 @@ class Bash(Tool[BashInput]):
         return args.command
 
     def is_read_only(self, args: BashInput, ctx: ToolContext) -> bool:
-        """A line that only looks, at paths the file tools could read too: permissions let it run
-        without asking. Lines that read whole trees (`rg`, `grep -r`) still ask: they would see the
-        environment files and denied paths the file tools hide. Never without a sandbox."""
-        policy = policy_of(ctx)
-        reading = classify(args.command)
-        if policy.mode == "danger-full-access" or not reading.read_only or reading.reads_trees:
-            return False
-        cwd = Path(ctx.state.get(_CWD) or policy.workspace)
-        return reading.paths is not None and all(_readable(policy, cwd, p) for p in reading.paths)
+        """A line that only looks (`core/safety/readonly.py`): plan mode asks about it rather than
+        refusing it. Never without a sandbox, which is what makes a misjudged line harmless."""
+        return policy_of(ctx).mode != "danger-full-access" and classify(args.command).read_only
 
     def is_concurrency_safe(self, args: BashInput, ctx: ToolContext) -> bool:
-        """A line that cannot write (it only looks, or the whole sandbox is read-only) may run beside
-        others; one that changes directory runs alone, so the next command starts where it ended."""
+        """A line that cannot write (it only looks and runs in a read-only sandbox, or the whole
+        sandbox is read-only) may run beside others; one that changes directory runs alone, so the
+        next command starts where it ended."""
         policy = policy_of(ctx)
-        if policy.mode == "danger-full-access" or _CHANGES_DIRECTORY.search(args.command):
+        reading = classify(args.command)
+        if policy.mode == "danger-full-access" or reading.changes_directory:
             return False
-        return policy.mode == "read-only" or classify(args.command).read_only
+        return policy.mode == "read-only" or reading.read_only
 
     async def run(self, args: BashInput, ctx: ToolContext) -> ToolResult:
         sandbox = _confined(ctx, classify(args.command))

@@ -265,7 +265,7 @@ class Agent:
             block.id,
             block.input,
             preview=lambda: tool.preview(args, self.context),
-            read_only=call.read_only,
+            looks=call.read_only and not tool.read_only,
         )
         if decision.behavior == "allow":
             return None

@@ -208,32 +208,11 @@ def build_runtime(
     policy = _policy(options, settings, permissions, results, shared)
     memory = load_memory(options.cwd, refuse=_import_refusal(policy))
     notices += [*catalog.warnings, *type_warnings, *memory.warnings]
-    thinking = options.thinking if options.thinking is not None else settings.thinking
-    # git runs in a read-only sandbox: a repository's config can name programs for it to run
-    git_sandbox = None if policy.mode == "danger-full-access" else make_sandbox(policy.read_only())
-    window, max_output = settings.model_limits(session.model)
     threshold = settings.compact_threshold
-    compaction = CompactionSettings(
-        enabled=settings.auto_compact, threshold=threshold if threshold is not None else 0.8
-    )
-    notices.extend(w for w in settings.warnings if w not in notices)
-    skills_section = catalog.prompt_section()
-    config = AgentConfig(
-        model=session.model,
-        system_prompt=build_system_prompt(
-            options.cwd,
-            append=options.append_system_prompt,
-            sandbox=git_sandbox,
-            sections=[memory.prompt_section(), skills_section],
-        ),
-        cwd=options.cwd,
-        session_id=log.session_id,
-        max_turns=options.max_turns,
-        thinking=True if thinking is None else thinking,
-        context_window=window,
-        max_output_tokens=max_output,
-        skills_listing=skills_section,
-    )
+    compaction = CompactionSettings(enabled=settings.auto_compact, threshold=threshold or 0.8)
+    sections = [memory.prompt_section(), catalog.prompt_section()]
+    config = _agent_config(options, settings, session, policy, sections)
+    notices.extend(w for w in settings.warnings if w not in notices)  # reading values may have added some
     context = ToolContext(cwd=options.cwd, session_id=log.session_id, policy=policy, record=log.record)
     gate = PermissionGate(permissions, approver or DenyAll())
     factory = AgentFactory(
@@ -258,6 +237,30 @@ def build_runtime(
     agent = factory.build(config, tool_list, context, gate=gate, transcript=log, history=session.history)
     main.append(agent)
     return Runtime(agent, log, notices, catalog=catalog, memory=memory, agent_types=agent_types)
+
+
+def _agent_config(
+    options: RunOptions, settings: Settings, session: _Session, policy: SandboxPolicy, sections: list[str]
+) -> AgentConfig:
+    """The main agent's configuration: its model and limits, and the system prompt (the project's
+    memory and the skills listing as its last `sections`)."""
+    thinking = options.thinking if options.thinking is not None else settings.thinking
+    # git runs in a read-only sandbox: a repository's config can name programs for it to run
+    git_sandbox = None if policy.mode == "danger-full-access" else make_sandbox(policy.read_only())
+    window, max_output = settings.model_limits(session.model)
+    return AgentConfig(
+        model=session.model,
+        system_prompt=build_system_prompt(
+            options.cwd, append=options.append_system_prompt, sandbox=git_sandbox, sections=sections
+        ),
+        cwd=options.cwd,
+        session_id=session.log.session_id,
+        max_turns=options.max_turns,
+        thinking=True if thinking is None else thinking,
+        context_window=window,
+        max_output_tokens=max_output,
+        skills_listing=sections[-1],
+    )
 
 
 def _extension_tools(catalog: Catalog, runner: SubagentRunner) -> list[AnyTool]:

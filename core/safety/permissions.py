@@ -3,10 +3,10 @@
 Rules read `Tool` or `Tool(specifier)`: `Bash(npm run test:*)` (a command prefix), `Bash(git * main)`
 (a wildcard), `Read(./secrets/**)` or `Edit(/src/**)` (path globs), `WebFetch(domain:example.com)`.
 A deny rule beats an ask rule beats an allow rule. A compound shell command is allowed by rules only
-if every part is. Without a rule, read-only tools and read-only command lines (`ls`, `git diff`; see
-`readonly.py`) are allowed and the others ask; `acceptEdits` allows file edits, `plan` allows only
-what is read-only, `bypassPermissions` allows what no rule denies or asks about. The sandbox applies
-whatever is decided here.
+if every part is. Without a rule, read-only tools are allowed and the others ask; `acceptEdits`
+allows file edits, `plan` allows only read-only tools (and asks about command lines that only look,
+see `readonly.py`), `bypassPermissions` allows what no rule denies or asks about. The sandbox
+applies whatever is decided here.
 """
 
 from __future__ import annotations
@@ -176,18 +176,18 @@ class Permissions:
             found += more
         return found
 
-    def decide(self, tool: GovernedTool, content: str | None, *, read_only: bool | None = None) -> Decision:
-        """The decision for calling `tool` on `content` (its command or absolute path, if any);
-        `read_only` says whether this call only looks, for a tool that tells per call (a Bash line
-        the tool classified, see `readonly.py`); by default, whether the tool always does."""
+    def decide(self, tool: GovernedTool, content: str | None, *, looks: bool = False) -> Decision:
+        """The decision for calling `tool` on `content` (its command or absolute path, if any).
+        `looks` says that this call of a tool that may change things only looks (a Bash line the
+        tool classified, see `readonly.py`): plan mode then asks about it instead of refusing it.
+        It never spares a question: only a tool that always just reads goes unasked."""
         parts = split_command(content) if tool.kind == "execute" and content is not None else None
         commands = self._commands(content) if tool.kind == "execute" and content is not None else None
         # an unsplittable line is still denied when its own text matches; otherwise it asks (below)
         denial_check = commands if commands is not None or content is None else [" ".join(content.split())]
         if rule := self._first(self.deny, tool, content, denial_check):
             return Decision("deny", f"the rule {rule} denies it", rule)
-        read_only = tool.read_only if read_only is None else read_only
-        if self.mode == "plan" and not read_only:
+        if self.mode == "plan" and not (tool.read_only or looks):
             return Decision("deny", "plan mode allows only read-only tools and commands")
         if tool.kind == "execute" and commands is None and self._has_command_rules():
             return Decision(
@@ -199,8 +199,8 @@ class Permissions:
             return Decision("allow", "bypassPermissions mode")
         if rule := self._allowed_by_rules(tool, content, parts):
             return Decision("allow", f"the rule {rule} allows it", rule)
-        if read_only:
-            return Decision("allow", "read-only tool" if tool.read_only else "a read-only command")
+        if tool.read_only:
+            return Decision("allow", "read-only tool")
         if self.mode == "acceptEdits" and tool.kind == "edit":
             return Decision("allow", "acceptEdits mode")
         return Decision("ask", f"{tool.name} needs permission", default=True)
@@ -265,14 +265,14 @@ class PermissionGate:
         tool_use_id: str,
         tool_input: dict[str, Any],
         preview: Callable[[], str | None] | None = None,
-        read_only: bool | None = None,
+        looks: bool = False,
     ) -> Decision:
-        decision = self.permissions.decide(tool, content, read_only=read_only)
+        decision = self.permissions.decide(tool, content, looks=looks)
         if decision.default and self.skill_allow:
             # a skill's allowed-tools waive the default question, never a deny or an ask rule
             granted = Permissions(
                 "default", self.skill_allow, project=self.permissions.project, home=self.permissions.home
-            ).decide(tool, content, read_only=read_only)
+            ).decide(tool, content, looks=looks)
             if granted.behavior == "allow" and granted.rule is not None:
                 decision = Decision(
                     "allow", f"the skill's allowed-tools ({granted.rule}) allow it", granted.rule

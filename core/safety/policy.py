@@ -54,9 +54,7 @@ class PolicyError(Exception):
 
 
 def _is_env_file(name: str) -> bool:
-    return (
-        name.startswith(".env") and name not in _ENV_TEMPLATES and any(glob_match(p, name) for p in _ENV_FILE)
-    )
+    return name not in _ENV_TEMPLATES and any(glob_match(p, name) for p in _ENV_FILE)
 
 
 def real(path: Path) -> Path:

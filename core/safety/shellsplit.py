@@ -191,7 +191,8 @@ def splits_a_string(wrappers: list[str]) -> bool:
         return False
     for word in wrappers[wrappers.index("env") + 1 :]:
         name = word.split("=", 1)[0]
-        if word.startswith("-S") or (len(name) > 3 and "--split-string".startswith(name)):
+        short_cluster = word.startswith("-") and not word.startswith("--")
+        if (short_cluster and "S" in word[1:]) or (len(name) >= 3 and "--split-string".startswith(name)):
             return True
         if not word.startswith("-") and "=" not in word:
             break  # the command env runs begins here

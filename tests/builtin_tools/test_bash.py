@@ -160,28 +160,52 @@ def _prepared(ctx: Any, command: str) -> Any:
     return ToolRegistry([BASH]).prepare(ToolUseBlock(id="b", name="Bash", input={"command": command}), ctx)
 
 
-def test_a_line_runs_unasked_only_when_it_looks_at_what_the_file_tools_could_read(ws: Path) -> None:
-    (ws / "src").mkdir()
-    (ws / "src" / "a.py").write_text("x = 1\n")
-    (ws / ".env").write_text("TOKEN=secret\n")
-    ctx = context(ws, read_denied=[f"{ws}/private/**"])
-    asked = {
-        "cat src/a.py": False,
-        "head -5 src/a.py && wc -l src/a.py": False,
-        "cat .env": True,  # an environment file
-        "cat private/key.pem": True,  # under a Read deny rule
-        "cat ../outside.txt": True,  # outside the project
-        f"cat {Path.home()}/.ssh/id_rsa": True,  # a credential
-        "cat src/*.py": True,  # bash expands it: the paths cannot be checked
-        "grep -rn TOKEN .": True,  # reads the whole tree, .env with it
-        "rg TOKEN": True,
+def test_which_lines_only_look_and_which_may_run_side_by_side(ws: Path) -> None:
+    ctx = context(ws)
+    expected = {  # command: (only looks, may run beside others)
+        "cat src/a.py": (True, True),
+        "grep -rn TOKEN .": (True, True),
+        "cd src && ls": (True, False),  # the next call starts where it ends: it runs alone
+        "echo made > made.txt": (False, False),
+        "python3 -c 'print(1)'": (False, False),
     }
-    for command, asks in asked.items():
+    for command, (looks, concurrent) in expected.items():
         call = _prepared(ctx, command)
-        assert call.read_only is not asks, command
-        assert call.concurrent, f"{command}: it only looks, so it may run beside others"
+        assert (call.read_only, call.concurrent) == (looks, concurrent), command
     unsandboxed = _prepared(context(ws, mode="danger-full-access"), "cat src/a.py")
-    assert not unsandboxed.read_only and not unsandboxed.concurrent, "no sandbox, no exception"
+    assert not unsandboxed.read_only and not unsandboxed.concurrent, "no sandbox to confine a misjudgment"
+    confined = _prepared(context(ws, mode="read-only"), "python3 -c 'print(1)'")
+    assert confined.concurrent and not confined.read_only, "nothing can write there: any line may overlap"
+
+
+def test_a_line_that_only_looks_still_needs_permission(ws: Path) -> None:
+    """The classification never spares a question: no syntax check knows every file a command
+    reads (`cat <.env`, `git show HEAD`); plan mode asks instead of refusing."""
+    from piton.core.safety.permissions import PermissionGate, Permissions
+    from piton.testing import ScriptedProvider, ToolCall, reply
+    from tests.fakes.tools import make_agent
+    from tests.helpers import collect
+
+    asked: list[str] = []
+
+    async def approver(request: Any) -> Any:
+        from piton.core.safety.permissions import Decision
+
+        asked.append(request.content)
+        return Decision("deny", "not now")
+
+    for mode, outcome in (("default", "asked"), ("plan", "asked")):
+        asked.clear()
+        calls = [ToolCall("Bash", {"command": "cat <.env"}), ToolCall("Bash", {"command": "make"})]
+        agent = make_agent(ScriptedProvider(reply(*calls), reply("ok")), BASH, cwd=ws)
+        agent.context = context(ws)
+        agent.gate = PermissionGate(Permissions(mode, project=ws), approver)  # type: ignore[arg-type]
+        collect(agent.run("go"))
+        results = [b for m in agent.history for b in m.tool_results]
+        assert asked[0] == "cat <.env", f"{mode}: {outcome}"
+        assert all(r.is_error for r in results)
+        if mode == "plan":
+            assert asked == ["cat <.env"] and "plan mode" in str(results[1].content), "make is refused"
 
 
 def test_a_line_that_only_looks_runs_where_it_cannot_write(ws: Path) -> None:

@@ -58,15 +58,12 @@ def test_defaults_allow_read_only_tools_and_ask_for_the_rest() -> None:
         assert p.decide(tool, content).behavior == "ask"
 
 
-def test_a_call_the_tool_says_only_looks_is_treated_as_a_read_only_tools() -> None:
-    assert perms().decide(BASH, "ls -la", read_only=True).behavior == "allow"
-    assert perms().decide(BASH, "ls -la").behavior == "ask", "Bash as such is not read-only"
-    assert perms("plan").decide(BASH, "ls -la", read_only=True).behavior == "allow"
-    assert perms("plan").decide(BASH, "make", read_only=False).behavior == "deny"
-    assert perms(deny=("Bash(ls:*)",)).decide(BASH, "ls -la", read_only=True).behavior == "deny", (
-        "rules first"
-    )
-    assert perms(ask=("Bash(ls:*)",)).decide(BASH, "ls -la", read_only=True).behavior == "ask"
+def test_a_command_line_that_only_looks_is_asked_about_in_plan_mode_never_waved_through() -> None:
+    assert perms().decide(BASH, "ls -la", looks=True).behavior == "ask", "a question all the same"
+    assert perms("plan").decide(BASH, "ls -la", looks=True).behavior == "ask", "plan mode asks"
+    assert perms("plan").decide(BASH, "make").behavior == "deny", "and refuses what does more"
+    assert perms("plan", allow=("Bash(ls:*)",)).decide(BASH, "ls -la", looks=True).behavior == "allow"
+    assert perms("plan", deny=("Bash(ls:*)",)).decide(BASH, "ls -la", looks=True).behavior == "deny"
 
 
 @pytest.mark.parametrize(
@@ -146,8 +143,10 @@ def test_accept_edits_allows_edits_but_not_commands() -> None:
 def test_plan_mode_allows_only_read_only_tools_and_commands() -> None:
     p = perms("plan", allow=("Bash",))
     assert p.decide(READ, "/work/proj/a").behavior == "allow"
-    assert p.decide(BASH, "ls", read_only=True).behavior == "allow"
-    assert p.decide(BASH, "rm -rf build", read_only=False).behavior == "deny"
+    assert p.decide(BASH, "ls", looks=True).behavior == "allow", (
+        "the Bash rule allows what plan mode lets through"
+    )
+    assert p.decide(BASH, "rm -rf build").behavior == "deny"
     assert p.decide(EDIT, "/work/proj/a").behavior == "deny"
 
 

@@ -112,7 +112,9 @@ def test_a_symlink_to_credentials_is_not_read_either(ws: Path) -> None:
         policy(ws).check_read(ws / "innocent" / "credentials")
 
 
-@pytest.mark.parametrize("name", [".env", ".env.local", ".env.production"])
+@pytest.mark.parametrize(
+    "name", [".env", ".env.local", ".env.production", ".envrc", "prod.env", "docker.env"]
+)
 def test_env_files_are_not_read(ws: Path, name: str) -> None:
     with pytest.raises(PolicyError, match="environment files"):
         policy(ws).check_read(ws / name)

@@ -1,12 +1,12 @@
-"""Which command lines only look: the classification behind Bash's read-only calls (run without
-asking, side by side, and in a read-only sandbox). Each line that is not read-only here was shown
+"""Which command lines only look: the classification behind Bash's read-only calls (side by side,
+in a read-only sandbox, asked about in plan mode). Each line that is not read-only here was shown
 to write, run a program or change state in real bash, coreutils, git and ripgrep."""
 
 from __future__ import annotations
 
 import pytest
 
-from piton.core.safety.readonly import Reading, classify, is_read_only_command
+from piton.core.safety.readonly import classify, is_read_only_command
 
 
 @pytest.mark.parametrize(
@@ -100,12 +100,33 @@ def test_lines_that_do_more_than_look(command: str) -> None:
     assert not is_read_only_command(command)
 
 
-def test_what_a_line_names_and_whether_it_reads_whole_trees() -> None:
-    assert classify("cat a.py b.py") == Reading(True, False, ("a.py", "b.py"))
-    assert classify("grep -f patterns.txt x") == Reading(True, False, ("patterns.txt", "x"))
-    assert classify("git show HEAD:secrets/key.pem") == Reading(True, False, ("secrets/key.pem",))
-    assert classify("sleep 1; echo /etc/shadow") == Reading(True, False, ())
-    assert classify("grep -rn password .").reads_trees and classify("rg token").reads_trees
-    assert classify("find . -name x").reads_trees and not classify("ls -lrt").reads_trees
-    assert classify("cat $FILE").paths is None, "bash expands it: the path cannot be known"
-    assert classify("cd secrets && cat key").paths is None, "relative to a directory a cd changed"
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd src",
+        "{ cd private; cat secret.txt; }",
+        "if cd private; then cat secret.txt; fi",
+        "command cd private && cat secret.txt",
+        "LANG=C cd private; cat secret.txt",
+        "c\\d private; cat secret.txt",
+        "pushd src",
+        "ls; popd",
+    ],
+)
+def test_lines_that_change_the_shells_directory_are_told_apart(command: str) -> None:
+    assert classify(command).changes_directory
+    assert not classify("env -C private cat secret.txt").read_only, "env -C is not a plain look"
+    assert not classify("ls; cat x").changes_directory
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "env --s='bash -c \"echo PWNED\"' echo",  # an abbreviation of --split-string
+        "env -vS'bash -c \"echo PWNED\"' echo hi",  # -S inside a cluster of short options
+        "env --chdir=private cat secret.txt",
+        'cat "pri\\\nvate/secret.txt"',  # bash drops a backslash-newline inside double quotes
+    ],
+)
+def test_what_bash_reads_differently_is_not_read_only(command: str) -> None:
+    assert not is_read_only_command(command)
