@@ -181,7 +181,6 @@ class Agent:
         limit = self.config.max_turns
         if limit is not None and self._stats.turns >= limit:
             raise _Stop("error_max_turns", f"Stopped after reaching the maximum of {limit} turns.")
-        self.meter.limit = self.context_limit()  # below it, the meter need not load its tokenizer
         if self.compactor is not None:
             async for event in self._counted(self.compactor.before_request(_AgentConversation(self))):
                 yield event
@@ -316,7 +315,10 @@ class Agent:
         return context_limit(self.context_window(), max_output, threshold)
 
     def context_used(self) -> int:
-        return self.meter.used(self.config.system_prompt, self.tools.specs(), self.history)
+        # below the limit, the meter may answer without loading its tokenizer
+        return self.meter.used(
+            self.config.system_prompt, self.tools.specs(), self.history, limit=self.context_limit()
+        )
 
     def count_usage(self, model: str, usage: Usage) -> None:
         self._stats.usage.add(model, usage)

@@ -1,7 +1,8 @@
 """The tool contract, the registry tools are found in, and error-as-data invocation.
 
 A tool declares its input as a pydantic model (`Tool[BashInput]`), says what permission rules match
-(`rule_content`), whether a given call only looks (`is_read_only`), and what people should see of
+(`rule_content`), whether a given call only looks (`is_read_only`) or may run beside others
+(`is_concurrency_safe`), and what people should see of
 its result (a typed `Display`). Whatever goes wrong in a call (unknown name, input that fails the
 schema, an exception inside the tool) comes back as an `is_error` result the model can read and
 correct, never as a crash.
@@ -92,8 +93,8 @@ class Tool(ABC, Generic[InputT]):
         return None
 
     def is_read_only(self, args: InputT, ctx: ToolContext) -> bool:
-        """Whether this call only looks (permissions then treat it as a read-only tool's call); a tool
-        that is read-only for some inputs says so per call."""
+        """Whether this call only looks; a tool that is read-only for some inputs says so per call
+        (a Bash line that only looks is asked about in plan mode rather than refused)."""
         return self.read_only
 
     def is_concurrency_safe(self, args: InputT, ctx: ToolContext) -> bool:
@@ -136,7 +137,7 @@ class Call:
     tool: AnyTool | None = None
     args: BaseModel | None = None
     answer: ToolResult | None = None  # an unknown tool or invalid input: the result without running
-    read_only: bool = False  # only looks: permissions treat it as a read-only tool's call
+    read_only: bool = False  # only looks (for a tool that is not always read-only: plan mode asks)
     concurrent: bool = False  # may run beside the turn's other concurrent calls
 
 
@@ -159,9 +160,6 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         self._specs = None
 
-    def get(self, name: str) -> AnyTool | None:
-        return self._tools.get(name)
-
     def __iter__(self) -> Iterator[AnyTool]:
         return iter(self._tools.values())
 
@@ -172,10 +170,6 @@ class ToolRegistry:
         if self._specs is None:
             self._specs = [t.spec() for t in self._tools.values()]
         return self._specs
-
-    def restore(self, ctx: ToolContext, records: Mapping[str, dict[str, Any]]) -> None:
-        for tool in self._tools.values():
-            tool.restore(ctx, records)
 
     def carry_over(self, ctx: ToolContext) -> list[str]:
         return [text for tool in self._tools.values() if (text := tool.carry_over(ctx))]

@@ -183,7 +183,7 @@ def report(
         skills=listing,
         messages=messages,
         tool_results=results,
-        used=meter.used(system, tools, history, exact=True),
+        used=meter.used(system, tools, history),
         window=window,
         limit=limit,
     )
@@ -199,9 +199,6 @@ class ContextMeter:
     reported: int | None = None  # tokens the API counted, up to and including the reply
     reported_upto: int = 0  # how many history messages that covers
     fixed: int | None = None  # estimate of the system prompt and tools (for when nothing is reported)
-    # where callers act on the figure (compaction starts): a figure that cannot reach it may be rough.
-    # None: always exact
-    limit: int | None = None
     _fixed_rough: tuple[int, int] | None = None  # (rough, bound) of the system prompt and tools
 
     def observe(self, usage: Usage, history_length: int) -> None:
@@ -216,19 +213,25 @@ class ContextMeter:
         self.counter.retain(history)
 
     def used(
-        self, system: str, tools: Sequence[dict[str, Any]], history: Sequence[Message], *, exact: bool = False
+        self,
+        system: str,
+        tools: Sequence[dict[str, Any]],
+        history: Sequence[Message],
+        *,
+        limit: int | None = None,
     ) -> int:
-        """Tokens in the context: exact (tokenizer estimates) whenever the figure could reach `limit`,
-        else a rough figure below `limit` too, so every comparison with it comes out the same."""
+        """Tokens in the context. Given the `limit` callers act on (where compaction starts), a figure
+        that cannot reach it may be rough (a figure below `limit` too, so every comparison with it comes
+        out the same, without loading the tokenizer); otherwise, and near it, the exact estimate."""
         reported = self.reported is not None and self.reported_upto <= len(history)
         new = history[self.reported_upto :] if reported else history
-        if self.limit is not None and not exact:
+        if limit is not None:
             if self.reported is not None and reported:
                 base_rough = base_bound = self.reported
             else:
                 base_rough, base_bound = self._fixed_bounds(system, tools)
             rough, bound = self.counter.rough(new)
-            if base_bound + bound < self.limit:
+            if base_bound + bound < limit:
                 return base_rough + rough
         if self.reported is not None and reported:
             return self.reported + self.counter.total(new)

@@ -221,7 +221,9 @@ class AnthropicProvider:
         return self._backoff_s * 2.0 ** (attempt - 1) * (1 + random.random() / 4)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        client = self._client()
+        # the first request may still wait for the SDK's import: wait off the event loop, so a key
+        # press (Esc) is seen meanwhile
+        client = self._sdk_client if self._sdk_client is not None else await asyncio.to_thread(self._client)
         body = self._body.encode(request)
         # people should not miss that a model is going away (the SDK would only warn, and Python hides
         # DeprecationWarning)

@@ -55,12 +55,12 @@ def test_near_the_limit_the_figure_is_the_exact_estimate() -> None:
     history = _history(30, "a sentence of ordinary English words, ünïcode too")
     exact = ContextMeter().used(SYSTEM, TOOLS, history)
     for limit in (exact // 2, exact, exact + 1, exact * 2):  # the byte bound reaches all of these
-        assert ContextMeter(limit=limit).used(SYSTEM, TOOLS, history) == exact
+        assert ContextMeter().used(SYSTEM, TOOLS, history, limit=limit) == exact
     reported = ContextMeter()
     reported.observe(Usage(input_tokens=5_000), 40)
-    meter = ContextMeter(limit=5_100)
+    meter = ContextMeter()
     meter.observe(Usage(input_tokens=5_000), 40)
-    assert meter.used(SYSTEM, TOOLS, history) == reported.used(SYSTEM, TOOLS, history)
+    assert meter.used(SYSTEM, TOOLS, history, limit=5_100) == reported.used(SYSTEM, TOOLS, history)
 
 
 @pytest.mark.parametrize("reported", [None, 3_000])
@@ -71,10 +71,10 @@ def test_every_comparison_with_the_limit_comes_out_as_with_the_exact_figure(repo
         plain.observe(Usage(input_tokens=reported), 9)
     exact = plain.used(SYSTEM, TOOLS, history)
     for limit in range(max(1, exact - 600), exact + 4_000, 37):
-        meter = ContextMeter(limit=limit)
+        meter = ContextMeter()
         if reported is not None:
             meter.observe(Usage(input_tokens=reported), 9)
-        assert (meter.used(SYSTEM, TOOLS, history) < limit) == (exact < limit), limit
+        assert (meter.used(SYSTEM, TOOLS, history, limit=limit) < limit) == (exact < limit), limit
 
 
 def test_far_below_the_limit_the_tokenizer_is_never_loaded() -> None:
@@ -84,11 +84,11 @@ from piton.core.context.meter import ContextMeter
 from piton.core.context.usage import Usage
 from piton.core.conversation.messages import Message, TextBlock
 history = [Message.user("hello"), Message(role="assistant", content=[TextBlock(text="hi " * 500)])]
-meter = ContextMeter(limit=160_000)
-before = meter.used("You are a test agent." * 200, [{"name": "Read"}], history)
+meter = ContextMeter()
+before = meter.used("You are a test agent." * 200, [{"name": "Read"}], history, limit=160_000)
 meter.observe(Usage(input_tokens=2_000, output_tokens=50), len(history))
 history.append(Message.user("more " * 300))
-after = meter.used("You are a test agent." * 200, [{"name": "Read"}], history)
+after = meter.used("You are a test agent." * 200, [{"name": "Read"}], history, limit=160_000)
 assert 0 < before < 160_000 and 2_050 < after < 160_000, (before, after)
 print("tiktoken" in sys.modules)
 """
