@@ -4,7 +4,7 @@ session log (so a resumed session has it) and carried through compaction."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -12,7 +12,7 @@ from piton.core.display import TodoItem, TodoList, TodoStatus
 from piton.core.tools import Tool, ToolContext, ToolResult
 
 TODOS = "todos"  # this tool's key in ToolContext.state, and its record kind in the session log
-_MARK = {"pending": "☐", "in_progress": "◐", "completed": "☒"}
+_STATUSES = get_args(TodoStatus)
 
 
 class Todo(BaseModel):
@@ -49,7 +49,7 @@ class TodoWrite(Tool[TodoWriteInput]):
         todos = [t.model_dump() for t in args.todos]
         ctx.state[TODOS] = todos
         ctx.record(TODOS, todos=todos)
-        counts = {s: sum(t["status"] == s for t in todos) for s in _MARK}
+        counts = {s: sum(t["status"] == s for t in todos) for s in _STATUSES}
         summary = f"{counts['completed']}/{len(todos)} done"
         return ToolResult(
             "The task list is updated. Keep it current as you work: one task in progress at a time, "

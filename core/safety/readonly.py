@@ -184,8 +184,3 @@ def classify(command: str) -> Reading:
         return _UNKNOWN
     readings = [_simple(part) for part in parts]
     return Reading(all(r.read_only for r in readings), any(r.changes_directory for r in readings))
-
-
-def is_read_only_command(command: str) -> bool:
-    """True when every command `command` may run only looks."""
-    return classify(command).read_only

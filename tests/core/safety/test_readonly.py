@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from piton.core.safety.readonly import classify, is_read_only_command
+from piton.core.safety.readonly import classify
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ from piton.core.safety.readonly import classify, is_read_only_command
     ],
 )
 def test_lines_that_only_look(command: str) -> None:
-    assert is_read_only_command(command)
+    assert classify(command).read_only
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ def test_lines_that_only_look(command: str) -> None:
     ],
 )
 def test_lines_that_do_more_than_look(command: str) -> None:
-    assert not is_read_only_command(command)
+    assert not classify(command).read_only
 
 
 @pytest.mark.parametrize(
@@ -129,4 +129,4 @@ def test_lines_that_change_the_shells_directory_are_told_apart(command: str) -> 
     ],
 )
 def test_what_bash_reads_differently_is_not_read_only(command: str) -> None:
-    assert not is_read_only_command(command)
+    assert not classify(command).read_only
