@@ -95,6 +95,13 @@ class Bash(Tool[BashInput]):
 
     async def run(self, args: BashInput, ctx: ToolContext) -> ToolResult:
         sandbox = _confined(ctx, classify(args.command))
+        if sandbox is ctx.state.get(_CONFINED) or policy_of(ctx).mode == "read-only":
+            async with ctx.lock.shared():  # it cannot write: it may run beside reads and other lookers
+                return await self._run(args, ctx, sandbox, guarded=False)
+        async with ctx.lock.exclusive():
+            return await self._run(args, ctx, sandbox, guarded=True)
+
+    async def _run(self, args: BashInput, ctx: ToolContext, sandbox: Sandbox, guarded: bool) -> ToolResult:
         reason = sandbox.unavailable_reason()
         if reason is not None:
             return ToolResult.error(f"Bash is unavailable: {reason}.")
@@ -105,8 +112,9 @@ class Bash(Tool[BashInput]):
             notes.append(f"(The directory {cwd} is gone; the command ran in {policy.workspace}.)")
             cwd = policy.workspace
         timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
-        guard.prepare(policy)
-        before = guard.snapshot(policy)
+        if guarded:
+            guard.prepare(policy)
+        before = guard.snapshot(policy) if guarded else guard.Snapshot()
         try:
             result = await run_shell(args.command, cwd=cwd, sandbox=sandbox, timeout_s=timeout_ms / 1000)
         finally:

@@ -16,14 +16,15 @@ from piton.builtin_tools.files import (
     decode,
     lines_of,
     numbered,
+    read_existing,
     remember,
     require_fresh_read,
-    require_regular,
     snippet,
     unified_diff,
     writable,
 )
 from piton.core.display import FileDiff
+from piton.core.safety import pinned
 from piton.core.tools import ToolContext, ToolResult
 
 _MAX_LISTED = 10
@@ -128,21 +129,22 @@ class Edit(FileTool[EditInput]):
 
     def preview(self, args: EditInput, ctx: ToolContext) -> str | None:
         path = writable(ctx, args.file_path)
-        if not path.exists():
+        existing = read_existing(path)
+        if existing is None:
             return unified_diff(path, "", args.new_string)
-        text, _ = decode(path.read_bytes())
+        text, _ = decode(existing[0])
         new_text, _, _ = plan_edit(text, args.old_string, args.new_string, args.replace_all, path)
         return unified_diff(path, text, new_text)
 
     def run_sync(self, args: EditInput, ctx: ToolContext) -> ToolResult:
         path = writable(ctx, args.file_path)
-        if not path.exists():
-            return self._create(ctx, path, args)
         if path.is_dir():
             return ToolResult.error(f"{path} is a directory, not a file.")
-        require_regular(path)
-        require_fresh_read(ctx, path, "edit")
-        text, encoding = decode(path.read_bytes())
+        existing = read_existing(path)
+        if existing is None:
+            return self._create(ctx, path, args)
+        require_fresh_read(ctx, path, existing[1], "edit")
+        text, encoding = decode(existing[0])
         try:
             new_text, index, count = plan_edit(text, args.old_string, args.new_string, args.replace_all, path)
             data = encoding.encode(new_text)
@@ -153,10 +155,12 @@ class Edit(FileTool[EditInput]):
                 f"new_string has characters that {path}'s encoding cannot hold; nothing changed."
             )
         try:
-            path.write_bytes(data)
+            st = pinned.replace(path, data)
+        except pinned.PathChanged:
+            raise
         except OSError as e:
             return ToolResult.error(f"Cannot write {path}: {e.strerror or e}")
-        remember(ctx, path)
+        remember(ctx, path, st)
         changed = f"{count} replacements" if count > 1 else "1 replacement"
         return ToolResult(
             f"Edited {path} ({changed}). The result around the change:\n"
@@ -168,9 +172,8 @@ class Edit(FileTool[EditInput]):
     def _create(self, ctx: ToolContext, path: Path, args: EditInput) -> ToolResult:
         if args.old_string:
             return ToolResult.error(f"File does not exist: {path}. Use Write to create it.")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(args.new_string.encode("utf-8"))
-        remember(ctx, path)
+        st = pinned.replace(path, args.new_string.encode("utf-8"), create_parents=True)
+        remember(ctx, path, st)
         return ToolResult(
             f"Created {path}.",
             summary="created",

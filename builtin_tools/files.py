@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import difflib
 import os
 import stat
 from abc import abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from piton.core.safety import pinned
 from piton.core.safety.policy import PolicyError, SandboxPolicy, real
 from piton.core.tools import InputT, Tool, ToolContext, ToolKind, ToolResult
 
@@ -28,12 +32,15 @@ def policy_of(ctx: ToolContext) -> SandboxPolicy:
 
 def resolve(ctx: ToolContext, file_path: str) -> Path:
     """An absolute path: `~` expanded, relative paths taken from the project directory."""
+    if "\0" in file_path:
+        raise PolicyError(f"The path {file_path!r} holds a NUL byte; no file has such a name.")
     path = Path(os.path.expanduser(file_path))
     return path if path.is_absolute() else ctx.cwd / path
 
 
 def readable(ctx: ToolContext, file_path: str) -> Path:
-    """The real path behind `file_path` if policy lets the model read it; raises PolicyError."""
+    """The real path behind `file_path` if policy lets the model read it; raises PolicyError.
+    A check only: open what it returns with `open_readable`, never by name."""
     return policy_of(ctx).check_read(resolve(ctx, file_path))
 
 
@@ -41,18 +48,79 @@ def writable(ctx: ToolContext, file_path: str) -> Path:
     return policy_of(ctx).check_write(resolve(ctx, file_path))
 
 
-def require_regular(path: Path) -> None:
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def require_regular(path: Path, st: os.stat_result) -> None:
     """Refuse FIFOs, devices and sockets: reading one can block forever."""
-    mode = path.stat().st_mode
-    if not stat.S_ISREG(mode):
-        kind = (
-            "a FIFO"
-            if stat.S_ISFIFO(mode)
-            else "a device"
-            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-            else "not a regular file"
-        )
-        raise PolicyError(f"{path} is {kind}; only regular files can be read or changed.")
+    if not stat.S_ISREG(st.st_mode):
+        raise PolicyError(f"{path} is {_kind(st.st_mode)}; only regular files can be read or changed.")
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """A file opened for reading through the path that was checked, and what it is."""
+
+    fd: int
+    path: Path  # the real path
+    st: os.stat_result
+
+    @property
+    def is_dir(self) -> bool:
+        return stat.S_ISDIR(self.st.st_mode)
+
+    def read(self) -> bytes:
+        return pinned.read_all(self.fd)
+
+
+@contextmanager
+def open_readable(ctx: ToolContext, file_path: str) -> Iterator[Opened]:
+    """`file_path` opened for reading if the policy lets the model read it: the path is checked and
+    the very same path opened with no symbolic link followed, so a folder swapped for a symlink in
+    between cannot lead elsewhere. Raises PolicyError, FileNotFoundError or PathChanged."""
+    path = readable(ctx, file_path)
+    st = os.stat(path)
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        require_regular(path, st)  # never open a FIFO or a device: that alone can block or act
+    fd = pinned.open_path(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        opened = Opened(fd, path, os.fstat(fd))
+        if not opened.is_dir:
+            require_regular(path, opened.st)
+            os.set_blocking(fd, True)
+        policy_of(ctx).check_privilege(path, opened.st)
+        yield opened
+    finally:
+        os.close(fd)
+
+
+def read_existing(path: Path) -> tuple[bytes, os.stat_result] | None:
+    """The bytes and status of the file at the real path `path` (opened without following links),
+    or None when there is none. Raises PolicyError for a directory or a special file."""
+    try:
+        fd = pinned.open_path(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    try:
+        st = os.fstat(fd)
+        require_regular(path, st)
+        os.set_blocking(fd, True)
+        return pinned.read_all(fd), st
+    finally:
+        os.close(fd)
+
+
+def describe_os_error(path: str, e: OSError) -> str:
+    if isinstance(e, pinned.PathChanged):
+        return f"{e.strerror or e}; nothing was read or written. Try again."
+    return f"Cannot access {path}: {e.strerror or e}."
 
 
 class PathTool(Tool[InputT]):
@@ -61,18 +129,32 @@ class PathTool(Tool[InputT]):
     kind: ToolKind = "read"
 
     def rule_content(self, args: InputT, ctx: ToolContext) -> str | None:
-        return str(real(resolve(ctx, getattr(args, "file_path", None) or getattr(args, "path", None) or ".")))
+        given = getattr(args, "file_path", None) or getattr(args, "path", None) or "."
+        return str(real(resolve(ctx, given)))
 
 
 class FileTool(PathTool[InputT]):
     """A path tool whose work is file IO: it runs on a worker thread, so concurrent calls overlap
-    and the event loop stays free for interrupts."""
+    and the event loop stays free for interrupts, and never while a command that can write runs."""
 
     async def run(self, args: InputT, ctx: ToolContext) -> ToolResult:
+        async with ctx.lock.shared():
+            work = asyncio.ensure_future(asyncio.to_thread(self._run_sync, args, ctx))
+            try:
+                return await asyncio.shield(work)
+            except asyncio.CancelledError:
+                # the thread cannot be stopped: keep the lock until its IO is over
+                with contextlib.suppress(BaseException):
+                    await work
+                raise
+
+    def _run_sync(self, args: InputT, ctx: ToolContext) -> ToolResult:
         try:
-            return await asyncio.to_thread(self.run_sync, args, ctx)
+            return self.run_sync(args, ctx)
         except PolicyError as e:
             return ToolResult.error(str(e))
+        except OSError as e:
+            return ToolResult.error(describe_os_error(str(getattr(args, "file_path", "")), e))
 
     @abstractmethod
     def run_sync(self, args: InputT, ctx: ToolContext) -> ToolResult: ...
@@ -174,23 +256,23 @@ class FileStamp:
     inode: int
 
     @classmethod
-    def of(cls, path: Path) -> FileStamp:
-        st = path.stat()
+    def of(cls, st: os.stat_result) -> FileStamp:
         return cls(st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def remember(ctx: ToolContext, path: Path, stamp: FileStamp | None = None) -> None:
-    """Note that the model has seen `path` as it was at `stamp` (taken before reading, so a change
-    made while it was read counts as unseen)."""
-    ctx.state.setdefault(_READS, {})[str(real(path))] = stamp or FileStamp.of(path)
+def remember(ctx: ToolContext, path: Path, st: os.stat_result) -> None:
+    """Note that the model has seen the file at the real path `path` as it was at `st` (taken
+    before reading, so a change made while it was read counts as unseen)."""
+    ctx.state.setdefault(_READS, {})[str(path)] = FileStamp.of(st)
 
 
-def require_fresh_read(ctx: ToolContext, path: Path, verb: str) -> None:
-    """Raise PolicyError unless `path` was read in this session and has not changed since."""
-    stamp = ctx.state.get(_READS, {}).get(str(real(path)))
+def require_fresh_read(ctx: ToolContext, path: Path, st: os.stat_result, verb: str) -> None:
+    """Raise PolicyError unless the file at `path`, now at `st`, was read in this session and has
+    not changed since."""
+    stamp = ctx.state.get(_READS, {}).get(str(path))
     if stamp is None:
         raise PolicyError(f"Read {path} before you {verb} it: it has not been read in this session.")
-    if stamp != FileStamp.of(path):
+    if stamp != FileStamp.of(st):
         raise PolicyError(f"{path} was modified since read, read it again before you {verb} it.")
 
 

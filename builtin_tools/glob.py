@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from piton.builtin_tools.files import PathTool, policy_of, readable, resolve
-from piton.builtin_tools.ripgrep import RipgrepMissing, mtime, run_rg
+from piton.builtin_tools.ripgrep import RipgrepMissing, mtime, run_rg, search_sandbox
 from piton.core.safety.globs import compile_glob
 from piton.core.safety.policy import PolicyError, real
 from piton.core.tools import ToolContext, ToolResult
@@ -56,6 +56,11 @@ class Glob(PathTool[GlobInput]):
         return str(real(resolve(ctx, base)))
 
     async def run(self, args: GlobInput, ctx: ToolContext) -> ToolResult:
+        async with ctx.lock.shared():
+            return await self._search(args, ctx)
+
+    async def _search(self, args: GlobInput, ctx: ToolContext) -> ToolResult:
+        policy = policy_of(ctx)
         base_arg, pattern = split_pattern(args.pattern.strip(), args.path or ".")
         try:
             base = readable(ctx, base_arg)
@@ -64,7 +69,9 @@ class Glob(PathTool[GlobInput]):
         if not base.is_dir():
             return ToolResult.error(f"{base} is not a directory.")
         try:
-            out = await run_rg(["--files"], cwd=base)
+            out = await run_rg(
+                ["--files"], cwd=base, sandbox=search_sandbox(policy, base), unsafe=policy.roots
+            )
         except RipgrepMissing as e:
             return ToolResult.error(str(e))
         if out.code == 2 and not out.text:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from piton.builtin_tools.files import PathTool, policy_of, readable, require_regular
-from piton.builtin_tools.ripgrep import RgOutput, RipgrepMissing, mtime, run_rg
+from piton.builtin_tools.ripgrep import RgOutput, RipgrepMissing, mtime, run_rg, search_sandbox
 from piton.core.safety.policy import PolicyError
 from piton.core.tools import ToolContext, ToolResult
 
@@ -85,17 +87,28 @@ class Grep(PathTool[GrepInput]):
         return [*argv, "--regexp", args.pattern, "--", target]
 
     async def run(self, args: GrepInput, ctx: ToolContext) -> ToolResult:
+        async with ctx.lock.shared():
+            return await self._search(args, ctx)
+
+    async def _search(self, args: GrepInput, ctx: ToolContext) -> ToolResult:
+        policy = policy_of(ctx)
         try:
             target = readable(ctx, args.path or ".")
-            if not target.exists():
-                return ToolResult.error(f"Path does not exist: {target}")
-            if not target.is_dir():
-                require_regular(target)
-        except PolicyError as e:
+            st = os.stat(target)
+            if not stat.S_ISDIR(st.st_mode):
+                require_regular(target, st)
+        except FileNotFoundError:
+            return ToolResult.error(f"Path does not exist: {args.path or '.'}")
+        except (PolicyError, OSError) as e:
             return ToolResult.error(str(e))
-        base = target if target.is_dir() else target.parent
+        base = target if stat.S_ISDIR(st.st_mode) else target.parent
         try:
-            out = await run_rg(self._argv(args, str(target)), cwd=base)
+            out = await run_rg(
+                self._argv(args, str(target)),
+                cwd=base,
+                sandbox=search_sandbox(policy, base),
+                unsafe=policy.roots,
+            )
         except RipgrepMissing as e:
             return ToolResult.error(str(e))
         if out.code == 2 and not out.text:

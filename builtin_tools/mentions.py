@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from piton.builtin_tools.files import decode, image_type, looks_binary, readable, remember, require_regular
+from piton.builtin_tools.files import decode, image_type, looks_binary, open_readable, remember
 from piton.core.conversation.messages import Base64ImageSource, ContentBlock, ImageBlock, TextBlock
 from piton.core.safety.policy import PolicyError
 from piton.core.tools import ToolContext
@@ -21,11 +21,10 @@ MAX_IMAGE_BYTES = 5 * 1024 * 1024
 def _attachment(ctx: ToolContext, mention: str) -> list[ContentBlock] | str:
     """The blocks for one mention, or why it was not attached."""
     try:
-        path = readable(ctx, mention.rstrip(".,;:!?)"))
-        if not path.is_file():
-            return f"@{mention} is not a file"
-        require_regular(path)
-        data = path.read_bytes()
+        with open_readable(ctx, mention.rstrip(".,;:!?)")) as opened:
+            if opened.is_dir:
+                return f"@{mention} is not a file"
+            path, data, st = opened.path, opened.read(), opened.st
     except (PolicyError, OSError) as e:
         return f"@{mention}: {e}"
     media_type = image_type(data[:16])
@@ -37,7 +36,7 @@ def _attachment(ctx: ToolContext, mention: str) -> list[ContentBlock] | str:
     if looks_binary(data[:8192]):
         return f"@{mention} is a binary file"
     text, _ = decode(data)
-    remember(ctx, path)  # the user showed it to the model: it counts as read
+    remember(ctx, path, st)  # the user showed it to the model: it counts as read
     if len(text) > MAX_CHARS:
         text = (
             text[:MAX_CHARS]

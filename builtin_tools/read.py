@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import difflib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -13,17 +14,17 @@ from pydantic import BaseModel, Field
 from piton.builtin_tools.files import (
     MAX_LINE_CHARS,
     SNIFF_BYTES,
-    FileStamp,
     FileTool,
+    Opened,
     bom_encoding,
     decode_line,
     image_type,
     lines_of,
     looks_binary,
     numbered,
+    open_readable,
     readable,
     remember,
-    require_regular,
 )
 from piton.core.conversation.messages import Base64ImageSource, ImageBlock
 from piton.core.tools import ToolContext, ToolResult
@@ -110,28 +111,32 @@ class Read(FileTool[ReadInput]):
     read_only = True
 
     def run_sync(self, args: ReadInput, ctx: ToolContext) -> ToolResult:
-        path = readable(ctx, args.file_path)
-        if path.is_dir():
-            return ToolResult.error(f"{path} is a directory, not a file: list it with Glob or Bash (ls).")
-        if not path.exists():
-            return ToolResult.error(_missing(path))
-        require_regular(path)
-        stamp = FileStamp.of(path)
         try:
-            with path.open("rb") as f:
-                head = f.read(SNIFF_BYTES)
-                media_type = image_type(head)
-                if media_type is not None:
-                    return self._image(ctx, path, media_type, stamp, f, head)
-                if looks_binary(head):
+            with open_readable(ctx, args.file_path) as opened:
+                if opened.is_dir:
                     return ToolResult.error(
-                        f"{path} is a binary file ({stamp.size:,} bytes); Read shows only text and images."
+                        f"{opened.path} is a directory, not a file: list it with Glob or Bash (ls)."
                     )
-                f.seek(0)
-                result = self._text(f, head, args)
+                return self._read(ctx, args, opened)
+        except FileNotFoundError:
+            return ToolResult.error(_missing(readable(ctx, args.file_path)))
         except PermissionError:
-            return ToolResult.error(f"Permission denied: {path} cannot be read.")
-        remember(ctx, path, stamp)
+            return ToolResult.error(f"Permission denied: {args.file_path} cannot be read.")
+
+    def _read(self, ctx: ToolContext, args: ReadInput, opened: Opened) -> ToolResult:
+        path = opened.path
+        with os.fdopen(os.dup(opened.fd), "rb") as f:
+            head = f.read(SNIFF_BYTES)
+            media_type = image_type(head)
+            if media_type is not None:
+                return self._image(ctx, opened, media_type, f, head)
+            if looks_binary(head):
+                return ToolResult.error(
+                    f"{path} is a binary file ({opened.st.st_size:,} bytes); Read shows only text and images."
+                )
+            f.seek(0)
+            result = self._text(f, head, args)
+        remember(ctx, path, opened.st)
         return result
 
     def _text(self, f: IO[bytes], head: bytes, args: ReadInput) -> ToolResult:
@@ -167,15 +172,16 @@ class Read(FileTool[ReadInput]):
         return ToolResult(text, summary=f"{len(shown)} lines")
 
     def _image(
-        self, ctx: ToolContext, path: Path, media_type: str, stamp: FileStamp, f: IO[bytes], head: bytes
+        self, ctx: ToolContext, opened: Opened, media_type: str, f: IO[bytes], head: bytes
     ) -> ToolResult:
-        if stamp.size > MAX_IMAGE_BYTES:
-            size = f"{stamp.size / 2**20:.1f} MB"
+        size = opened.st.st_size
+        if size > MAX_IMAGE_BYTES:
             return ToolResult.error(
-                f"{path} is a {size} image; images over 5 MB cannot be sent to the model."
+                f"{opened.path} is a {size / 2**20:.1f} MB image; "
+                "images over 5 MB cannot be sent to the model."
             )
         data = head + f.read()
-        remember(ctx, path, stamp)
+        remember(ctx, opened.path, opened.st)
         encoded = base64.b64encode(data).decode("ascii")
         source = Base64ImageSource(media_type=media_type, data=encoded)
         return ToolResult([ImageBlock(source=source)], summary=f"image, {len(data):,} bytes")

@@ -1,15 +1,24 @@
-"""Finding and running ripgrep for Glob and Grep."""
+"""Finding and running ripgrep for Glob and Grep.
+
+ripgrep runs inside the read-only sandbox when one can start: it then sees only what a sandboxed
+command could (credential folders are empty there, other processes' files are not there), whatever
+a concurrent command does to the folders it walks. The binary is chosen once, never from a folder
+the model's commands can write.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
-import shutil
+import shlex
 import sysconfig
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
+
+from piton.core.safety.policy import SandboxPolicy, real
+from piton.core.safety.sandbox import Launch, Sandbox, make_sandbox
 
 RG_TIMEOUT_S = 60.0
 _BASE_ARGS = ("--no-config", "--color=never", "--hidden", "--glob=!.git", "--null")
@@ -26,16 +35,29 @@ def mtime(path: str) -> float:
         return 0.0
 
 
+_SYSTEM_DIRS = ("/usr/bin", "/usr/local/bin", "/bin", "/opt/homebrew/bin")
+
+
+def _usable(candidate: Path, unsafe: tuple[Path, ...]) -> bool:
+    if not (candidate.is_file() and os.access(candidate, os.X_OK)):
+        return False
+    target = str(real(candidate))
+    return not any(target == str(root) or target.startswith(str(root).rstrip("/") + "/") for root in unsafe)
+
+
 @cache
-def rg_path() -> str:
-    """The `rg` next to this Python (the ripgrep wheel puts it there) or on PATH."""
-    beside = Path(sysconfig.get_path("scripts")) / "rg"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
-    found = shutil.which("rg")
-    if found is None:
-        raise RipgrepMissing("ripgrep (rg) is not installed: pip install ripgrep, or install it from your OS")
-    return found
+def rg_path(unsafe: tuple[Path, ...] = ()) -> str:
+    """The `rg` to run: the one the ripgrep wheel put beside this Python, else the system's, else
+    the first on PATH, skipping any that lies under `unsafe` (the folders the model's commands can
+    write, where a planted `rg` would run with Piton's rights)."""
+    scripts = [Path(sysconfig.get_path("scripts"))]
+    path_dirs = [Path(d) for d in os.environ.get("PATH", "").split(os.pathsep) if d.startswith("/")]
+    for folder in (*scripts, *map(Path, _SYSTEM_DIRS), *path_dirs):
+        if _usable(folder / "rg", unsafe):
+            return str(real(folder / "rg"))
+    raise RipgrepMissing(
+        "ripgrep (rg) is not installed outside the project: pip install ripgrep, or install it from your OS"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,30 +80,37 @@ class RgOutput:
         return out
 
 
-async def run_rg(args: list[str], cwd: Path) -> RgOutput:
+async def run_rg(
+    args: list[str], cwd: Path, *, sandbox: Sandbox | None, unsafe: tuple[Path, ...]
+) -> RgOutput:
+    """ripgrep with `args` in `cwd`: inside `sandbox` (a read-only one) when given."""
     # rg anchors globs at its working directory; from / that keeps it out of /proc and /sys
     system = ["--glob=!/proc", "--glob=!/sys"] if str(cwd) == "/" else []
-    process = await asyncio.create_subprocess_exec(
-        rg_path(),
-        *_BASE_ARGS,
-        *system,
-        *args,
-        cwd=cwd,
-        env={
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "LANG": "C.UTF-8",
-        },  # no secrets to find in /proc
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    argv = [rg_path(unsafe), *_BASE_ARGS, *system, *args]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}  # no secrets to find
+    launch = sandbox.launch("exec " + shlex.join(argv), cwd) if sandbox is not None else Launch(argv, env)
     try:
-        out, err = await asyncio.wait_for(process.communicate(), RG_TIMEOUT_S)
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
-        raise
+        process = await asyncio.create_subprocess_exec(
+            *launch.argv,
+            cwd=cwd,
+            env=launch.env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            pass_fds=launch.pass_fds,
+            preexec_fn=launch.preexec,
+        )
+        launch.started()
+        try:
+            out, err = await asyncio.wait_for(process.communicate(), RG_TIMEOUT_S)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+            raise
+    finally:
+        launch.close()
     return RgOutput(
         process.returncode or 0, out.decode("utf-8", "replace"), err.decode("utf-8", "replace").strip()
     )
@@ -94,7 +123,7 @@ def list_files(cwd: Path, limit: int) -> list[str]:
 
     try:
         done = subprocess.run(
-            [rg_path(), "--files", "--hidden", "--glob=!.git"],
+            [rg_path((real(cwd),)), "--files", "--hidden", "--glob=!.git"],
             cwd=cwd,
             capture_output=True,
             text=True,
@@ -106,3 +135,14 @@ def list_files(cwd: Path, limit: int) -> list[str]:
     except (OSError, subprocess.TimeoutExpired, RipgrepMissing):
         return []
     return sorted(done.stdout.splitlines()[:limit])
+
+
+def search_sandbox(policy: SandboxPolicy, base: Path) -> Sandbox | None:
+    """The read-only sandbox a search under `base` runs in (`base` shown there even outside the
+    project), or None: without a sandbox (danger-full-access, or none can start, when no command
+    runs either) ripgrep runs as Piton."""
+    if policy.mode == "danger-full-access":
+        return None
+    extra = () if policy.in_roots(base) else (base,)
+    sandbox = make_sandbox(replace(policy.read_only(), extra_dirs=(*policy.extra_dirs, *extra)))
+    return None if sandbox.unavailable_reason() else sandbox

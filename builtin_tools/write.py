@@ -8,13 +8,14 @@ from piton.builtin_tools.files import (
     UTF8,
     FileTool,
     decode,
+    read_existing,
     remember,
     require_fresh_read,
-    require_regular,
     unified_diff,
     writable,
 )
 from piton.core.display import FileDiff
+from piton.core.safety import pinned
 from piton.core.tools import ToolContext, ToolResult
 
 
@@ -39,31 +40,31 @@ class Write(FileTool[WriteInput]):
 
     def preview(self, args: WriteInput, ctx: ToolContext) -> str | None:
         path = writable(ctx, args.file_path)
-        before = decode(path.read_bytes())[0] if path.is_file() else ""
-        return unified_diff(path, before, args.content)
+        existing = read_existing(path)
+        return unified_diff(path, decode(existing[0])[0] if existing else "", args.content)
 
     def run_sync(self, args: WriteInput, ctx: ToolContext) -> ToolResult:
         path = writable(ctx, args.file_path)
         if path.is_dir():
             return ToolResult.error(f"{path} is a directory; give the path of a file inside it.")
-        existed = path.exists()
+        existing = read_existing(path)
         before, encoding = "", UTF8
-        if existed:
-            require_regular(path)
-            require_fresh_read(ctx, path, "overwrite")
-            before, encoding = decode(path.read_bytes())
+        if existing is not None:
+            require_fresh_read(ctx, path, existing[1], "overwrite")
+            before, encoding = decode(existing[0])
         try:
             data = encoding.encode(args.content)
         except UnicodeEncodeError:
             data = args.content.encode("utf-8")  # the old encoding cannot hold the new text
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
+            st = pinned.replace(path, data, create_parents=True)
+        except pinned.PathChanged:
+            raise
         except OSError as e:
             return ToolResult.error(f"Cannot write {path}: {e.strerror or e}")
-        remember(ctx, path)
+        remember(ctx, path, st)
         lines = args.content.count("\n") + (0 if args.content.endswith("\n") or not args.content else 1)
-        verb = "Updated" if existed else "Created"
+        verb = "Updated" if existing is not None else "Created"
         return ToolResult(
             f"{verb} {path} ({lines} lines).",
             summary=f"{verb.lower()}, {lines} lines",

@@ -125,6 +125,15 @@ def piton(
     add_dir: Annotated[
         list[Path] | None, typer.Option("--add-dir", help="Another directory the tools may use (repeatable).")
     ] = None,
+    trust_workspace: Annotated[
+        bool,
+        typer.Option(
+            "--trust-workspace",
+            "--trust",
+            help="Trust this folder for this run: its settings' allow rules and its skills' allowed-tools "
+            "take effect (for CI; the REPL asks and remembers instead).",
+        ),
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", "-v", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -145,6 +154,7 @@ def piton(
         disallowed_tools=split_rules(disallowed_tools),
         sandbox=sandbox.value if sandbox else None,
         add_dirs=[d.expanduser().resolve() for d in add_dir or []],
+        trust_workspace=trust_workspace,
     )
     if not print_mode:
         from piton.cli.repl import run_repl

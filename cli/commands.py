@@ -264,11 +264,12 @@ async def _status(c: Commands, _: str) -> None:
         sandbox = agent.context.sandbox or make_sandbox(policy)
         problem = sandbox.unavailable_reason()
         unavailable = f" (unavailable: {problem})" if problem else ""
-        sandbox_line = f"Sandbox: {policy.mode} via {sandbox.name}{unavailable}"
+        sandbox_line = f"Sandbox: {policy.mode} via {sandbox.describe()}{unavailable}"
     lines = [
         f"Piton {__version__}",
         f"Session: {runtime.log.session_id}",
         f"Directory: {c.ui.options.cwd}",
+        f"Workspace trust: {runtime.trust.describe() if runtime.trust is not None else 'not checked'}",
         f"Model: {agent.config.model}",
         f"Permission mode: {agent.gate.permissions.mode if agent.gate else 'default'}",
         sandbox_line,

@@ -73,6 +73,8 @@ _PRINT_OPTIONS: dict[str, tuple[str, ...] | None] = {
     "--disallowed-tools": (),
     "--sandbox": ("read-only", "workspace-write", "danger-full-access"),
     "--add-dir": (),
+    "--trust-workspace": None,
+    "--trust": None,
 }
 
 

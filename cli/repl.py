@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from piton.cli.commands import Commands
     from piton.cli.render import Renderer
     from piton.core.conversation.events import AgentEvent
+    from piton.core.project.trust import Trust, TrustStore
     from piton.core.providers import Provider
     from piton.core.safety.permissions import Decision, PermissionRequest
     from piton.core.tools import AnyTool
@@ -108,6 +109,7 @@ class Repl:
         self._tasks: set[asyncio.Future[None]] = set()  # commands and shell commands under way
         self._asking = asyncio.Lock()
         self._ticker: asyncio.Task[None] | None = None
+        self._trust_store: TrustStore | None = None  # the user's answers about trusting folders
 
     # -- what commands and tests see ---------------------------------------------------------------
     @property
@@ -181,7 +183,7 @@ class Repl:
             anthropic = AnthropicProvider()
             anthropic.prewarm()  # the SDK import (about a second) overlaps with the rest of loading
             provider = anthropic
-        self._console = self._make_console()
+        self._console = self._console or self._make_console()
         self.driver.renderer = Renderer(self._console, verbose=self.verbose)
         self.runtime = self._build(self.options, provider)
         self.commands = Commands(self)
@@ -190,10 +192,37 @@ class Repl:
     def _build(self, options: RunOptions, provider: Provider) -> Runtime:
         from piton.runtime import build_runtime
 
-        return build_runtime(options, provider, tools=self.tools, approver=self._approve)
+        return build_runtime(
+            options, provider, tools=self.tools, approver=self._approve, trust_store=self._trust_store
+        )
+
+    async def _trust(self) -> None:
+        """Before the session loads: when the folder's files would grant what the user was never
+        asked about (allow rules, skills' allowed-tools), say what and ask whether to trust the
+        folder. The answer is remembered in the user's state, so each folder asks once."""
+        from piton.core.project.trust import TrustStore
+
+        def examine() -> Trust:
+            from piton.runtime import workspace_trust
+
+            self._trust_store = self._trust_store or TrustStore()
+            return workspace_trust(self.options, trust_store=self._trust_store)
+
+        trust = await asyncio.to_thread(examine)
+        if not trust.pending:
+            return
+        self._console = self._console or self._make_console()
+        lines, question = trust.question()
+        for line in lines:
+            self.print_line(line, "yellow")
+        answer = (await self.ask(question)).strip().lower()
+        await asyncio.to_thread(trust.answer, answer in ("y", "yes"))
+        if self._trust_store is not None and self._trust_store.problem:
+            self.print_line(f"piton: {self._trust_store.problem}", "yellow")
 
     async def _start(self) -> None:
         try:
+            await self._trust()
             await asyncio.to_thread(self._load)
         except Exception as e:  # a session that cannot open, bad options: say so, keep the prompt
             self.print_line(f"piton: {e}", "bold red")

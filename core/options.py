@@ -21,3 +21,4 @@ class RunOptions:
     disallowed_tools: list[str] = field(default_factory=list)
     sandbox: str | None = None
     add_dirs: list[Path] = field(default_factory=list)
+    trust_workspace: bool = False  # --trust-workspace: the folder's own grants count for this run

@@ -4,7 +4,8 @@ A subagent has its own history and system prompt, the parent's sandbox, permissi
 approver, and a tool set that never includes Task. Only its final report returns to the parent;
 its events are forwarded (tagged with the Task call's id) so people can follow it, and its own
 transcript is kept next to the session's. Types: `general-purpose`, `Explore` (read-only: its
-shell runs in a read-only sandbox), and any defined in files (`piton.skills.agents` finds them).
+shell runs in a read-only sandbox, and asks as the main agent's does), and any defined in files
+(`piton.skills.agents` finds them).
 The agent itself is built by whoever assembles the session (`piton.runtime`), the same way as the
 main agent; this module decides what a type gets and runs it.
 """
@@ -66,10 +67,11 @@ def builtin_types() -> list[AgentType]:
 
 
 class ReadOnlyView(Tool[Any]):
-    """A tool shown to a read-only subagent: the same tool, treated as read-only by the permission
-    rules because its context's sandbox policy is read-only (the shell can look, not change)."""
-
-    read_only = True
+    """A tool shown to a read-only subagent: the same tool, run under the subagent's read-only
+    sandbox policy (the shell can look, not change). It keeps the inner tool's permission identity:
+    a read-only sandbox limits what a call can do, not what the user agreed to, so Bash still asks,
+    honours allow rules, and in plan mode is asked about only for lines that only look. What may run
+    side by side is the inner tool's call, judged under that read-only policy."""
 
     def __init__(self, inner: AnyTool) -> None:
         self.inner = inner
@@ -77,6 +79,7 @@ class ReadOnlyView(Tool[Any]):
         self.description = inner.description + "\nHere it runs in a read-only sandbox."
         self.input_model = inner.input_model
         self.kind = inner.kind
+        self.read_only = inner.read_only
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
         return await self.inner.run(args, ctx)
@@ -84,13 +87,19 @@ class ReadOnlyView(Tool[Any]):
     def rule_content(self, args: Any, ctx: ToolContext) -> str | None:
         return self.inner.rule_content(args, ctx)
 
+    def is_read_only(self, args: Any, ctx: ToolContext) -> bool:
+        return self.inner.is_read_only(args, ctx)
+
     def is_concurrency_safe(self, args: Any, ctx: ToolContext) -> bool:
         return self.inner.is_concurrency_safe(args, ctx)  # under a read-only policy, as the inner tool knows
+
+    def preview(self, args: Any, ctx: ToolContext) -> str | None:
+        return self.inner.preview(args, ctx)
 
 
 def tools_for(agent_type: AgentType, tools: Sequence[AnyTool]) -> list[AnyTool]:
     """The parent's tools a subagent of `agent_type` gets: never Task or Skill, only those its type
-    names, and each seen as read-only when the type is."""
+    names, and each shown as running in a read-only sandbox when the type is read-only."""
     usable = [t for t in tools if t.name not in _NOT_FOR_SUBAGENTS]
     if agent_type.tools is not None:
         usable = [t for t in usable if t.name in agent_type.tools]

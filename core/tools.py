@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from piton.core.activation import Activation
 from piton.core.conversation.messages import ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from piton.core.display import Display
+from piton.core.safety.lock import CommandLock
 from piton.core.safety.policy import SandboxPolicy
 from piton.core.safety.sandbox import Sandbox
 
@@ -76,6 +77,7 @@ class ToolContext:
     sandbox: Sandbox | None = None
     state: dict[str, Any] = field(default_factory=dict)
     record: Callable[..., None] = _no_record
+    lock: CommandLock = field(default_factory=CommandLock)  # shared by a session's main agent and subagents
 
 
 class Tool(ABC, Generic[InputT]):
@@ -201,11 +203,11 @@ class ToolRegistry:
         if call.answer is not None:
             return call.answer
         assert call.tool is not None and call.args is not None
-        if gate is not None:
-            refusal = await gate(call)
-            if refusal is not None:
-                return refusal
         try:
+            if gate is not None:
+                refusal = await gate(call)
+                if refusal is not None:
+                    return refusal
             return await call.tool.run(call.args, ctx)
         except asyncio.CancelledError:
             raise

@@ -68,6 +68,7 @@ class AgentFactory:
             session_id=agent_id,
             policy=policy,
             record=transcript.record if transcript is not None else parent.context.record,
+            lock=parent.context.lock,
         )
         model = resolve_alias(agent_type.model) if agent_type.model else parent.config.model
         same_model = model == parent.config.model

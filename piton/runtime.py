@@ -1,7 +1,7 @@
 """The composition root: a ready session (`Runtime`) from what the user asked for — settings, model,
-session log, tools, skills, subagent types, project memory, system prompt, sandbox policy and
-permissions. The terminal, `-p` and the library API all start here; agents themselves are built
-by `piton.factory`."""
+session log, tools, skills, subagent types, project memory, system prompt, sandbox policy,
+workspace trust and permissions. The terminal, `-p` and the library API all start here; agents
+themselves are built by `piton.factory`."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ from piton.core.conversation.messages import ContentBlock, Message
 from piton.core.conversation.session import SessionLog, SessionStore, state_dir
 from piton.core.models import DEFAULT_MODEL, resolve_alias
 from piton.core.options import RunOptions
-from piton.core.project.settings import Settings, load_settings
+from piton.core.project.settings import MODE_STRICTNESS, SANDBOX_STRICTNESS, Settings, load_settings
 from piton.core.project.system_prompt import build_system_prompt, environment_section
+from piton.core.project.trust import Grant, Trust, TrustStore, decide
 from piton.core.providers import Provider
 from piton.core.safety.permissions import (
     PERMISSION_MODES,
@@ -31,13 +32,14 @@ from piton.core.safety.permissions import (
 )
 from piton.core.safety.policy import SANDBOX_MODES, PolicyError, SandboxPolicy, real
 from piton.core.safety.sandbox import make_sandbox
+from piton.core.safety.sandbox.limits import configure as configure_limits
 from piton.core.subagents import AgentType, SubagentRunner
 from piton.core.tools import AnyTool, ToolContext, ToolResult
 from piton.factory import AgentFactory, subagent_directory
 
 if TYPE_CHECKING:
     from piton.core.project.memory import Memory
-    from piton.skills.catalog import Catalog
+    from piton.skills.catalog import Catalog, Skill
 
 
 class SetupError(Exception):
@@ -55,6 +57,7 @@ class Runtime:
     catalog: Catalog | None = None  # skills and custom commands
     memory: Memory | None = None  # the AGENTS.md / CLAUDE.md files loaded
     agent_types: dict[str, AgentType] = field(default_factory=dict)
+    trust: Trust | None = None  # what the folder's own files may grant
 
     async def run_shell(self, command: str) -> ToolResult:
         """A command the user typed (`!cmd`), run in the session's sandbox like the model's
@@ -94,19 +97,31 @@ def _valid_rules(texts: list[str], where: str, notices: list[str]) -> list[str]:
     return good
 
 
-def _permissions(options: RunOptions, settings: Settings, notices: list[str]) -> Permissions:
-    mode = options.permission_mode or settings.default_mode or "default"
-    if mode not in PERMISSION_MODES:
-        if options.permission_mode:
-            raise SetupError(f"unknown permission mode {mode!r} (one of {', '.join(PERMISSION_MODES)})")
-        notices.append(f"ignored the settings' permission mode {mode!r}")
-        mode = "default"
+def _permissions(options: RunOptions, settings: Settings, trust: Trust, notices: list[str]) -> Permissions:
+    """The rules of the user's files and flags, the project's deny and ask rules, and the project's
+    allow rules that the folder's trust covers; the mode the user chose, or a stricter one the
+    project asks for."""
+    if options.permission_mode is not None and options.permission_mode not in PERMISSION_MODES:
+        raise SetupError(
+            f"unknown permission mode {options.permission_mode!r} (one of {', '.join(PERMISSION_MODES)})"
+        )
+    mode = settings.narrowed(
+        ("permissions", "defaultMode"), MODE_STRICTNESS, options.permission_mode, "default"
+    )
     for text in [*options.allowed_tools, *options.disallowed_tools]:
         try:
             Rule.parse(text)
         except ValueError as e:
             raise SetupError(str(e)) from e
-    allow = [*_valid_rules(settings.rules("allow"), "settings", notices), *options.allowed_tools]
+    # a broken rule is noted whether or not the folder is trusted
+    valid = _valid_rules(settings.rules("allow"), "settings", notices)
+    user = settings.rules("allow", trusted_only=True)
+    granted = [
+        rule
+        for path, rule in settings.project_rules("allow")
+        if rule in valid and trust.honours(_rule_grant(options.cwd, path, rule))
+    ]
+    allow = [*(r for r in user if r in valid), *granted, *options.allowed_tools]
     ask = _valid_rules(settings.rules("ask"), "settings", notices)
     deny = [*_valid_rules(settings.rules("deny"), "settings", notices), *options.disallowed_tools]
     return Permissions.from_texts(mode, allow, ask, deny, project=options.cwd)  # type: ignore[arg-type]
@@ -123,9 +138,9 @@ def _policy(
 ) -> SandboxPolicy:
     """The sandbox policy. Piton's own state (other sessions' transcripts) is private, except this
     session's stored tool results, which the model is told to read."""
-    mode = options.sandbox or settings.sandbox_mode or "workspace-write"
-    if mode not in SANDBOX_MODES:
-        raise SetupError(f"unknown sandbox mode {mode!r} (one of {', '.join(SANDBOX_MODES)})")
+    if options.sandbox is not None and options.sandbox not in SANDBOX_MODES:
+        raise SetupError(f"unknown sandbox mode {options.sandbox!r} (one of {', '.join(SANDBOX_MODES)})")
+    mode = settings.narrowed(("sandbox", "mode"), SANDBOX_STRICTNESS, options.sandbox, "workspace-write")
     dirs = [
         *options.add_dirs,
         *(options.cwd / Path(os.path.expanduser(d)) for d in settings.additional_directories),
@@ -140,7 +155,7 @@ def _policy(
     ]
     deny = [str(r) for r in permissions.deny]
     return SandboxPolicy.create(
-        mode,
+        mode,  # type: ignore[arg-type]
         options.cwd,
         dirs,
         network=settings.network,
@@ -148,6 +163,7 @@ def _policy(
         read_denied=_read_globs(permissions, deny),
         private_paths=[state_dir()],
         shared_dirs=shared,
+        extra_credentials=settings.credential_paths,
     )
 
 
@@ -183,6 +199,53 @@ def _open_session(
     return _Session(log or store.create(options.cwd, model), history, model, records)
 
 
+def _where(cwd: Path, path: Path) -> str:
+    """A file as the trust question shows it (and the store remembers it): relative to the folder
+    when inside it."""
+    for base in (cwd, real(cwd)):
+        if path.is_relative_to(base):
+            return str(path.relative_to(base))
+    return str(path)
+
+
+def _rule_grant(cwd: Path, path: Path, rule: str) -> Grant:
+    return Grant(_where(cwd, path), f"allow {rule}")
+
+
+def _skill_grant(cwd: Path, skill: Skill) -> Grant:
+    return Grant(
+        _where(cwd, skill.path), f"{skill.kind} {skill.name}: allowed-tools {', '.join(skill.allowed_tools)}"
+    )
+
+
+def workspace_trust(
+    options: RunOptions,
+    *,
+    settings: Settings | None = None,
+    catalog: Catalog | None = None,
+    trust_store: TrustStore | None = None,
+) -> Trust:
+    """What the folder's own files would grant — the project settings' allow rules, the project
+    skills' and commands' allowed-tools — and which of it the user's trust covers."""
+    from piton.skills.catalog import discover
+
+    settings = settings if settings is not None else load_settings(options.cwd)
+    catalog = catalog if catalog is not None else discover(options.cwd)
+    grants = [
+        _rule_grant(options.cwd, path, rule)
+        for path, rule in settings.project_rules("allow")
+        if _valid_rules([rule], "settings", [])
+    ]
+    grants += [_skill_grant(options.cwd, skill) for skill in catalog.granting()]
+    return decide(
+        options.cwd,
+        grants,
+        trusted_folders=settings.trusted_folders,
+        store=trust_store,
+        flag=options.trust_workspace,
+    )
+
+
 def build_runtime(
     options: RunOptions,
     provider: Provider,
@@ -190,22 +253,29 @@ def build_runtime(
     store: SessionStore | None = None,
     tools: list[AnyTool] | None = None,
     approver: Approver | None = None,
+    trust_store: TrustStore | None = None,
 ) -> Runtime:
-    """Raises `SessionError` for a session that cannot be opened, `SetupError` for bad options."""
+    """Raises `SessionError` for a session that cannot be opened, `SetupError` for bad options.
+    Trust comes from `trust_store` (the user's answers; the REPL asks before it builds)."""
     from piton.core.project.memory import load_memory
     from piton.skills.agents import discover_agent_types
     from piton.skills.catalog import discover
 
     settings = load_settings(options.cwd)
+    catalog = discover(options.cwd)
+    trust = workspace_trust(options, settings=settings, catalog=catalog, trust_store=trust_store)
+    catalog.granted = {s.path for s in catalog.granting() if trust.honours(_skill_grant(options.cwd, s))}
     notices = list(settings.warnings)
-    permissions = _permissions(options, settings, notices)
+    if (ignored := trust.notice()) is not None:
+        notices.append(ignored)
+    permissions = _permissions(options, settings, trust, notices)
     session = _open_session(options, settings, store or SessionStore(), notices)
     log = session.log
     results = SessionStore.session_dir(log) / "tool-results"
-    catalog = discover(options.cwd)
     agent_types, type_warnings = discover_agent_types(options.cwd)
     shared = [s.directory for s in catalog.skills.values() if s.directory is not None and s.source == "user"]
     policy = _policy(options, settings, permissions, results, shared)
+    notices += configure_limits(settings.sandbox_limits)  # before any sandbox is made (the git probe)
     memory = load_memory(options.cwd, refuse=_import_refusal(policy))
     notices += [*catalog.warnings, *type_warnings, *memory.warnings]
     threshold = settings.compact_threshold
@@ -236,7 +306,7 @@ def build_runtime(
         tool.restore(context, session.records)
     agent = factory.build(config, tool_list, context, gate=gate, transcript=log, history=session.history)
     main.append(agent)
-    return Runtime(agent, log, notices, catalog=catalog, memory=memory, agent_types=agent_types)
+    return Runtime(agent, log, notices, catalog=catalog, memory=memory, agent_types=agent_types, trust=trust)
 
 
 def _agent_config(

@@ -9,13 +9,15 @@ found wins for a name:
 2. the user: the same folders under `~/.piton/` and `~/.claude/`;
 3. the skills that ship with Piton.
 
-A file that cannot be used is skipped with one warning naming it and the problem.
+A file that cannot be used is skipped with one warning naming it and the problem. Each skill keeps
+where it came from: the `allowed-tools` of the project's skills and commands grant only what the
+folder's trust covers (`granted`); the user's own and the bundled ones always grant.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -132,6 +134,8 @@ class Catalog:
     skills: dict[str, Skill] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     shadowed: list[tuple[Skill, Skill]] = field(default_factory=list)  # (hidden, the one used)
+    # the project's skills and commands (by file) whose allowed-tools the folder's trust covers
+    granted: set[Path] = field(default_factory=set)
 
     def add(self, skill: Skill) -> None:
         winner = self.skills.get(skill.name)
@@ -149,6 +153,18 @@ class Catalog:
     def for_user(self) -> list[Skill]:
         return [s for s in self.skills.values() if s.user_invocable]
 
+    def granting(self) -> list[Skill]:
+        """The project's skills and commands that name allowed-tools: what trusting the folder grants."""
+        return [s for s in self.skills.values() if s.source == "project" and s.allowed_tools]
+
+    def grants(self, skill: Skill) -> bool:
+        """Whether `skill`'s allowed-tools take effect when it loads."""
+        return skill.source != "project" or skill.path in self.granted
+
+    def _activate(self, skill: Skill, args: str) -> Activation:
+        activation = skill.activate(args)
+        return activation if self.grants(skill) else replace(activation, allowed_tools=())
+
     def activate(self, name: str, args: str) -> Activation:
         """For the Skill tool: the model may load only what is listed to it."""
         skill = self.get(name)
@@ -156,7 +172,7 @@ class Catalog:
             listed = ", ".join(s.name for s in self.for_model()) or "none"
             hint = " (only the user may start it, with /" + name + ")" if skill is not None else ""
             raise SkillError(f"There is no skill '{name}' for you to load{hint}. Available: {listed}.")
-        return skill.activate(args)
+        return self._activate(skill, args)
 
     def invocation(self, line: str) -> Activation | None:
         """The activation for a typed `/name args`, if `name` is a skill or command the user may start."""
@@ -166,7 +182,7 @@ class Catalog:
         skill = self.skills.get(match.group(1))
         if skill is None or not skill.user_invocable:
             return None
-        return skill.activate(match.group(2))
+        return self._activate(skill, match.group(2))
 
     def prompt_section(self) -> str:
         """What the system prompt says about skills: how to use them, and the listing."""

@@ -26,21 +26,40 @@ def build(project: Path, provider: ScriptedProvider | None = None, **options: An
     return build_runtime(RunOptions(cwd=project, **options), provider or ScriptedProvider(), tools=[])
 
 
-def test_rules_add_up_across_settings_files_and_flags(project: Path) -> None:
+def test_rules_add_up_across_settings_files_and_flags_in_a_trusted_folder(project: Path) -> None:
     settings(
         Path.home() / ".piton" / "settings.json",
-        {"permissions": {"allow": ["Bash(git status)"], "deny": ["Bash(rm:*)"]}},
+        {
+            "permissions": {"allow": ["Bash(git status)"], "deny": ["Bash(rm:*)"]},
+            "trustedFolders": [str(project)],
+        },
     )
     settings(
         project / ".piton" / "settings.json",
-        {"permissions": {"allow": ["Bash(npm test:*)"], "defaultMode": "acceptEdits"}},
+        {"permissions": {"allow": ["Bash(npm test:*)"], "defaultMode": "plan"}},
     )
     runtime = build(project, allowed_tools=["Edit"], disallowed_tools=["Bash(curl:*)"])
     permissions = runtime.agent.gate.permissions
     assert [str(r) for r in permissions.allow] == ["Bash(git status)", "Bash(npm test:*)", "Edit"]
     assert [str(r) for r in permissions.deny] == ["Bash(rm:*)", "Bash(curl:*)"]
-    assert permissions.mode == "acceptEdits"
-    assert build(project, permission_mode="plan").agent.gate.permissions.mode == "plan"
+    assert permissions.mode == "plan", "a project may narrow the mode"
+    assert runtime.trust is not None and runtime.trust.how == "setting"
+
+
+def test_an_untrusted_folder_keeps_its_deny_and_ask_rules_and_grants_nothing(project: Path) -> None:
+    settings(
+        project / ".piton" / "settings.json",
+        {"permissions": {"allow": ["Bash(npm test:*)"], "ask": ["Edit"], "deny": ["Bash(rm:*)"]}},
+    )
+    runtime = build(project, allowed_tools=["Read"])
+    permissions = runtime.agent.gate.permissions
+    assert [str(r) for r in permissions.allow] == ["Read"]
+    assert ([str(r) for r in permissions.ask], [str(r) for r in permissions.deny]) == (
+        ["Edit"],
+        ["Bash(rm:*)"],
+    )
+    [notice] = [n for n in runtime.notices if "not trusted" in n]
+    assert ".piton/settings.json: allow Bash(npm test:*)" in notice and "--trust-workspace" in notice
 
 
 def test_bad_rules_in_settings_are_skipped_with_a_notice_and_bad_flags_refused(project: Path) -> None:
@@ -49,8 +68,9 @@ def test_bad_rules_in_settings_are_skipped_with_a_notice_and_bad_flags_refused(p
         {"permissions": {"allow": ["Bash(", "Read"], "defaultMode": "yolo"}},
     )
     runtime = build(project)
-    assert [str(r) for r in runtime.agent.gate.permissions.allow] == ["Read"]
+    assert [str(r) for r in runtime.agent.gate.permissions.allow] == [], "the folder is not trusted"
     assert any("Bash(" in n for n in runtime.notices) and any("yolo" in n for n in runtime.notices)
+    assert runtime.agent.gate.permissions.mode == "default"
     with pytest.raises(SetupError, match="not a permission rule"):
         build(project, allowed_tools=["Bash("])
 
@@ -63,7 +83,11 @@ def test_sandbox_settings_and_added_directories(project: Path, tmp_path: Path) -
     policy = build(project, add_dirs=[extra]).agent.context.policy
     assert policy is not None
     assert (policy.mode, policy.network, policy.extra_dirs) == ("read-only", True, (extra.resolve(),))
-    assert build(project, sandbox="danger-full-access").agent.context.policy.mode == "danger-full-access"  # type: ignore[union-attr]
+    narrowed = build(project, sandbox="danger-full-access")
+    assert narrowed.agent.context.policy.mode == "read-only"  # type: ignore[union-attr]
+    assert ".piton/settings.json narrows sandbox.mode to 'read-only' (you chose 'danger-full-access')" in (
+        narrowed.notices
+    )
     with pytest.raises(SetupError, match="not a directory"):
         build(project, add_dirs=[tmp_path / "missing"])
 
@@ -89,6 +113,7 @@ def test_project_settings_cannot_widen_the_sandbox(project: Path, tmp_path: Path
     assert runtime.agent.gate.permissions.mode == "default"
     ignored = [n for n in runtime.notices if n.startswith("ignored ")]
     assert len(ignored) == 4 and all("only ~/.piton/settings.json" in n for n in ignored)
+    assert any("sandbox.mode='danger-full-access'" in n and "never widen" in n for n in ignored)
 
 
 def test_the_users_own_settings_may_widen_it(project: Path) -> None:

@@ -3,7 +3,9 @@
 Later files override earlier ones key by key, except permission rules and added directories, which
 add up across files (as Claude Code's do). A file or value that cannot be used is skipped with a
 warning; it never stops Piton from starting. Project files come with the code (anyone who can
-commit can write them), so what would widen the sandbox is taken from the user's own file only.
+commit can write them): what would widen the sandbox is taken from the user's own file only; the
+sandbox mode and the permission mode are the user's choice, which a project may narrow and never
+widen; and the project's allow rules grant only in a folder the user trusts (`core/project/trust`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ from typing import Any
 
 def user_config_dir() -> Path:
     return Path.home() / ".piton"
+
+
+# Values from the strictest to the widest: a project may move the user's choice left, never right.
+SANDBOX_STRICTNESS = ("read-only", "workspace-write", "danger-full-access")
+MODE_STRICTNESS = ("plan", "default", "acceptEdits", "bypassPermissions")
 
 
 def settings_files(cwd: Path) -> list[Path]:
@@ -33,8 +40,10 @@ def _at(layer: dict[str, Any], keys: tuple[str, ...]) -> Any:
 @dataclass(slots=True)
 class Settings:
     layers: list[dict[str, Any]] = field(default_factory=list)  # one per file read, lowest precedence first
-    trusted: list[bool] = field(default_factory=list)  # per layer: the user's own file
+    # per layer: the user's own file (`trusted_only` reads only it); project files are the others
+    trusted: list[bool] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    paths: list[Path] = field(default_factory=list)  # per layer: the file it was read from
 
     def _last(self, *keys: str, trusted_only: bool = False) -> Any:
         """The value at `keys` in the last file that sets it."""
@@ -60,7 +69,7 @@ class Settings:
             if not trusted and value is not None and widens(value):
                 self.warnings.append(
                     f"ignored {'.'.join(keys)}={value!r} from the project's settings: only "
-                    "~/.piton/settings.json or a command-line flag may widen what the sandbox allows"
+                    "~/.piton/settings.json or a command-line flag may widen what Piton may do"
                 )
 
     @property
@@ -81,24 +90,70 @@ class Settings:
         """Permission rules of one behavior (allow, ask, deny) from every file."""
         return self._all("permissions", behavior, trusted_only=trusted_only)
 
+    def project_rules(self, behavior: str) -> list[tuple[Path, str]]:
+        """The project files' rules of one behavior, each with the file that names it."""
+        out: list[tuple[Path, str]] = []
+        for layer, trusted, path in zip(self.layers, self.trusted, self._paths(), strict=True):
+            value = _at(layer, ("permissions", behavior))
+            if not trusted and isinstance(value, list):
+                out += [(path, v) for v in value if isinstance(v, str)]
+        return out
+
+    def _paths(self) -> list[Path]:
+        return self.paths if len(self.paths) == len(self.layers) else [Path("settings")] * len(self.layers)
+
+    def _warn(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)
+
+    def narrowed(self, keys: tuple[str, str], order: tuple[str, ...], flag: str | None, default: str) -> str:
+        """A setting whose values run from strictest to widest (`order`): the user's choice (`flag`,
+        else the user's file, else `default`), narrowed by the project's files when they ask for
+        something stricter, never widened by them. An ignored project value is noted once."""
+        name = ".".join(keys)
+        user = flag
+        if user is None:
+            value = self._last(*keys, trusted_only=True)
+            if value is not None and value not in order:
+                self._warn(f"ignored {name}={value!r} in ~/.piton/settings.json (one of {', '.join(order)})")
+            user = value if value in order else None
+        chosen = user or default
+        asked: tuple[str, Path] | None = None  # the project's value, by the files' own precedence
+        for layer, trusted, path in zip(self.layers, self.trusted, self._paths(), strict=True):
+            value = _at(layer, keys)
+            if trusted or value is None:
+                continue
+            if value in order:
+                asked = (value, path)
+            else:
+                self._warn(f"ignored {name}={value!r} in {_shown(path)} (one of {', '.join(order)})")
+        if asked is None:
+            return chosen
+        value, path = asked
+        if order.index(value) < order.index(chosen):
+            if user is not None:
+                self._warn(f"{_shown(path)} narrows {name} to {value!r} (you chose {chosen!r})")
+            return value
+        if order.index(value) > order.index(chosen):
+            self._warn(
+                f"ignored {name}={value!r} from {_shown(path)}: a project's settings may narrow your "
+                f"choice ({chosen!r}), never widen it; only ~/.piton/settings.json or a command-line "
+                "flag may widen it"
+            )
+        return chosen
+
     @property
-    def default_mode(self) -> str | None:
-        user = self._last("permissions", "defaultMode", trusted_only=True)
-        value = self._last("permissions", "defaultMode")
-        if value == "bypassPermissions" and user != value:
-            value = user
-        return value if isinstance(value, str) else None
+    def trusted_folders(self) -> list[str]:
+        """`"trustedFolders"` in the user's own file: folders whose files may grant (paths or globs)."""
+        found = self._all("trustedFolders", trusted_only=True)
+        for entry in found:
+            if not entry.strip().startswith(("/", "~")):
+                self._warn(f"ignored trustedFolders entry {entry!r}: use an absolute path or ~/…")
+        return [e for e in found if e.strip().startswith(("/", "~"))]
 
     @property
     def additional_directories(self) -> list[str]:
         return self._all("permissions", "additionalDirectories", trusted_only=True)
-
-    @property
-    def sandbox_mode(self) -> str | None:
-        value = self._last("sandbox", "mode")
-        if value == "danger-full-access":
-            value = self._last("sandbox", "mode", trusted_only=True)
-        return value if isinstance(value, str) else None
 
     @property
     def network(self) -> bool:
@@ -143,11 +198,29 @@ class Settings:
         return found[0], found[1]
 
     def check_project_files(self) -> None:
-        """Note each widening value a project file tried to set (they are ignored)."""
-        self._widening(("sandbox", "mode"), lambda v: v == "danger-full-access")
+        """Note each widening value a project file tried to set (they are ignored). The sandbox and
+        permission modes are judged against the user's choice (`narrowed`)."""
         self._widening(("sandbox", "network"), lambda v: v is True)
-        self._widening(("permissions", "defaultMode"), lambda v: v == "bypassPermissions")
         self._widening(("permissions", "additionalDirectories"), lambda v: bool(v))
+        self._widening(("trustedFolders",), lambda v: bool(v))
+
+    @property
+    def credential_paths(self) -> list[str]:
+        """`"sandbox": {"credentialPaths": ["~/.company-token"]}`: more places under each home that
+        the model's tools never read, from every file (a project may hide more, never less)."""
+        return [p for p in self._all("sandbox", "credentialPaths") if p.strip().strip("~/")]
+
+    @property
+    def sandbox_limits(self) -> dict[str, Any]:
+        """`"sandbox": {"limits": {...}}`, from the user's own file only: a project cannot loosen
+        them (`piton.core.safety.sandbox.limits` reads the values)."""
+        value = self._last("sandbox", "limits", trusted_only=True)
+        return value if isinstance(value, dict) else {}
+
+
+def _shown(path: Path) -> str:
+    """A settings file as people know it: `.piton/settings.json`."""
+    return f"{path.parent.name}/{path.name}"
 
 
 def load_settings(cwd: Path) -> Settings:
@@ -165,5 +238,6 @@ def load_settings(cwd: Path) -> Settings:
             continue
         settings.layers.append(data)
         settings.trusted.append(index == 0)
+        settings.paths.append(path)
     settings.check_project_files()
     return settings

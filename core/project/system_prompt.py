@@ -11,7 +11,7 @@ from importlib.resources import files
 from pathlib import Path
 from string import Template
 
-from piton.core.safety.sandbox import BASH, Sandbox
+from piton.core.safety.sandbox import BASH, Launch, Sandbox
 
 _GIT_TIMEOUT_S = 2.0
 _MAX_STATUS_LINES = 40
@@ -30,24 +30,28 @@ def _git_outputs(cwd: Path, sandbox: Sandbox | None) -> tuple[str, str] | None:
     log = shlex.join(["git", *_HARDENED, "log", "--oneline", "-n", "5"])
     script = f"{status} && printf '\\036' && {{ {log} || true; }}"
     if sandbox is not None and sandbox.unavailable_reason() is None:
-        argv, env = sandbox.command(script, cwd), sandbox.env()
+        launch = sandbox.launch(script, cwd)
     else:
-        argv, env = [*BASH, script], None
+        launch = Launch([*BASH, script])
     try:
         done = subprocess.run(
-            argv,
+            launch.argv,
             cwd=cwd,
-            env=env,
+            env=launch.env,
             capture_output=True,
             text=True,
             timeout=_GIT_TIMEOUT_S,
             stdin=subprocess.DEVNULL,
+            pass_fds=launch.pass_fds,
+            preexec_fn=launch.preexec,
             check=False,
         )
     except subprocess.TimeoutExpired as e:
         raise _GitUnavailable(f"git status took over {_GIT_TIMEOUT_S:g} s") from e
     except OSError as e:
         raise _GitUnavailable(f"git could not run ({e.strerror or e})") from e
+    finally:
+        launch.close()
     if done.returncode == 127:
         raise _GitUnavailable("git could not run (not installed)")
     if done.returncode != 0 or _SEPARATOR not in done.stdout:

@@ -2,9 +2,12 @@
 
 Inside a writable project, git's hooks and config and the settings files must not change: a hook
 runs at the user's next commit, a config can name a program for any git command, and settings grant
-permissions. The sandbox binds the existing ones read-only and pins the folders that hold them (a
-mount point cannot be renamed). What it cannot pin — files that do not exist yet, symlinks — is
-snapshotted before each command and put back after it.
+permissions. The same goes for a hooks folder `core.hooksPath` names and every config file an
+`include` pulls in. The sandbox binds the existing ones read-only and pins the folders that hold
+them, and the git directory itself, in place (a mount point cannot be renamed). What it cannot pin —
+files that do not exist yet, symlinks — is snapshotted, content and all, before each command and
+put back after it. Commands that can write run one at a time (the session's command lock), so one
+command's snapshot never sees another's half-done work.
 """
 
 from __future__ import annotations
@@ -12,47 +15,25 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from piton.core.safety import gitconfig, pinned
+from piton.core.safety.gitconfig import git_dirs
 from piton.core.safety.policy import SETTINGS_DIRS, SETTINGS_FILES, SandboxPolicy, real
 
 _GIT_PROTECTED = ("hooks", "config", "commondir", "modules", "worktrees", "config.worktree")
 GUARDED_DIRS = (".git", *SETTINGS_DIRS)
 _LEFT_TO_GIT = ("modules", "worktrees")  # folders git itself creates: pinned when present, never removed
+_MAX_KEPT_BYTES = 1 << 20  # guarded files are small; a bigger one is compared by its status only
 
 
-def _gitfile_target(gitfile: Path) -> Path | None:
-    """The directory a `.git` file (worktrees, submodules, --separate-git-dir) points to."""
-    try:
-        first = gitfile.read_text(encoding="utf-8", errors="replace").splitlines()[0]
-    except (OSError, IndexError):
-        return None
-    if not first.startswith("gitdir:"):
-        return None
-    target = Path(first.removeprefix("gitdir:").strip())
-    return real(target if target.is_absolute() else gitfile.parent / target)
-
-
-def git_dirs(root: Path) -> list[Path]:
-    """The git directories a repository at `root` uses: `.git` (a folder, a symlink or a gitfile's
-    target) and the common directory it names."""
-    dot_git = root / ".git"
-    if dot_git.is_file():
-        first = _gitfile_target(dot_git)
-    elif dot_git.is_dir():
-        first = real(dot_git)
-    else:
+def code_paths(policy: SandboxPolicy) -> list[Path]:
+    """Hooks folders and included git config files that lie in a project root."""
+    if policy.mode != "workspace-write":
         return []
-    if first is None:
-        return []
-    dirs = [first]
-    common = first / "commondir"
-    with contextlib.suppress(OSError):
-        if common.is_file():
-            named = Path(common.read_text(encoding="utf-8", errors="replace").strip())
-            dirs.append(real(named if named.is_absolute() else first / named))
-    return dirs
+    return [p for p in gitconfig.code_paths(policy.roots, policy.home) if policy.in_roots(p)]
 
 
 def protected_paths(policy: SandboxPolicy) -> list[Path]:
@@ -66,7 +47,22 @@ def protected_paths(policy: SandboxPolicy) -> list[Path]:
         for git_dir in git_dirs(root) or [root / ".git"]:
             paths += [git_dir / name for name in _GIT_PROTECTED]
         paths += [root / d / f for d in SETTINGS_DIRS for f in SETTINGS_FILES]
-    return paths
+    return paths + code_paths(policy)
+
+
+def pinned_dirs(policy: SandboxPolicy) -> list[Path]:
+    """Folders the sandbox binds onto themselves in a writable root, so that no command can rename
+    or replace them: `.git`, `.piton` and `.claude` at each root, and each git directory (which a
+    `.git` symlink or gitfile may place elsewhere in the project)."""
+    if policy.mode != "workspace-write":
+        return []
+    folders: list[Path] = []
+    for root in policy.roots:
+        folders += [
+            root / name for name in GUARDED_DIRS if (root / name).is_dir() and not (root / name).is_symlink()
+        ]
+        folders += [d for d in git_dirs(root) if d.is_dir() and policy.in_roots(d) and d not in folders]
+    return folders
 
 
 def prepare(policy: SandboxPolicy) -> None:
@@ -86,16 +82,27 @@ def prepare(policy: SandboxPolicy) -> None:
 class _State:
     kind: str  # missing | symlink | file | dir
     link: str = ""
+    content: bytes | None = None  # a file's bytes (None for a big one, compared by `status`)
+    status: str = ""
 
 
 def _state(path: Path) -> _State:
     try:
-        path.lstat()
+        st = path.lstat()
     except OSError:
         return _State("missing")
-    if os.path.islink(path):
+    if stat.S_ISLNK(st.st_mode):
         return _State("symlink", os.readlink(path))
-    return _State("dir" if path.is_dir() else "file")
+    if stat.S_ISDIR(st.st_mode):
+        return _State("dir")
+    status = f"{st.st_mode}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+    if st.st_size > _MAX_KEPT_BYTES or not stat.S_ISREG(st.st_mode):
+        return _State("file", status=status)
+    try:
+        with pinned.opened(real(path.parent) / path.name) as fd:
+            return _State("file", content=pinned.read_all(fd))
+    except OSError:
+        return _State("file", status=status)
 
 
 def _remove(path: Path) -> None:
@@ -115,6 +122,29 @@ def _parents_unchanged(path: Path) -> bool:
 @dataclass(slots=True)
 class Snapshot:
     states: dict[Path, _State] = field(default_factory=dict)  # shallow paths first
+    deep_settings: set[Path] = field(default_factory=set)  # settings files below the roots
+    roots: tuple[Path, ...] = ()  # where deep_settings was looked for (none: not looked)
+
+
+def deep_settings(roots: tuple[Path, ...]) -> set[Path]:
+    """The settings files anywhere below the project roots (`sub/.piton/settings.json`): a session
+    started in that folder would read them. One pass over the tree's folders, `.git` skipped."""
+    found: set[Path] = set()
+    stack = list(roots)
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = os.scandir(folder)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                if not entry.is_dir(follow_symlinks=False) or entry.name == ".git":
+                    continue
+                if entry.name in SETTINGS_DIRS and folder not in roots:
+                    found.update(p for f in SETTINGS_FILES if os.path.lexists(p := Path(entry.path) / f))
+                stack.append(Path(entry.path))
+    return found
 
 
 def snapshot(policy: SandboxPolicy) -> Snapshot:
@@ -131,12 +161,22 @@ def snapshot(policy: SandboxPolicy) -> Snapshot:
         paths += [root / d / f for d in SETTINGS_DIRS for f in SETTINGS_FILES]
         for path in paths:
             snap.states[path] = _state(path)
+    for path in code_paths(policy):
+        snap.states.setdefault(path, _state(path))
+    snap.roots = policy.roots
+    snap.deep_settings = deep_settings(policy.roots)
+    for path in sorted(snap.deep_settings):
+        snap.states.setdefault(path, _state(path))
     return snap
 
 
 def restore(before: Snapshot) -> list[str]:
     """Put back each guarded path a command changed; say what was done."""
     notes = []
+    for path in sorted(deep_settings(before.roots) - before.deep_settings):
+        if _parents_unchanged(path):
+            _remove(path)
+            notes.append(f"(Removed {path}: the command created it, and settings files are protected.)")
     for path, was in before.states.items():
         now = _state(path)
         if now == was:
@@ -153,4 +193,10 @@ def restore(before: Snapshot) -> list[str]:
             with contextlib.suppress(OSError):
                 path.symlink_to(was.link)
             notes.append(f"(Restored {path} -> {was.link}: it is protected from changes.)")
+        elif was.kind == "file" and was.content is not None and now.kind != "dir":
+            if now.kind == "symlink":
+                _remove(path)
+            with contextlib.suppress(OSError):
+                pinned.replace(path, was.content)
+                notes.append(f"(Restored {path}: the command changed it, and it is protected from changes.)")
     return notes

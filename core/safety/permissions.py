@@ -3,7 +3,10 @@
 Rules read `Tool` or `Tool(specifier)`: `Bash(npm run test:*)` (a command prefix), `Bash(git * main)`
 (a wildcard), `Read(./secrets/**)` or `Edit(/src/**)` (path globs), `WebFetch(domain:example.com)`.
 A deny rule beats an ask rule beats an allow rule. A compound shell command is allowed by rules only
-if every part is. Without a rule, read-only tools are allowed and the others ask; `acceptEdits`
+if every part is, and only if nothing in it is expanded (`shellsplit.py`). Deny and ask rules match
+every command a line may run, through wrappers, nested shells and substitutions (`shellrun.py`); a
+line that may run something they cannot be checked against asks whenever such rules exist. Without
+a rule, read-only tools are allowed and the others ask; `acceptEdits`
 allows file edits, `plan` allows only read-only tools (and asks about command lines that only look,
 see `readonly.py`), `bypassPermissions` allows what no rule denies or asks about. The sandbox
 applies whatever is decided here.
@@ -20,7 +23,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from piton.core.safety.globs import glob_match
-from piton.core.safety.shellsplit import effective_commands, split_command, split_raw, writes_files
+from piton.core.safety.shellrun import Effect, effect
+from piton.core.safety.shellsplit import split_command, split_raw, writes_files
 
 
 class GovernedTool(Protocol):
@@ -77,6 +81,24 @@ def _command_matches(spec: str, command: str) -> bool:
     if "*" in spec:
         return fnmatch.fnmatchcase(command, spec)
     return command == " ".join(spec.split())
+
+
+def _runs(spec: str, runs: Effect) -> bool:
+    """Whether a line surely runs a command `spec` matches (a prefix also matches a command that goes
+    on with words not known here: `rm $x` for `rm:*`)."""
+    return any(_command_matches(spec, c) for c in runs.commands) or (
+        spec.endswith(":*") and any(_command_matches(spec, c) for c in runs.open)
+    )
+
+
+def _may_run(spec: str, start: str) -> bool:
+    """Whether a command that begins with the words `start` and goes on with unknown ones may match
+    `spec` (`git $x` may be `git push`)."""
+    pattern = spec[:-2] if spec.endswith(":*") else spec
+    literal = " ".join(pattern.split("*", 1)[0].split())
+    if "*" in pattern:
+        return start.startswith(literal) or literal.startswith(start + " ")
+    return literal == start or literal.startswith(start + " ")
 
 
 @dataclass(slots=True)
@@ -137,16 +159,25 @@ class Permissions:
         return fnmatch.fnmatchcase(content, rule.specifier)
 
     def _first(
-        self, rules: Sequence[Rule], tool: GovernedTool, content: str | None, judged: list[str] | None
+        self, rules: Sequence[Rule], tool: GovernedTool, content: str | None, runs: Effect | None
     ) -> Rule | None:
-        """The first rule that matches the call or, for a command, any command it may run."""
+        """The first rule that matches the call or, for a command line, a command it surely runs."""
         for rule in rules:
             if tool.kind == "execute" and rule.specifier is not None:
-                if judged and any(self._matches(rule, tool, content, c) for c in judged):
+                if runs is not None and rule.tool == tool.name and _runs(rule.specifier, runs):
                     return rule
             elif self._matches(rule, tool, content):
                 return rule
         return None
+
+    def _unsure(self, tool: GovernedTool, runs: Effect) -> bool:
+        """Whether command deny or ask rules exist and the line may run something they cannot be
+        checked against: a command not known here, or one whose unknown words may make it match."""
+        rules = (*self.deny, *self.ask)
+        specs = [r.specifier for r in rules if r.tool == tool.name and r.specifier is not None]
+        return bool(specs) and (
+            not runs.complete or any(_may_run(s, start) for s in specs for start in runs.open)
+        )
 
     def _allowed_by_rules(
         self, tool: GovernedTool, content: str | None, parts: list[str] | None
@@ -163,37 +194,23 @@ class Permissions:
         matched = [next((r for r in self.allow if self._matches(r, tool, content, p)), None) for p in parts]
         return matched[0] if all(matched) else None
 
-    def _commands(self, content: str) -> list[str] | None:
-        """Every command a line may run (its parts, what wrappers run, `bash -c` strings), or None."""
-        raw = split_raw(content)
-        if raw is None:
-            return None
-        found: list[str] = []
-        for part in raw:
-            more = effective_commands(part)
-            if more is None:
-                return None
-            found += more
-        return found
-
     def decide(self, tool: GovernedTool, content: str | None, *, looks: bool = False) -> Decision:
         """The decision for calling `tool` on `content` (its command or absolute path, if any).
         `looks` says that this call of a tool that may change things only looks (a Bash line the
         tool classified, see `readonly.py`): plan mode then asks about it instead of refusing it.
         It never spares a question: only a tool that always just reads goes unasked."""
-        parts = split_command(content) if tool.kind == "execute" and content is not None else None
-        commands = self._commands(content) if tool.kind == "execute" and content is not None else None
-        # an unsplittable line is still denied when its own text matches; otherwise it asks (below)
-        denial_check = commands if commands is not None or content is None else [" ".join(content.split())]
-        if rule := self._first(self.deny, tool, content, denial_check):
+        parts = runs = None
+        if tool.kind == "execute" and content is not None:
+            parts, runs = split_command(content), effect(content)
+        if rule := self._first(self.deny, tool, content, runs):
             return Decision("deny", f"the rule {rule} denies it", rule)
         if self.mode == "plan" and not (tool.read_only or looks):
             return Decision("deny", "plan mode allows only read-only tools and commands")
-        if tool.kind == "execute" and commands is None and self._has_command_rules():
+        if runs is not None and self._unsure(tool, runs):
             return Decision(
                 "ask", "the command cannot be checked part by part against the deny and ask rules"
             )
-        if rule := self._first(self.ask, tool, content, commands):
+        if rule := self._first(self.ask, tool, content, runs):
             return Decision("ask", f"the rule {rule} asks first", rule)
         if self.mode == "bypassPermissions":
             return Decision("allow", "bypassPermissions mode")
@@ -204,9 +221,6 @@ class Permissions:
         if self.mode == "acceptEdits" and tool.kind == "edit":
             return Decision("allow", "acceptEdits mode")
         return Decision("ask", f"{tool.name} needs permission", default=True)
-
-    def _has_command_rules(self) -> bool:
-        return any(r.specifier is not None for r in (*self.deny, *self.ask) if r.tool == "Bash")
 
 
 def suggest_rule(tool: GovernedTool, content: str | None) -> str:

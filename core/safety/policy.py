@@ -8,37 +8,44 @@ writable root and outside the protected files, and credential locations are not 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import Literal
 
+from piton.core.safety import gitconfig
 from piton.core.safety.globs import glob_match
 
 SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "danger-full-access")
 
-# Under the home directory: never read by the model's tools, hidden inside the shell sandbox.
+# Under every home directory: never read by the model's tools, hidden inside the shell sandbox.
+# Add more with `"sandbox": {"credentialPaths": [...]}` in the settings.
 CREDENTIAL_PATHS = (
-    ".ssh",
-    ".npmrc",
-    ".pypirc",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".config/git/credentials",
-    ".claude",
-    ".aws",
-    ".gnupg",
-    ".netrc",
-    ".git-credentials",
-    ".docker/config.json",
-    ".kube",
-    ".config/gcloud",
-    ".config/gh",
-    ".config/anthropic",
-    ".claude.json",
-)
+    # keys and tokens
+    ".ssh", ".gnupg", ".password-store", ".local/share/keyrings", ".netrc", ".git-credentials",
+    ".config/git/credentials", ".vault-token", ".pgpass", ".my.cnf", ".s3cfg", ".boto",
+    ".databrickscfg", ".terraformrc", ".terraform.d/credentials.tfrc.json",
+    # package registries
+    ".npmrc", ".yarnrc.yml", ".pypirc", ".gem/credentials", ".cargo/credentials",
+    ".cargo/credentials.toml", ".m2/settings.xml", ".m2/settings-security.xml",
+    ".gradle/gradle.properties", ".nuget/NuGet/NuGet.Config", ".composer/auth.json",
+    # clouds, clusters and containers
+    ".aws", ".azure", ".config/gcloud", ".oci", ".kube", ".docker", ".config/rclone",
+    ".config/doctl", ".config/hub", ".config/gh", ".config/glab-cli", ".config/op",
+    ".config/netlify", ".fly", ".config/heroku", ".wrangler",
+    # assistants and their sessions
+    ".claude", ".claude.json", ".config/anthropic", ".codex", ".config/openai",
+    # what was typed at shells and REPLs (passwords pasted in, tokens in commands)
+    ".bash_history", ".zsh_history", ".histfile", ".local/share/fish/fish_history",
+    ".python_history", ".node_repl_history", ".psql_history", ".mysql_history", ".sqlite_history",
+    ".irb_history", ".rediscli_history", ".lesshst",
+    # browsers' cookies and saved logins
+    ".mozilla", ".config/google-chrome", ".config/chromium", ".config/BraveSoftware",
+)  # fmt: skip
 # Anywhere: environment files, except the templates projects commit on purpose.
 _ENV_FILE = (".env", ".env.*", ".envrc", "*.env")
 _ENV_TEMPLATES = (".env.example", ".env.sample", ".env.template", ".env.dist")
@@ -55,6 +62,38 @@ class PolicyError(Exception):
 
 def _is_env_file(name: str) -> bool:
     return name not in _ENV_TEMPLATES and any(glob_match(p, name) for p in _ENV_FILE)
+
+
+@cache
+def other_homes() -> tuple[Path, ...]:
+    """The home directories of the machine's accounts, whose credential files are as secret as
+    the user's own (to root they would all be readable)."""
+    try:
+        import pwd
+
+        entries = pwd.getpwall()
+    except (ImportError, OSError):
+        return ()
+    homes = {Path(e.pw_dir) for e in entries if e.pw_dir.startswith("/") and e.pw_dir != "/"}
+    return tuple(sorted(h for h in homes if h.is_dir()))
+
+
+@cache
+def _credentials(
+    home: Path, extra: tuple[str, ...], private: tuple[Path, ...]
+) -> tuple[tuple[Path, str], ...]:
+    """Each credential location of every home, with where it really leads (resolved once: these
+    live outside the project, where no command of the model can move them)."""
+    homes = dict.fromkeys([home, *other_homes()])
+    paths = [h / p for h in homes for p in (*CREDENTIAL_PATHS, *extra)] + list(private)
+    return tuple((p, os.path.realpath(p)) for p in paths)
+
+
+def _unprivileged_can(st: os.stat_result, bit_user: int) -> bool:
+    """Whether an owner/group/other permission bit lets this user in without root's privilege to
+    override permissions (which the sandbox drops)."""
+    shift = 0 if st.st_uid == os.geteuid() else 3 if st.st_gid in {os.getegid(), *os.getgroups()} else 6
+    return bool(st.st_mode & (bit_user >> shift))
 
 
 def real(path: Path) -> Path:
@@ -88,6 +127,7 @@ class SandboxPolicy:
     # folders inside credential locations that stay readable, and visible in the sandbox (skills
     # under ~/.claude/skills, whose files their instructions refer to)
     shared_dirs: tuple[Path, ...] = ()
+    extra_credentials: tuple[str, ...] = ()  # more paths under each home, from the settings
 
     @classmethod
     def create(
@@ -101,6 +141,7 @@ class SandboxPolicy:
         read_denied: tuple[str, ...] | list[str] = (),
         private_paths: tuple[Path, ...] | list[Path] = (),
         shared_dirs: tuple[Path, ...] | list[Path] = (),
+        extra_credentials: tuple[str, ...] | list[str] = (),
     ) -> SandboxPolicy:
         return cls(
             mode=mode,
@@ -112,6 +153,9 @@ class SandboxPolicy:
             read_denied=tuple(read_denied),
             private_paths=tuple(private_paths),
             shared_dirs=tuple(real(d) for d in shared_dirs),
+            extra_credentials=tuple(
+                p.removeprefix("~/").strip("/") for p in extra_credentials if p.strip("~/")
+            ),
         )
 
     def read_only(self) -> SandboxPolicy:
@@ -130,7 +174,28 @@ class SandboxPolicy:
         return self.roots
 
     def credential_paths(self) -> list[Path]:
-        return [self.home / p for p in CREDENTIAL_PATHS] + list(self.private_paths)
+        return [path for path, _ in _credentials(self.home, self.extra_credentials, self.private_paths)]
+
+    def check_privilege(self, path: Path, st: os.stat_result) -> None:
+        """As root, refuse what the sandbox (which drops root's privilege to override permissions)
+        could not read either: another user's private files, or anything under a folder it could
+        not enter. For other users the kernel already says no."""
+        if os.geteuid() != 0 or self.mode == "danger-full-access":
+            return
+        bit = stat.S_IRUSR if not stat.S_ISDIR(st.st_mode) else stat.S_IRUSR | stat.S_IXUSR
+        refused = not _unprivileged_can(st, bit)
+        folder = path.parent
+        while not refused and folder != folder.parent:
+            try:
+                refused = not _unprivileged_can(os.stat(folder), stat.S_IXUSR)
+            except OSError:
+                break
+            folder = folder.parent
+        if refused:
+            raise PolicyError(
+                f"Cannot read {path}: only root's privilege to override file permissions could, and "
+                "the model's tools and commands run without it."
+            )
 
     def in_roots(self, path: Path) -> bool:
         target = real(path)
@@ -147,6 +212,12 @@ class SandboxPolicy:
             raise PolicyError(f"Cannot write {shown}: it is outside the writable directories ({roots}).")
         if self.mode == "danger-full-access":
             return target
+        for secret, real_secret in _credentials(self.home, self.extra_credentials, self.private_paths):
+            if _inside(target, secret) or _inside(target, real_secret):
+                raise PolicyError(
+                    f"Cannot write {shown}: credential files and Piton's own state ({secret}) are "
+                    "protected from changes."
+                )
         if any(_key(part) == ".git" for part in target.parts):
             raise PolicyError(
                 f"Cannot write {shown}: files inside .git belong to git; use git commands in Bash."
@@ -157,6 +228,11 @@ class SandboxPolicy:
             _key(p.parent.name) in SETTINGS_DIRS and _key(p.name) in SETTINGS_FILES for p in (lexical, target)
         ) or any(_key(target) == _key(s) for s in settings):
             raise PolicyError(f"Cannot write {shown}: settings files are protected from changes.")
+        if any(_inside(target, p) for p in gitconfig.code_paths(self.roots, self.home)):
+            raise PolicyError(
+                f"Cannot write {shown}: git runs hooks from it or reads it as configuration "
+                "(core.hooksPath or an include), so it is protected like .git/hooks."
+            )
         return target
 
     def check_read(self, path: Path) -> Path:
@@ -175,8 +251,8 @@ class SandboxPolicy:
             return "a permission rule denies reading it."
         if self.mode == "danger-full-access" or self._excepted(path):
             return None
-        for secret in self.credential_paths():
-            if _inside(path, secret) or _inside(path, real(secret)):
+        for secret, target in _credentials(self.home, self.extra_credentials, self.private_paths):
+            if _inside(path, secret) or _inside(path, target):
                 return f"credential files ({secret}) are off limits."
         name = path.rpartition("/")[2]
         if _is_env_file(name):
@@ -190,7 +266,9 @@ class SandboxPolicy:
         """A check for the many paths a search finds under `base`: string tests only, no system calls.
         Sound because searches report paths where they are (they do not follow symlinks)."""
         root = str(real(base))
-        secrets = [str(real(p)) for p in self.credential_paths()]
+        secrets = [
+            target for _, target in _credentials(self.home, self.extra_credentials, self.private_paths)
+        ]
         secrets = [s for s in secrets if _inside(s, root)]
 
         def allowed(path: str) -> bool:

@@ -19,14 +19,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from piton.core.safety.shellsplit import (
-    RESERVED,
-    split_raw,
-    splits_a_string,
-    unquoted_dollar,
-    unwrap,
-    writes_files,
-)
+from piton.core.safety.shellrun import RUNNERS, effect, unwrap
+from piton.core.safety.shellsplit import RESERVED, split_raw, unquoted_dollar, writes_files
 
 # Programs that read files, the environment or the clock and write only to standard output.
 _LOOKERS = frozenset(
@@ -67,6 +61,10 @@ _HARMLESS_VARIABLES = frozenset({"LANG", "LANGUAGE", "TZ", "NO_COLOR", "COLUMNS"
 _ESCALATING = frozenset({"sudo", "doas", "exec", "su", "runuser", "setpriv", "chroot", "nsenter"})
 # env's options that leave the command as it is (anything else, `-S` and `-C` above all, does not)
 _ENV_PLAIN = ("-i", "--ignore-environment", "-u", "--unset", "-0", "--null")
+# Wrappers that leave a look a look (`flock` creates its lock file, `setsid -f` outlives the call...)
+_PLAIN_WRAPPERS = frozenset(
+    {"command", "builtin", "nohup", "time", "nice", "ionice", "timeout", "env", "stdbuf"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,12 +123,8 @@ def _program(word: str) -> str | None:
 
 def _plain_env(stripped: list[str]) -> bool:
     """Whether `env` among the wrapper words only clears or unsets variables."""
-    if "env" not in stripped:
-        return True
-    for word in stripped[stripped.index("env") + 1 :]:
-        if word.startswith("-") and word not in _ENV_PLAIN:
-            return False
-    return not splits_a_string(stripped)
+    after = stripped[stripped.index("env") + 1 :] if "env" in stripped else []
+    return all(not word.startswith("-") or word in _ENV_PLAIN for word in after)
 
 
 def _wrapped(stripped: list[str]) -> bool:
@@ -141,7 +135,9 @@ def _wrapped(stripped: list[str]) -> bool:
         name = word.split("=", 1)[0] if "=" in word else ""
         if name.isidentifier() and name not in _HARMLESS_VARIABLES and not name.startswith("LC_"):
             return False
-    if any(w in _ESCALATING for w in stripped) or not _plain_env(stripped):
+    if any(w in _ESCALATING or (w in RUNNERS and w not in _PLAIN_WRAPPERS) for w in stripped):
+        return False
+    if not _plain_env(stripped):
         return False
     if "time" in stripped and _has_option(stripped[stripped.index("time") + 1 :], ("-o", "--output")):
         return False
@@ -157,6 +153,8 @@ def _simple(part: str) -> Reading:
     except ValueError:
         return _UNKNOWN
     inner = unwrap(words)
+    if inner is None:
+        return _UNKNOWN  # a wrapper that runs a string, nothing, or with options we cannot read
     stripped = words[: len(words) - len(inner)]
     moves = bool(inner) and _program(inner[0]) in _MOVERS
     if writes_files(part) or not _wrapped(stripped):
@@ -180,7 +178,7 @@ def _simple(part: str) -> Reading:
 def classify(command: str) -> Reading:
     """What `command` does, judged command by command (see the module's docstring)."""
     parts = split_raw(command)
-    if not parts:
-        return _UNKNOWN
+    if not parts or not effect(command).complete:
+        return _UNKNOWN  # not exact, or it runs what cannot be read: never a plain look
     readings = [_simple(part) for part in parts]
     return Reading(all(r.read_only for r in readings), any(r.changes_directory for r in readings))

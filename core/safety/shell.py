@@ -3,7 +3,9 @@ the working directory it ends in.
 
 The command's stdin is /dev/null and stdout and stderr share one pipe, so output keeps its order.
 On timeout or cancellation the whole process group is killed. The directory the command ends in is
-reported on a private file descriptor by an EXIT trap, so the next command can start there.
+reported on a private file descriptor by an EXIT trap, so the next command can start there. The
+sandbox says how to start it (`Sandbox.launch`): the descriptors it reads (a seccomp filter) go to
+the child alone, and what it set up for the command (a cgroup) is undone once the command has ended.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from piton.core.safety.sandbox import Sandbox
+from piton.core.safety.sandbox import Launch, Sandbox
 
 MAX_CAPTURE_BYTES = 16 * 1024 * 1024  # beyond this, output is counted but not kept
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -77,23 +79,35 @@ def _read_reported_cwd(fd: int) -> Path | None:
 
 async def run_shell(command: str, *, cwd: Path, sandbox: Sandbox, timeout_s: float) -> ShellResult:
     read_fd, write_fd = os.pipe()
+    launch: Launch | None = None
     try:
-        argv = sandbox.command(_script(command, write_fd), cwd)
+        launch = sandbox.launch(_script(command, write_fd), cwd)
         process = await asyncio.create_subprocess_exec(
-            *argv,
+            *launch.argv,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             cwd=cwd,
-            env=sandbox.env(),
+            env=launch.env,
             start_new_session=True,  # its own process group, and no controlling terminal
-            pass_fds=(write_fd,),
+            pass_fds=(write_fd, *launch.pass_fds),
+            preexec_fn=launch.preexec,
         )
     except BaseException:
         os.close(read_fd)
         os.close(write_fd)
+        if launch is not None:
+            launch.close()
         raise
     os.close(write_fd)
+    launch.started()
+    try:
+        return await _collect(process, read_fd, timeout_s)
+    finally:
+        launch.close()
+
+
+async def _collect(process: asyncio.subprocess.Process, read_fd: int, timeout_s: float) -> ShellResult:
     assert process.stdout is not None
     kept, dropped = bytearray(), [0]
     reader = asyncio.create_task(_read_into(process.stdout, kept, dropped))

@@ -1,21 +1,33 @@
-"""Splitting a shell command line into the simple commands a permission rule can judge.
+"""Splitting a shell command line into its simple commands and their words, the way bash reads it.
 
 `npm test && rm -rf build` is two commands; a rule allowing `npm test:*` must not allow the second.
-Anything whose meaning depends on expansion we do not perform (command or process substitution,
-here-documents, ANSI-C quoting) is reported as not splittable, so no prefix rule can allow it.
-The scanner follows bash where it matters for safety: quotes, backslashes, line continuations, and
-`#` starting a comment only at the start of a word.
+One scanner follows bash where it matters for safety (quotes, backslashes, line continuations,
+comments, substitutions, here-documents). A line is *exact* when nothing in it is expanded: no `$`
+of any kind (quoted or not), no backticks, here-documents or `$'…'`; only then may a prefix allow
+rule judge it part by part. Every line, exact or not, is still split into the commands it holds,
+those inside substitutions too, each with words that say which hold an expansion, so that deny and
+ask rules can see what it runs (`shellrun.py`).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "\n", "(", ")")
-_REDIRECTS = (">&", "<&", "&>>", "&>", ">|")
-_UNSPLITTABLE = ("$(", "<(", ">(", "<<", "$'", "`", "${")  # ${x@P} runs its value as a prompt string
+_REDIRECTS = (">&", "<&", "&>>", "&>", ">|", ">>", "<>", ">", "<")
 _DUP_TARGET = re.compile(r"\s*(\d+|-)(?=\s|$)")
+_PLAIN_BRACES = re.compile(r"\$\{([A-Za-z_]\w*|[0-9@*#?$!-])\}")
+_EXPANSION_START = re.compile(r"[A-Za-z0-9_@*#?$!-]")
+# Runs of characters that mean only themselves: outside quotes, in single, ANSI-C and double quotes
+_PLAIN = {
+    "": re.compile(r"[^\\#`$<>'\"&|;()\s]+"),
+    "'": re.compile(r"[^']+"),
+    "$'": re.compile(r"[^'\\]+"),
+    '"': re.compile(r'[^"\\$`]+'),
+}
 RESERVED = {
     "{",
     "}",
@@ -32,106 +44,258 @@ RESERVED = {
     "coproc",
     "function",
 }
-# Commands that run the command after them (with their options that take a value): a deny rule for
-# `git push` must see through `timeout 5 git push`.
-_WRAPPERS: dict[str, set[str]] = {
-    "command": set(),
-    "exec": {"-a"},
-    "nohup": set(),
-    "time": {"-f", "-o"},
-    "builtin": set(),
-    "sudo": {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"},
-    "doas": {"-u", "-C"},
-    "nice": {"-n"},
-    "ionice": {"-c", "-n", "-p"},
-    "timeout": {"-s", "-k", "--signal", "--kill-after"},
-    "env": {"-u", "-C", "-S", "--unset", "--chdir"},
-}
-# Commands that run commands we cannot see (from stdin, from a file): opaque to deny rules.
-_OPAQUE_RUNNERS = {"xargs", "source", ".", "parallel", "watch"}
-_SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "fish"}
 
 
-def _raw_parts(command: str) -> list[str] | None:
-    parts: list[str] = []
-    current: list[str] = []
-    quote = ""
-    word_start = True  # at the start of a word: where `#` begins a comment
-    i, n = 0, len(command)
-    while i < n:
-        ch = command[i]
-        if quote:
-            current.append(ch)
-            if ch == "\\" and quote == '"' and i + 1 < n:
-                current.append(command[i + 1])
-                i += 2
-                continue
-            if ch == quote:
-                quote = ""
-            elif quote == '"' and (ch == "`" or command.startswith("$(", i)):
-                return None
-            i += 1
-            continue
-        if command.startswith("\\\n", i):  # a line continuation: bash removes both characters
-            i += 2
-            continue
-        if ch == "\\" and i + 1 < n:
-            current += [ch, command[i + 1]]
-            word_start = False
-            i += 2
-            continue
-        if ch == "#" and word_start:
-            while i < n and command[i] != "\n":
-                i += 1
-            continue
-        if command.startswith(_UNSPLITTABLE, i):
-            return None
-        if ch in "'\"":
-            quote = ch
-            current.append(ch)
-            word_start = False
-            i += 1
-            continue
-        redirect = next((r for r in _REDIRECTS if command.startswith(r, i)), None)
-        if redirect is not None:  # `2>&1`, `&> log`: part of the command, not a separator
-            current.append(redirect)
-            word_start = True
-            i += len(redirect)
-            continue
-        op = next((o for o in _OPERATORS if command.startswith(o, i)), None)
-        if op is not None:
-            parts.append("".join(current))
-            current = []
-            word_start = True
-            i += len(op)
-            continue
-        current.append(ch)
-        word_start = ch in " \t<>"
-        i += 1
-    if quote:
-        return None
-    parts.append("".join(current))
-    return parts
+class Word(NamedTuple):
+    text: str  # after quote removal
+    live: bool = False  # holds an expansion (a variable, a substitution): its value is unknown here
 
 
-def _words(parts: list[str]) -> list[list[str]] | None:
-    out = []
-    for part in parts:
-        try:
-            words = shlex.split(part)
-        except ValueError:
-            return None
-        if words:
-            out.append(words)
-    return out
+@dataclass(frozen=True, slots=True)
+class Part:
+    raw: str  # as written, quotes kept
+    words: tuple[Word, ...]  # its words, redirections left out
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    parts: tuple[Part, ...]  # the simple commands, those inside substitutions too
+    exact: bool  # nothing is expanded: each part means what it says
+    complete: bool  # the parts are all the line runs (no arithmetic, no `${…}` operators)
+
+
+@dataclass(slots=True)
+class _Frame:
+    closer: str  # "" the line itself, ")" a substitution, "`" backticks
+    start: int
+    raw: list[str] = field(default_factory=list)
+    words: list[Word] = field(default_factory=list)
+    word: list[str] = field(default_factory=list)
+    started: bool = False  # a word is under way (even an empty one: '')
+    live: bool = False
+    quote: str = ""  # "'", '"' or "$'" while inside one
+    depth: int = 0  # parentheses open inside a substitution
+    redirect: bool = False  # the next word is a redirection's target
+
+
+class _Scanner:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.i = 0
+        self.parts: list[Part] = []
+        self.exact = self.complete = True
+        self.frames = [_Frame("", 0)]
+        self.heredocs: list[tuple[str, bool, bool]] = []  # delimiter, strip tabs, body expands
+
+    @property
+    def f(self) -> _Frame:
+        return self.frames[-1]
+
+    def add(self, raw: str, chars: str = "") -> None:
+        self.f.raw.append(raw)
+        self.f.word.append(chars)
+        self.f.started = True
+        self.i += len(raw)
+
+    def end_word(self) -> None:
+        f = self.f
+        if f.started:
+            if not f.redirect:
+                f.words.append(Word("".join(f.word), f.live))
+            f.redirect = False
+        f.word, f.started, f.live = [], False, False
+
+    def end_part(self) -> None:
+        self.end_word()
+        f = self.f
+        self.parts.append(Part("".join(f.raw), tuple(f.words)))
+        f.raw, f.words = [], []
+
+    def push(self, closer: str, opener: str) -> None:
+        self.exact = False
+        self.f.live = self.f.started = True
+        self.frames.append(_Frame(closer, self.i))
+        self.i += len(opener)
+
+    def pop(self) -> None:
+        self.end_part()
+        inner = self.frames.pop()
+        self.i += 1
+        self.f.raw.append(self.text[inner.start : self.i])
+
+    def run(self) -> Scan:
+        while self.i < len(self.text):
+            if self.f.quote:
+                self.quoted()
+            else:
+                self.unquoted()
+        if self.f.quote or len(self.frames) > 1:
+            self.exact = self.complete = False
+        while len(self.frames) > 1:
+            self.pop()
+        self.end_part()
+        return Scan(tuple(self.parts), self.exact, self.complete)
+
+    def quoted(self) -> None:
+        f, t, i = self.f, self.text, self.i
+        ch = t[i]
+        if (run := _PLAIN[f.quote].match(t, i)) is not None:
+            self.add(run.group(), run.group())
+            return
+        if f.quote == "'":
+            self.add(ch, "" if ch == "'" else ch)
+            f.quote = "" if ch == "'" else f.quote
+        elif f.quote == "$'":
+            if ch == "\\" and i + 1 < len(t):
+                f.live = True  # an escape we do not decode
+                self.add(t[i : i + 2], t[i + 1])
+            else:
+                self.add(ch, "" if ch == "'" else ch)
+                f.quote = "" if ch == "'" else f.quote
+        elif ch == "\\" and i + 1 < len(t):
+            nxt = t[i + 1]
+            self.add(t[i : i + 2], "" if nxt == "\n" else nxt if nxt in '$`"\\' else t[i : i + 2])
+        elif ch == '"':
+            self.add(ch, "")
+            f.quote = ""
+        elif not self.expansion():
+            self.add(ch, ch)
+
+    def expansion(self) -> bool:
+        """`$…` or a backquote at the scanner's position: scan it (substitutions as commands of their
+        own) and say whether there was one."""
+        t, i = self.text, self.i
+        if t.startswith(("$((", "$[", "${"), i) and not _PLAIN_BRACES.match(t, i):
+            self.exact = self.complete = False  # arithmetic, or an operator that may evaluate a value
+        if t.startswith("$(", i):
+            self.push(")", "$(")
+        elif t[i] == "`":
+            self.push("`", "`")
+        elif t.startswith(("$'", '$"'), i) and not self.f.quote:
+            self.exact = False
+            self.f.live = t[i + 1] == '"'  # translated
+            self.add(t[i : i + 2], "")
+            self.f.quote = "$'" if t[i + 1] == "'" else '"'
+        elif t[i] == "$" and (t.startswith(("${", "$["), i) or _EXPANSION_START.match(t, i + 1)):
+            self.exact = False
+            self.f.live = True
+            self.add("$", "$")
+        elif t[i] == "$" and self.f.quote == '"':
+            self.exact = False  # any `$` inside double quotes: no prefix rule vouches for it
+            self.add("$", "$")
+        else:
+            return False
+        return True
+
+    def unquoted(self) -> None:
+        f, t, i = self.f, self.text, self.i
+        ch = t[i]
+        if (run := _PLAIN[""].match(t, i)) is not None:
+            self.add(run.group(), run.group())
+            return
+        if t.startswith("\\\n", i):
+            self.i += 2
+        elif ch == "\\" and i + 1 < len(t):
+            self.add(t[i : i + 2], t[i + 1])
+        elif ch == "#" and not f.started:
+            while self.i < len(t) and t[self.i] != "\n":
+                self.i += 1
+        elif (f.closer == "`" and ch == "`") or (f.closer == ")" and ch == ")" and not f.depth):
+            self.pop()
+        elif t.startswith(("<(", ">("), i):
+            self.push(")", t[i : i + 2])
+        elif self.expansion():
+            pass
+        elif ch in "'\"":
+            self.add(ch, "")
+            f.quote = ch
+        elif t.startswith("<<", i):
+            self.heredoc()
+        elif (redirect := next((r for r in _REDIRECTS if t.startswith(r, i)), None)) is not None:
+            if not "".join(f.word).isdigit():
+                self.end_word()
+            f.started, f.redirect, f.word = False, True, []
+            f.raw.append(redirect)
+            self.i += len(redirect)
+        elif (op := next((o for o in _OPERATORS if t.startswith(o, i)), None)) is not None:
+            self.operator(op)
+        elif ch in " \t":
+            self.end_word()
+            f.raw.append(ch)
+            self.i += 1
+        else:
+            self.add(ch, ch)
+
+    def operator(self, op: str) -> None:
+        f = self.f
+        if op == "(" and self.text.startswith("((", self.i):
+            self.exact = self.complete = False  # an arithmetic command
+        if f.closer == ")" and op in "()":
+            f.depth += 1 if op == "(" else -1
+        self.end_part()
+        self.i += len(op)
+        if op == "\n" and self.heredocs:
+            self.skip_bodies()
+
+    def heredoc(self) -> None:
+        """`<<WORD` (or a `<<<` here-string): the body lines are data, read after this line."""
+        self.exact = False
+        f, t = self.f, self.text
+        if t.startswith("<<<", self.i):
+            self.end_word()
+            f.raw.append("<<<")
+            f.redirect = True
+            self.i += 3
+            return
+        strip = t.startswith("<<-", self.i)
+        m = re.compile(r"\s*(\S+)").match(t, self.i + 2 + strip)
+        word = m.group(1) if m else ""
+        end = m.end() if m else len(t)
+        f.raw.append(t[self.i : end])
+        self.i = end
+        quoted = any(q in word for q in "'\"\\")  # a quoted delimiter keeps the body from expanding
+        self.heredocs.append((re.sub(r"['\"\\\\]", "", word), strip, not quoted))
+
+    def skip_bodies(self) -> None:
+        lines = self.text[self.i :].split("\n")
+        taken = 0
+        for delimiter, strip, expands in self.heredocs:
+            while taken < len(lines):
+                line = lines[taken]
+                taken += 1
+                if (line.lstrip("\t") if strip else line) == delimiter:
+                    break
+                if expands and ("$" in line or "`" in line):
+                    self.complete = False  # a substitution in the body runs
+        self.heredocs = []
+        self.i += sum(len(line) + 1 for line in lines[:taken])
+
+
+def scan(command: str) -> Scan:
+    return _Scanner(command).run()
+
+
+def split_raw(command: str) -> list[str] | None:
+    """The simple commands in `command` as written (quotes kept), or None when it is not exact."""
+    s = scan(command)
+    return [p.raw for p in s.parts if p.raw.strip()] if s.exact else None
 
 
 def split_command(command: str) -> list[str] | None:
     """The simple commands in `command`, each normalised to its words joined by single spaces;
     None when the line cannot be judged part by part."""
-    raw = _raw_parts(command)
-    words = None if raw is None else _words(raw)
-    return None if words is None else [" ".join(w) for w in words]
+    raw = split_raw(command)
+    if raw is None:
+        return None
+    out = []
+    for part in raw:
+        try:
+            words = shlex.split(part)
+        except ValueError:
+            return None
+        if words:
+            out.append(" ".join(words))
+    return out
 
 
 def writes_files(part: str) -> bool:
@@ -168,49 +332,6 @@ def writes_files(part: str) -> bool:
     return False
 
 
-def unwrap(words: list[str]) -> list[str]:
-    """The command a wrapper (`timeout 5`, `env X=1`, `sudo -u me`, assignments) or a reserved
-    word (`{`, `!`, `if`, `while`...) runs."""
-    while words:
-        if words[0] in RESERVED or ("=" in words[0] and words[0].split("=", 1)[0].isidentifier()):
-            words = words[1:]
-        elif words[0] in _WRAPPERS:
-            takes_value = _WRAPPERS[words[0]]
-            words = words[1:]
-            while words and (words[0].startswith("-") or "=" in words[0] or words[0][:1].isdigit()):
-                words = words[2:] if words[0] in takes_value else words[1:]
-        else:
-            break
-    return words
-
-
-def splits_a_string(wrappers: list[str]) -> bool:
-    """Whether `env` among these wrapper words is told to split a string into a command (`-S`,
-    `--split-string`, or any abbreviation GNU env accepts)."""
-    if "env" not in wrappers:
-        return False
-    for word in wrappers[wrappers.index("env") + 1 :]:
-        name = word.split("=", 1)[0]
-        short_cluster = word.startswith("-") and not word.startswith("--")
-        if (short_cluster and "S" in word[1:]) or (len(name) >= 3 and "--split-string".startswith(name)):
-            return True
-        if not word.startswith("-") and "=" not in word:
-            break  # the command env runs begins here
-    return False
-
-
-def _find_exec(words: list[str]) -> list[str]:
-    """The commands `find ... -exec CMD ;` runs."""
-    found, i = [], 0
-    while i < len(words):
-        if words[i] in ("-exec", "-execdir", "-ok", "-okdir"):
-            end = next((j for j in range(i + 1, len(words)) if words[j] in (";", "+")), len(words))
-            found.append(" ".join(words[i + 1 : end]))
-            i = end
-        i += 1
-    return found
-
-
 def unquoted_dollar(part: str) -> bool:
     quote = ""
     for i, ch in enumerate(part):
@@ -224,61 +345,3 @@ def unquoted_dollar(part: str) -> bool:
         elif ch == "$" and (i == 0 or part[i - 1] != "\\"):
             return True
     return False
-
-
-def split_raw(command: str) -> list[str] | None:
-    """The simple commands in `command` as written (quotes kept), or None when not splittable."""
-    raw = _raw_parts(command)
-    return None if raw is None else [p for p in raw if p.strip()]
-
-
-def effective_commands(part: str, depth: int = 0) -> list[str] | None:
-    """What one simple command (as written) may really run, for deny and ask rules, each normalised:
-    itself, what wrappers and reserved words lead to, its program by basename, `find -exec`
-    commands, and the commands in a `bash -c` or `eval` string. None when that cannot be known:
-    a variable may hold any word, a glob may match any program, `xargs` and `source` read their
-    commands from elsewhere."""
-    if unquoted_dollar(part):
-        return None
-    try:
-        words = shlex.split(part)
-    except ValueError:
-        return None
-    if not words:
-        return []
-    found = [" ".join(words)]
-    inner = unwrap(words)
-    if splits_a_string(words[: len(words) - len(inner)]):
-        return None  # `env -S 'git push'` runs a string of its own
-    if not inner:
-        return found
-    program = inner[0]
-    if any(c in program for c in "*?[]{}") or program in _OPAQUE_RUNNERS:
-        return None
-    if inner != words:
-        found.append(" ".join(inner))
-    if "/" in program:
-        found.append(" ".join([program.rsplit("/", 1)[1], *inner[1:]]))
-        program = program.rsplit("/", 1)[1]
-    if program in _SHELLS and "-c" not in inner and len(inner) > 1:
-        return None  # a script file we do not read
-    nested_scripts = []
-    if program == "eval":
-        nested_scripts.append(" ".join(inner[1:]))
-    elif program in _SHELLS and "-c" in inner:
-        at = inner.index("-c") + 1
-        nested_scripts.append(inner[at] if at < len(inner) else "")
-    elif program == "find":
-        nested_scripts += _find_exec(inner)
-    if nested_scripts and depth >= 3:
-        return None
-    for script in nested_scripts:
-        nested = split_raw(script)
-        if nested is None:
-            return None
-        for command in nested:
-            more = effective_commands(command, depth + 1)
-            if more is None:
-                return None
-            found += more
-    return found

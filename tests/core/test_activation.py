@@ -81,4 +81,4 @@ def test_a_skills_allowed_tools_never_override_deny_or_ask_rules(project: Any) -
     assert decide("make test") == "allow", "the skill's bare Bash waives the default question"
     assert decide("rm -rf build") == "deny"
     assert decide("git push origin main") == "deny", "an ask rule still asks (and -p cannot answer)"
-    assert decide("echo $(cat notes)") == "deny", "a line the deny rules cannot check still asks"
+    assert decide("$(cat notes) -rf build") == "deny", "a line the deny rules cannot check still asks"

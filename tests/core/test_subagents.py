@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from piton.core.conversation.events import Result, SubagentEvent, ToolFinished
+from piton.core.conversation.events import SubagentEvent, ToolFinished
 from piton.core.conversation.history import is_valid
 from piton.core.conversation.messages import INTERRUPTED_REQUEST
 from piton.core.conversation.session import load_session
@@ -27,28 +27,52 @@ async def drain(runtime: Any, prompt: str) -> list[Any]:
     return [e async for e in runtime.agent.run(prompt)]
 
 
-@pytest.mark.sandbox
-def test_explore_runs_shell_commands_without_asking_in_a_read_only_sandbox(project: Path) -> None:
+def explore(*calls: ToolCall) -> ScriptedProvider:
     task = ToolCall("Task", {"description": "look", "prompt": "Look around.", "subagent_type": "Explore"})
-    provider = ScriptedProvider(
-        reply(task),
-        reply(
-            ToolCall("Bash", {"command": "echo seen > made.txt"}),
-            ToolCall("Bash", {"command": "echo looked"}),
-        ),
-        reply("I could look but not write."),
-        reply("Done."),
+    return ScriptedProvider(reply(task), reply(*calls), reply("I looked."), reply("Done."))
+
+
+def denials(runtime: Any) -> list[dict[str, Any]]:
+    """The calls refused in the session, the subagent's included (they share the list)."""
+    gate = runtime.agent.gate
+    assert gate is not None
+    return list(gate.denials)
+
+
+def subagent_results(events: list[Any]) -> dict[str, str]:
+    """What each of the subagent's calls returned, by command."""
+    finished = [e.event for e in events if isinstance(e, SubagentEvent) and isinstance(e.event, ToolFinished)]
+    return {e.tool_use_id: str(e.result.content) for e in finished}
+
+
+@pytest.mark.parametrize("mode", ["default", "plan"])
+def test_explores_shell_asks_as_the_main_agents_would_a_read_only_sandbox_is_no_consent(
+    project: Path, mode: str
+) -> None:
+    (project / ".env").write_text("API_KEY=sk-secret\n")
+    look, fork = ToolCall("Bash", {"command": "cat .env"}), ToolCall("Bash", {"command": "sh -c 'sleep 1 &'"})
+    runtime = build_runtime(RunOptions(cwd=project, permission_mode=mode), explore(look, fork))
+    results = subagent_results(asyncio.run(drain(runtime, "explore")))
+    assert "sk-secret" not in results[look.id] and "nobody can approve it" in results[look.id], (
+        "a line that only looks is asked about (plan mode too), and a -p run cannot answer"
     )
-    runtime = build(project, provider)
-    events = asyncio.run(drain(runtime, "explore"))
-    inner = [e.event for e in events if isinstance(e, SubagentEvent) and isinstance(e.event, ToolFinished)]
-    failed, looked = sorted(inner, key=lambda e: e.result.is_error, reverse=True)
-    assert failed.result.is_error and "Read-only file system" in str(failed.result.content)
-    assert not looked.result.is_error and "looked" in str(looked.result.content)
-    assert not (project / "made.txt").exists()
-    assert runtime.agent.gate.denials == [], "nothing asked: the read-only sandbox is the guarantee"
-    result = events[-1]
-    assert isinstance(result, Result) and result.result == "Done."
+    refused = "plan mode allows only read-only" if mode == "plan" else "nobody can approve it"
+    assert refused in results[fork.id]
+    assert [d["tool_use_id"] for d in denials(runtime)] == [look.id, fork.id]
+
+
+@pytest.mark.sandbox
+def test_explores_allowed_commands_run_in_a_read_only_sandbox(project: Path) -> None:
+    write, look = (
+        ToolCall("Bash", {"command": "touch made.txt"}),
+        ToolCall("Bash", {"command": "echo looked"}),
+    )
+    rules = ["Bash(touch:*)", "Bash(echo:*)"]
+    runtime = build_runtime(RunOptions(cwd=project, allowed_tools=rules), explore(write, look))
+    results = subagent_results(asyncio.run(drain(runtime, "explore")))
+    assert "Read-only file system" in results[write.id] and not (project / "made.txt").exists()
+    assert results[look.id] == "looked"
+    assert denials(runtime) == [], "the allow rule answered for the subagent as for the main agent"
 
 
 def test_what_subagents_spend_counts_in_the_parents_result(project: Path) -> None:

@@ -81,12 +81,13 @@ def test_allowed_tools_skip_the_question_while_the_skills_turn_runs(
         project, "stamp", "Stamps the project.", "Run touch stamped.txt.", "allowed-tools: Bash(touch:*)\n"
     )
     fake_api.add(reply(ToolCall("Bash", {"command": "touch stamped.txt"})), reply("Stamped."))
-    done = piton("-p", "/stamp", "--output-format", "json")
+    # a project skill's allowed-tools grant in a trusted folder (tests/adversarial/test_trust.py: not elsewhere)
+    done = piton("-p", "/stamp", "--output-format", "json", "--trust-workspace")
     assert json.loads(done.stdout)["permission_denials"] == []
     assert (project / "stamped.txt").exists()
     # the next turn has no skill: the same command needs permission again (and -p cannot give it)
     fake_api.add(reply(ToolCall("Bash", {"command": "touch again.txt"})), reply("Could not."))
-    done = piton("-p", "--continue", "stamp again", "--output-format", "json")
+    done = piton("-p", "--continue", "stamp again", "--output-format", "json", "--trust-workspace")
     assert [d["tool_name"] for d in json.loads(done.stdout)["permission_denials"]] == ["Bash"]
     assert not (project / "again.txt").exists()
 

@@ -7,9 +7,11 @@ so API keys and other secrets in Piton's own environment never reach a command.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -39,6 +41,33 @@ def command_env(environ: Mapping[str, str], policy: SandboxPolicy) -> dict[str, 
     return env
 
 
+@dataclass(slots=True)
+class Launch:
+    """How to start one sandboxed command: the argv and its environment, the file descriptors the
+    sandbox reads (handed to the child with `pass_fds`), what the child does before it execs (enter
+    the command's cgroup), and what is undone once it has ended. `close()` exactly once, after the
+    process has exited (or failed to start); `started()` may close the descriptors earlier."""
+
+    argv: list[str]
+    env: dict[str, str] | None = None  # None: the launcher's own environment
+    pass_fds: tuple[int, ...] = ()
+    preexec: Callable[[], None] | None = None  # runs in the child between fork and exec
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
+
+    def started(self) -> None:
+        """The child has its own copies of the descriptors: close ours."""
+        for fd in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.pass_fds = ()
+
+    def close(self) -> None:
+        self.started()
+        for cleanup in self.cleanups:
+            cleanup()
+        self.cleanups = []
+
+
 class Sandbox(Protocol):
     name: str
 
@@ -46,12 +75,14 @@ class Sandbox(Protocol):
         """None when commands can run; otherwise why not, and what the user can do about it."""
         ...
 
-    def command(self, script: str, cwd: Path) -> list[str]:
-        """The argv that runs bash `script` in the sandbox with `cwd` as its working directory."""
+    def describe(self) -> str:
+        """What confines commands, for /status: `bubblewrap 0.8.0 (/usr/bin/bwrap, system)`."""
         ...
 
-    def env(self) -> dict[str, str] | None:
-        """The environment for the launched argv (None when the argv sets it itself)."""
+    def launch(self, script: str, cwd: Path) -> Launch:
+        """How to run bash `script` in the sandbox with `cwd` as its working directory, with every
+        protection (the seccomp filter, the resource limits). Commands the model or the user
+        writes run this way (`piton.core.safety.shell.run_shell`)."""
         ...
 
 
@@ -70,11 +101,11 @@ class NoSandbox:
     def unavailable_reason(self) -> str | None:
         return None
 
-    def command(self, script: str, cwd: Path) -> list[str]:
-        return [*BASH, script]
+    def describe(self) -> str:
+        return "none (commands run unconfined)"
 
-    def env(self) -> dict[str, str] | None:
-        return command_env(os.environ, self.policy)
+    def launch(self, script: str, cwd: Path) -> Launch:
+        return Launch([*BASH, script], command_env(os.environ, self.policy))
 
 
 class Unavailable:
@@ -86,8 +117,8 @@ class Unavailable:
     def unavailable_reason(self) -> str | None:
         return self.reason
 
-    def command(self, script: str, cwd: Path) -> list[str]:
-        raise RuntimeError(self.reason)
+    def describe(self) -> str:
+        return "unavailable"
 
-    def env(self) -> dict[str, str] | None:
-        return None
+    def launch(self, script: str, cwd: Path) -> Launch:
+        raise RuntimeError(self.reason)

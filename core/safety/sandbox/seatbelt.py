@@ -14,7 +14,9 @@ from pathlib import Path
 
 from piton.core.safety.guard import protected_paths
 from piton.core.safety.policy import SandboxPolicy, real
-from piton.core.safety.sandbox.base import BASH, OPT_OUT, command_env
+from piton.core.safety.sandbox import limits as _limits
+from piton.core.safety.sandbox.base import BASH, OPT_OUT, Launch, command_env
+from piton.core.safety.sandbox.limits import Limits
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 
@@ -78,8 +80,13 @@ def profile(policy: SandboxPolicy, private_tmp: str) -> tuple[str, dict[str, str
 class SeatbeltSandbox:
     name = "seatbelt"
 
-    def __init__(self, policy: SandboxPolicy, executable: str = SANDBOX_EXEC) -> None:
+    def __init__(
+        self, policy: SandboxPolicy, executable: str = SANDBOX_EXEC, limits: Limits | None = None
+    ) -> None:
         self.policy = policy
+        # only the file size applies here: macOS counts processes per user, across the machine,
+        # ignores RLIMIT_DATA, and has no cgroups or private tmpfs
+        self.limits = Limits(None, None, (limits or _limits.configured()).file_size, None)
         self.executable = executable if os.path.exists(executable) else (shutil.which("sandbox-exec") or "")
         self._tmp: str | None = None
 
@@ -94,10 +101,16 @@ class SeatbeltSandbox:
             atexit.register(shutil.rmtree, self._tmp, True)
         return self._tmp
 
+    def describe(self) -> str:
+        return f"sandbox-exec ({self.executable})" if self.executable else "sandbox-exec (not found)"
+
+    def launch(self, script: str, cwd: Path) -> Launch:
+        return Launch(self.command(script, cwd), self._env())
+
     def command(self, script: str, cwd: Path) -> list[str]:
         text, params = profile(self.policy, self.private_tmp())
         defines = [arg for key, value in params.items() for arg in ("-D", f"{key}={value}")]
-        return [self.executable, "-p", text, *defines, *BASH, script]
+        return [self.executable, "-p", text, *defines, *BASH, _limits.ulimit_prefix(self.limits) + script]
 
-    def env(self) -> dict[str, str] | None:
+    def _env(self) -> dict[str, str]:
         return {**command_env(os.environ, self.policy), "TMPDIR": self.private_tmp()}

@@ -39,3 +39,68 @@ def test_a_broken_file_is_skipped_with_a_warning_naming_it(project: Path) -> Non
 def test_no_files_means_no_settings(project: Path) -> None:
     settings = load_settings(project)
     assert (settings.model, settings.thinking, settings.warnings) == (None, None, [])
+
+
+SANDBOX = ("sandbox", "mode")
+MODE = ("permissions", "defaultMode")
+
+
+def narrowed(project: Path, keys: tuple[str, str], flag: str | None = None) -> tuple[str, list[str]]:
+    from piton.core.project.settings import MODE_STRICTNESS, SANDBOX_STRICTNESS
+
+    settings = load_settings(project)
+    order, default = (
+        (SANDBOX_STRICTNESS, "workspace-write") if keys == SANDBOX else (MODE_STRICTNESS, "default")
+    )
+    value = settings.narrowed(keys, order, flag, default)
+    settings.narrowed(keys, order, flag, default)  # asked twice, warned once
+    return value, settings.warnings
+
+
+def test_a_project_narrows_the_users_choice_and_never_widens_it(project: Path) -> None:
+    user = Path.home() / ".piton" / "settings.json"
+    write(user, {"sandbox": {"mode": "read-only"}, "permissions": {"defaultMode": "plan"}})
+    write(project / ".piton" / "settings.json", {"sandbox": {"mode": "workspace-write"}})
+    write(project / ".piton" / "settings.local.json", {"permissions": {"defaultMode": "acceptEdits"}})
+    value, [warning] = narrowed(project, SANDBOX)
+    assert value == "read-only"
+    assert warning.startswith("ignored sandbox.mode='workspace-write' from .piton/settings.json: a project's")
+    value, [warning] = narrowed(project, MODE)
+    assert value == "plan" and "defaultMode='acceptEdits' from .piton/settings.local.json" in warning
+    assert narrowed(project, SANDBOX, flag="danger-full-access")[0] == "workspace-write", (
+        "the project narrows a flag"
+    )
+    write(user, {})
+    assert narrowed(project, MODE) == ("default", [narrowed(project, MODE)[1][0]])
+
+
+def test_narrowing_the_default_is_silent_and_narrowing_a_choice_is_said(project: Path) -> None:
+    write(project / ".piton" / "settings.json", {"sandbox": {"mode": "read-only"}})
+    assert narrowed(project, SANDBOX) == ("read-only", [])
+    assert narrowed(project, SANDBOX, flag="workspace-write") == (
+        "read-only",
+        [".piton/settings.json narrows sandbox.mode to 'read-only' (you chose 'workspace-write')"],
+    )
+
+
+def test_the_local_file_overrides_the_shared_one_before_the_users_choice_is_narrowed(project: Path) -> None:
+    write(project / ".piton" / "settings.json", {"permissions": {"defaultMode": "plan"}})
+    write(project / ".piton" / "settings.local.json", {"permissions": {"defaultMode": "default"}})
+    assert narrowed(project, MODE) == ("default", [])
+
+
+def test_unknown_mode_values_are_ignored_with_a_warning(project: Path) -> None:
+    write(Path.home() / ".piton" / "settings.json", {"sandbox": {"mode": "yolo"}})
+    write(project / ".piton" / "settings.json", {"sandbox": {"mode": ["read-only"]}})
+    value, warnings = narrowed(project, SANDBOX)
+    assert value == "workspace-write" and len(warnings) == 2
+    assert "'yolo' in ~/.piton/settings.json" in warnings[0] and "in .piton/settings.json" in warnings[1]
+
+
+def test_trusted_folders_come_from_the_users_file_only(project: Path) -> None:
+    write(Path.home() / ".piton" / "settings.json", {"trustedFolders": ["~/work/*", "relative/x", "/srv/ci"]})
+    write(project / ".piton" / "settings.json", {"trustedFolders": ["/**"]})
+    settings = load_settings(project)
+    assert settings.trusted_folders == ["~/work/*", "/srv/ci"]
+    assert any("trustedFolders" in w and "from the project's settings" in w for w in settings.warnings)
+    assert any("'relative/x'" in w for w in settings.warnings)

@@ -236,13 +236,42 @@ def test_deny_rules_see_through_wrappers_and_nested_shells(command: str) -> None
     assert perms("bypassPermissions", deny=("Bash(git push:*)",)).decide(BASH, command).behavior == "deny"
 
 
-@pytest.mark.parametrize(
-    "command", ["echo $(git push)", "cat <<<x; git push", "true `git push`", 'bash -c "$(cat x)"']
-)
+@pytest.mark.parametrize("command", ['bash -c "$(cat x)"', "$(cat cmd) push", "eval $X"])
 def test_lines_that_cannot_be_checked_ask_when_deny_rules_exist(command: str) -> None:
     decision = perms("bypassPermissions", deny=("Bash(git push:*)",)).decide(BASH, command)
     assert decision.behavior == "ask" and "cannot be checked" in decision.reason
     assert perms("bypassPermissions").decide(BASH, command).behavior == "allow"  # no rules to check against
+
+
+@pytest.mark.parametrize(
+    "command", ["echo $(git push)", "cat <<<x; git push", "true `git push`", 'echo "a $(git push) b"']
+)
+def test_commands_inside_substitutions_are_seen_by_deny_rules(command: str) -> None:
+    assert perms("bypassPermissions", deny=("Bash(git push:*)",)).decide(BASH, command).behavior == "deny"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status '$(touch x)'; git status \"${_@P}\"",  # the value of $_ runs as a prompt string
+        'git status "$(touch x)"',
+        'git status "`touch x`"',
+        'git status "$HOME"',  # any expansion inside double quotes
+        'git status "a$"',
+        "git status $HOME",  # or outside them
+        "git status ${HOME}",
+        "git status 'a[$(touch x)]'; git status $[_]",  # arithmetic evaluates the subscript in $_
+        "git status 'a[$(touch x)]'; ((_))",
+        "git status $'\\x41'",
+        'git status $"x"',
+    ],
+)
+def test_a_prefix_rule_never_covers_an_expansion(command: str) -> None:
+    p = perms(allow=("Bash(git status:*)",))
+    assert p.decide(BASH, command).behavior == "ask"
+    assert p.decide(BASH, "git status 'a$' \\$HOME").behavior == "allow", "a literal $ is fine"
+    denied = perms("bypassPermissions", deny=("Bash(git status:*)",)).decide(BASH, command)
+    assert denied.behavior == "deny", "a deny rule still matches the command"
 
 
 @pytest.mark.parametrize(

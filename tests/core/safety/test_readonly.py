@@ -130,3 +130,25 @@ def test_lines_that_change_the_shells_directory_are_told_apart(command: str) -> 
 )
 def test_what_bash_reads_differently_is_not_read_only(command: str) -> None:
     assert not classify(command).read_only
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'cat "$f"',  # not exact: any expansion
+        "ls $HOME",
+        "echo 'a[$(touch p)]'; echo $[_]",
+        "timeout --bogus 1 ls",  # options we cannot read
+        "flock lock cat x",  # wrappers that do more than wait, time or renice
+        "setsid -f ls",
+        "xargs cat",
+        "find . -exec cat {} +",
+    ],
+)
+def test_a_line_that_cannot_be_judged_is_never_read_only(command: str) -> None:
+    assert not classify(command).read_only
+
+
+def test_plain_wrappers_keep_a_look_a_look() -> None:
+    for command in ("stdbuf -o0 ls", "timeout .5 cat a", "nice -n 5 grep x y", "env -u X ls"):
+        assert classify(command).read_only, command

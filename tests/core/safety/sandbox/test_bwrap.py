@@ -204,10 +204,14 @@ from piton.core.safety.sandbox.bwrap import BwrapSandbox
 tty.setraw(0)
 sandbox = BwrapSandbox(SandboxPolicy.create("workspace-write", Path({ws!r})))
 command = "python3 -c " + shlex.quote({code!r})
-argv = sandbox.command(command, Path({ws!r}))
 if {direct}:  # the terminal handed straight to the sandbox as stdin: --new-session must still refuse
     import subprocess
-    out = subprocess.run(argv, stdin=0, capture_output=True, text=True, env=sandbox.env()).stdout
+    launch = sandbox.launch(command, Path({ws!r}))
+    out = subprocess.run(
+        launch.argv, stdin=0, capture_output=True, text=True, env=launch.env, pass_fds=launch.pass_fds,
+        preexec_fn=launch.preexec,
+    ).stdout
+    launch.close()
 else:  # the way the Bash tool runs commands
     from piton.core.safety.shell import run_shell
     out = asyncio.run(run_shell(command, cwd=Path({ws!r}), sandbox=sandbox, timeout_s=30)).output

@@ -48,7 +48,8 @@ def test_the_argv_passes_each_parameter_with_d(tmp_path: Path) -> None:
     assert argv[:2] == [sandbox.executable, "-p"]
     assert f"WRITABLE_0={tmp_path.resolve()}" in argv
     assert argv[argv.index(f"WRITABLE_0={tmp_path.resolve()}") - 1] == "-D"
-    assert argv[-5:] == ["/bin/bash", "--noprofile", "--norc", "-c", "make test"]
+    assert argv[-5:-1] == ["/bin/bash", "--noprofile", "--norc", "-c"]
+    assert argv[-1] == f"ulimit -f {4 << 20}\nmake test"  # the file-size limit (KiB), then the command
 
 
 def test_each_platform_gets_its_sandbox(tmp_path: Path) -> None:

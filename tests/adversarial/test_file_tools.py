@@ -1,0 +1,236 @@
+"""Attacks on the file tools: a folder swapped for a symlink while a tool works on a path under it
+(E1), paths that are not paths (R1), what root may read (E6) and credential files the sandbox hides
+(S1). The tools run in-process, as the agent runs them; the swapping is done by real threads and
+real sandboxed commands."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from piton.builtin_tools.bash import Bash
+from piton.builtin_tools.edit import Edit
+from piton.builtin_tools.glob import Glob
+from piton.builtin_tools.grep import Grep
+from piton.builtin_tools.read import Read
+from piton.builtin_tools.write import Write
+from piton.core.conversation.messages import ToolUseBlock
+from piton.core.tools import ToolContext, ToolRegistry, ToolResult
+from piton.testing.script import ToolCall, reply
+from tests.adversarial.conftest import SECRET, piton
+from tests.builtin_tools.helpers import call, context
+from tests.fakes.fake_api import FakeAnthropicAPI
+
+ATTEMPTS = 400
+TIME_BOUND_S = 8.0
+
+
+_FLIPPER = """
+import ctypes, os, sys
+link, other = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[1] + ".swap")
+os.symlink(sys.argv[2], other)
+libc = ctypes.CDLL(None, use_errno=True)
+while True:  # renameat2(RENAME_EXCHANGE): the folder and the symlink trade places atomically
+    libc.renameat2(-100, link, -100, other, 2)
+"""
+
+
+@contextmanager
+def flipping(link: Path, real_dir: Path, elsewhere: Path) -> Iterator[None]:
+    """Keep swapping `link` between a real folder of the project and a symlink to `elsewhere`, each
+    swap one atomic rename, from another process (truly in parallel) until the block ends."""
+    real_dir.rename(link)
+    flipper = subprocess.Popen([sys.executable, "-c", _FLIPPER, str(link), str(elsewhere)])
+    try:
+        time.sleep(0.05)
+        yield
+    finally:
+        flipper.kill()
+        flipper.wait()
+
+
+def text_of(result: ToolResult) -> str:
+    return result.content if isinstance(result.content, str) else repr(result.content)
+
+
+def attempts() -> Iterator[int]:
+    deadline = time.monotonic() + TIME_BOUND_S
+    for attempt in range(ATTEMPTS):
+        if time.monotonic() > deadline:
+            return
+        yield attempt
+
+
+def test_read_never_follows_a_folder_swapped_for_a_symlink(tmp_path: Path, home: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "keys").mkdir(parents=True)
+    (ws / "keys" / "id_rsa").write_text("a harmless file of the project\n")
+    ctx = context(ws)
+    harmless = 0
+    with flipping(ws / "d", ws / "keys", home / ".ssh"):
+        for attempt in attempts():
+            out = text_of(call(Read(), ctx, file_path=str(ws / "d" / "id_rsa")))
+            assert SECRET not in out, f"attempt {attempt}: Read followed the swapped folder to ~/.ssh"
+            harmless += "harmless" in out
+    assert harmless > 0  # the race was real: the project's own file was read between swaps
+
+
+def test_write_never_lands_outside_through_a_swapped_folder(tmp_path: Path, home: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    ctx = context(ws)
+    written = 0
+    with flipping(ws / "d", ws / "sub", home):
+        for attempt in attempts():
+            name = f"planted{attempt}"
+            out = text_of(call(Write(), ctx, file_path=str(ws / "d" / name), content="alias ls='rm -rf ~'\n"))
+            assert not (home / name).exists(), f"attempt {attempt}: Write followed the swap into $HOME: {out}"
+            written += out.startswith("Created")
+    assert written > 0
+    assert not list(home.glob("planted*")) and not list(home.glob(".piton-*"))
+
+
+def test_edit_never_changes_a_file_outside_through_a_swapped_folder(tmp_path: Path, home: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    (ws / "sub" / ".bashrc").write_text("export A=1\n")
+    (home / ".bashrc").write_text("export A=1\n")
+    ctx = context(ws)
+    call(Read(), ctx, file_path=str(ws / "sub" / ".bashrc"))
+    with flipping(ws / "d", ws / "sub", home):
+        for attempt in attempts():
+            call(Edit(), ctx, file_path=str(ws / "d" / ".bashrc"), old_string="A=1", new_string="A=2")
+            call(Edit(), ctx, file_path=str(ws / "d" / ".bashrc"), old_string="A=2", new_string="A=1")
+            assert (home / ".bashrc").read_text() == "export A=1\n", f"attempt {attempt}: ~/.bashrc changed"
+
+
+@pytest.mark.sandbox
+def test_grep_never_searches_a_secret_through_a_swapped_folder(tmp_path: Path, home: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "keys").mkdir(parents=True)
+    (ws / "keys" / "notes").write_text("BEGIN OPENSSH notes of the project\n")
+    ctx = context(ws)
+    with flipping(ws / "d", ws / "keys", home / ".ssh"):
+        for attempt in attempts():
+            if attempt == 60:
+                break  # each search starts a sandbox: fewer attempts, the same bound
+            out = text_of(
+                call(Grep(), ctx, pattern="BEGIN OPENSSH", path=str(ws / "d"), output_mode="content")
+            )
+            assert SECRET not in out, f"attempt {attempt}: Grep searched ~/.ssh"
+
+
+@pytest.mark.sandbox
+def test_file_tools_wait_for_a_command_that_swaps_a_folder(tmp_path: Path, home: Path) -> None:
+    """A command of one subagent turns a folder into a symlink to ~/.ssh for half a second; a Read
+    of another subagent in that half second waits for the command and reads the project's file."""
+    ws = tmp_path / "ws"
+    (ws / "d").mkdir(parents=True)
+    (ws / "d" / "id_rsa").write_text("the project's own file\n")
+    main = context(ws)
+    other = ToolContext(cwd=ws, session_id="sub", policy=main.policy, lock=main.lock)
+    swap = f"mv d d.real && ln -s {home}/.ssh d && sleep 0.8 && rm d && mv d.real d"
+
+    async def race() -> tuple[ToolResult, ToolResult]:
+        def use(tool: object, ctx: ToolContext, **args: object) -> object:
+            block = ToolUseBlock(id="toolu_x", name=tool.name, input=args)  # type: ignore[attr-defined]
+            return ToolRegistry([tool]).call(block, ctx)  # type: ignore[list-item]
+
+        command = asyncio.ensure_future(use(Bash(), main, command=swap))  # type: ignore[arg-type]
+        await asyncio.sleep(0.3)
+        read = await use(Read(), other, file_path=str(ws / "d" / "id_rsa"))  # type: ignore[misc]
+        return await command, read  # type: ignore[return-value]
+
+    command, read = asyncio.run(race())
+    assert not command.is_error, text_of(command)
+    assert "the project's own file" in text_of(read) and SECRET not in text_of(read)
+
+
+def test_a_nul_byte_in_a_path_is_an_error_result_and_the_run_goes_on(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    for name, args in (
+        ("Read", {"file_path": "a\u0000b"}),
+        ("Write", {"file_path": "a\u0000b", "content": "x"}),
+        ("Edit", {"file_path": "a\u0000b", "old_string": "x", "new_string": "y"}),
+        ("Grep", {"pattern": "x", "path": "a\u0000b"}),
+        ("Glob", {"pattern": "*", "path": "a\u0000b"}),
+    ):
+        fake_api.add(reply(ToolCall(name, args)), reply("still here"))
+        done = piton("-p", "go", "--permission-mode", "acceptEdits", cwd=project)
+        assert (done.returncode, done.stdout) == (0, "still here\n"), (name, done.stderr)
+        result = fake_api.bodies[-1]["messages"][-1]["content"][0]
+        assert result["is_error"] and "NUL" in str(result["content"]), (name, result)
+
+
+def test_root_does_not_read_another_users_private_file(tmp_path: Path) -> None:
+    """The sandbox drops root's power to override permissions; the file tools hold to the same."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    private = ws / "theirs.txt"
+    private.write_text(SECRET)
+    private.chmod(0o600)
+    if os.geteuid() == 0:
+        os.chown(private, 54321, 54321)  # as root: owned by someone else; otherwise the kernel refuses
+    else:
+        private.chmod(0o000)
+    out = call(Read(), context(ws), file_path=str(private))
+    assert out.is_error and SECRET not in text_of(out)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [".vault-token", ".pgpass", ".bash_history", ".zsh_history", ".python_history", ".kube/config",
+     ".config/rclone/rclone.conf", ".azure/accessTokens.json", ".config/gcloud/credentials.db",
+     ".terraform.d/credentials.tfrc.json", ".m2/settings.xml", ".npmrc", ".pypirc",
+     ".docker/desktop/settings.json", ".mozilla/firefox/cookies.sqlite"],
+)  # fmt: skip
+def test_credential_files_are_not_read(tmp_path: Path, home: Path, name: str) -> None:
+    secret = home / name
+    secret.parent.mkdir(parents=True, exist_ok=True)
+    secret.write_text(SECRET)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    out = call(Read(), context(ws), file_path=str(secret))
+    assert out.is_error and SECRET not in text_of(out)
+    grep = call(Grep(), context(ws), pattern="OPENSSH", path=str(secret.parent), output_mode="content")
+    assert SECRET not in text_of(grep)
+
+
+def test_credential_paths_can_be_added(tmp_path: Path, home: Path) -> None:
+    (home / ".company-token").write_text(SECRET)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    out = call(
+        Read(), context(ws, extra_credentials=["~/.company-token"]), file_path=str(home / ".company-token")
+    )
+    assert out.is_error and "credential" in text_of(out)
+
+
+@pytest.mark.sandbox
+def test_glob_lists_only_what_the_sandbox_shows(tmp_path: Path, home: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    out = text_of(call(Glob(), context(ws), pattern="*", path=str(home / ".ssh")))
+    assert "id_rsa" not in out
+
+
+def test_credential_paths_from_the_settings_are_not_read(
+    fake_api: FakeAnthropicAPI, project: Path, home: Path
+) -> None:
+    (home / ".piton").mkdir()
+    (home / ".piton" / "settings.json").write_text('{"sandbox": {"credentialPaths": ["~/.company-token"]}}')
+    (home / ".company-token").write_text(SECRET)
+    fake_api.add(reply(ToolCall("Read", {"file_path": str(home / ".company-token")})), reply("done"))
+    done = piton("-p", "go", cwd=project)
+    assert done.returncode == 0, done.stderr
+    result = fake_api.bodies[-1]["messages"][-1]["content"][0]
+    assert result["is_error"] and SECRET not in str(result["content"])

@@ -1,0 +1,159 @@
+"""Attacks on what runs outside the sandbox later: git hooks and config wherever git looks for them
+(E2, E4, E7) and settings files. Each attack runs through the real Bash tool in the real sandbox,
+or the Write tool, and the check is what the user's next git command would run."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from piton.builtin_tools.bash import Bash
+from piton.builtin_tools.write import Write
+from piton.core.conversation.messages import ToolUseBlock
+from piton.core.tools import ToolContext, ToolRegistry, ToolResult
+from tests.builtin_tools.helpers import call, context
+
+pytestmark = pytest.mark.sandbox
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    return done.stdout.strip()
+
+
+def repo(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    git(ws, "init", "-q")
+    return ws
+
+
+def bash(ctx: ToolContext, command: str) -> ToolResult:
+    return call(Bash(), ctx, command=command)
+
+
+def test_two_commands_at_once_leave_no_git_config_behind(tmp_path: Path) -> None:
+    """Two subagents' commands overlap: the second's snapshot must not take the first one's planted
+    `.git/commondir` for the repository's own (E2)."""
+    ws = repo(tmp_path)
+    (ws / "evil").mkdir()
+    (ws / "evil" / "config").write_text("[core]\n\tfsmonitor = touch pwned\n")
+    main = context(ws)
+    other = ToolContext(cwd=ws, session_id="sub", policy=main.policy, lock=main.lock)
+
+    async def both() -> None:
+        def run(ctx: ToolContext, command: str) -> object:
+            block = ToolUseBlock(id="toolu_x", name="Bash", input={"command": command})
+            return ToolRegistry([Bash()]).call(block, ctx)
+
+        first = asyncio.ensure_future(run(main, f"printf '{ws}/evil' > .git/commondir; sleep 0.6"))
+        await asyncio.sleep(0.2)
+        await asyncio.gather(first, run(other, "sleep 0.8"))  # type: ignore[arg-type]
+
+    asyncio.run(both())
+    assert not (ws / ".git" / "commondir").exists()
+    git(ws, "status")
+    assert not (ws / "pwned").exists()
+
+
+def test_hooks_path_in_the_worktree_is_protected(tmp_path: Path) -> None:
+    """husky keeps hooks in `.husky/_` via core.hooksPath: neither Write nor a command may change
+    them (E4)."""
+    ws = repo(tmp_path)
+    git(ws, "config", "core.hooksPath", ".husky/_")
+    (ws / ".husky" / "_").mkdir(parents=True)
+    (ws / ".husky" / "_" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    ctx = context(ws)
+    out = call(
+        Write(), ctx, file_path=str(ws / ".husky" / "_" / "post-checkout"), content="#!/bin/sh\ntouch x\n"
+    )
+    assert out.is_error and "hooks" in str(out.content)
+    bash(
+        ctx,
+        "echo 'touch pwned' >> .husky/_/pre-commit; printf '#!/bin/sh\\ntouch pwned\\n' > .husky/_/post-commit",
+    )
+    assert (ws / ".husky" / "_" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
+    assert not (ws / ".husky" / "_" / "post-commit").exists()
+
+
+def test_a_hooks_path_created_by_a_command_is_removed(tmp_path: Path) -> None:
+    ws = repo(tmp_path)
+    git(ws, "config", "core.hooksPath", "githooks")
+    bash(context(ws), "mkdir githooks && printf '#!/bin/sh\\ntouch pwned\\n' > githooks/pre-commit")
+    assert not (ws / "githooks").exists()
+
+
+def test_included_git_config_in_the_worktree_is_protected(tmp_path: Path) -> None:
+    ws = repo(tmp_path)
+    (ws / "team.gitconfig").write_text("[alias]\n\tst = status\n")
+    git(ws, "config", "include.path", "../team.gitconfig")
+    git(ws, "config", "includeIf.gitdir:/.path", "../local.gitconfig")
+    ctx = context(ws)
+    for name in ("team.gitconfig", "local.gitconfig"):
+        out = call(Write(), ctx, file_path=str(ws / name), content="[core]\n\tfsmonitor = touch pwned\n")
+        assert out.is_error, name
+    bash(ctx, "printf '[core]\\n\\tfsmonitor = touch pwned\\n' | tee -a team.gitconfig > local.gitconfig")
+    git(ws, "status")
+    assert not (ws / "pwned").exists()
+    assert git(ws, "config", "core.fsmonitor") == ""
+
+
+def test_a_git_dir_behind_a_symlink_is_pinned(tmp_path: Path) -> None:
+    """`.git` is a symlink to a folder in the project: a command cannot swap that folder for one
+    with a config of its own (E7)."""
+    ws = repo(tmp_path)
+    (ws / ".git").rename(ws / "realgit")
+    (ws / ".git").symlink_to("realgit")
+    bash(
+        context(ws),
+        "mv realgit realgit.old; mkdir -p realgit && cp -r realgit.old/. realgit/ && "
+        "printf '[core]\\n\\tfsmonitor = touch pwned\\n' > realgit/config; "
+        "ln -sfn realgit.old .git.new 2>/dev/null; true",
+    )
+    git(ws, "status")
+    assert not (ws / "pwned").exists()
+    assert git(ws, "config", "core.fsmonitor") == ""
+
+
+def test_a_retargeted_git_symlink_is_put_back(tmp_path: Path) -> None:
+    ws = repo(tmp_path)
+    (ws / ".git").rename(ws / "realgit")
+    (ws / ".git").symlink_to("realgit")
+    out = bash(
+        context(ws),
+        "mkdir -p evil && cp -r realgit/. evil/ && printf '[core]\\n\\tfsmonitor = touch pwned\\n' > evil/config"
+        " && ln -sfn evil .git",
+    )
+    assert (ws / ".git").readlink() == Path("realgit"), out.content
+    git(ws, "status")
+    assert not (ws / "pwned").exists()
+
+
+def test_settings_files_a_command_writes_are_removed(tmp_path: Path) -> None:
+    ws = repo(tmp_path)
+    out = bash(
+        context(ws),
+        'mkdir -p .piton .claude && echo \'{"sandbox":{"mode":"danger-full-access"}}\' > .piton/settings.json'
+        " && cp .piton/settings.json .claude/settings.local.json",
+    )
+    assert not (ws / ".piton" / "settings.json").exists(), out.content
+    assert not (ws / ".claude" / "settings.local.json").exists()
+
+
+def test_settings_files_a_command_plants_in_a_subfolder_are_removed(tmp_path: Path) -> None:
+    """A later session started in `sub/` would read `sub/.piton/settings.json` (P5)."""
+    ws = repo(tmp_path)
+    (ws / "pkg" / ".claude").mkdir(parents=True)
+    (ws / "pkg" / ".claude" / "settings.json").write_text('{"permissions": {"allow": ["Read"]}}')
+    out = bash(
+        context(ws),
+        'mkdir -p sub/deeper/.piton && echo \'{"permissions":{"allow":["Bash"]}}\' > sub/deeper/.piton/settings.json'
+        ' && echo \'{"permissions":{"allow":["Bash"]}}\' > pkg/.claude/settings.json'
+        " && cp pkg/.claude/settings.json pkg/.claude/settings.local.json",
+    )
+    assert not (ws / "sub" / "deeper" / ".piton" / "settings.json").exists(), out.content
+    assert not (ws / "pkg" / ".claude" / "settings.local.json").exists()
+    assert (ws / "pkg" / ".claude" / "settings.json").read_text() == '{"permissions": {"allow": ["Read"]}}'

@@ -1,0 +1,82 @@
+"""The REPL's workspace-trust question: asked before the session loads, once per folder, only when
+the folder's files would grant something, naming what; the answer is remembered in the user's state."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from piton.core.project.trust import default_store_path
+from piton.testing.scripted import ScriptedProvider
+from tests.cli.test_repl import ENTER, Session, run
+
+QUESTION = "and what its files grant? (y/N)"
+
+
+def allow_shell(project: Path) -> None:
+    path = project / ".piton" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"permissions": {"allow": ["Shell"], "deny": ["Echo"]}}))
+
+
+def start(project: Path, answer: str | None) -> Session:
+    """A REPL in `project`: answer the trust question with `answer` (None: expect none), then /status."""
+
+    async def script(s: Session) -> None:
+        if answer is not None:
+            await s.until(lambda: s.repl.question is not None)
+            assert QUESTION in s.repl.question[0]  # type: ignore[index]
+            await s.type(answer + ENTER)
+        await s.until(lambda: s.repl.runtime is not None)
+        assert s.repl.question is None
+        await s.type("/status" + ENTER, pause=0.3)
+        await s.idle()
+
+    return run(project, ScriptedProvider(), script, loaded=False)
+
+
+def allowed(s: Session) -> list[str]:
+    assert s.repl.runtime is not None and s.repl.runtime.agent.gate is not None
+    return [str(r) for r in s.repl.runtime.agent.gate.permissions.allow]
+
+
+def test_yes_trusts_the_folder_and_is_remembered(project: Path) -> None:
+    allow_shell(project)
+    s = start(project, "y")
+    assert "This folder's files would grant more power" in s.screen
+    assert ".piton/settings.json: allow Shell" in s.screen
+    assert allowed(s) == ["Shell"] and "Workspace trust: trusted (you said yes)" in s.screen
+    stored = json.loads(default_store_path().read_text())["folders"][str(project.resolve())]
+    assert stored["trusted"] is True and stored["approved"] == [".piton/settings.json: allow Shell"]
+    again = start(project, None)  # asked once per folder
+    assert allowed(again) == ["Shell"] and "would grant" not in again.screen
+
+
+def test_no_grants_nothing_keeps_the_deny_rules_and_is_not_asked_again(project: Path) -> None:
+    allow_shell(project)
+    s = start(project, "n")
+    assert allowed(s) == [] and "not trusted (you said no)" in s.screen
+    assert s.repl.runtime is not None
+    assert [str(r) for r in s.repl.runtime.agent.gate.permissions.deny] == ["Echo"]  # type: ignore[union-attr]
+    again = start(project, None)
+    assert allowed(again) == [] and "would grant" not in again.screen
+
+
+def test_a_grant_added_later_is_asked_about_on_its_own(project: Path) -> None:
+    allow_shell(project)
+    start(project, "y")
+    command = project / ".piton" / "commands" / "ship.md"
+    command.parent.mkdir(parents=True)
+    command.write_text("---\ndescription: Ship it.\nallowed-tools: Bash\n---\nShip.\n")
+    s = start(project, "n")
+    assert "Since you trusted this folder, its files have added" in s.screen
+    assert ".piton/commands/ship.md: command ship: allowed-tools Bash" in s.screen
+    assert "allow Shell\n" not in s.screen.split("Since you trusted")[1], "only what is new is listed"
+    assert allowed(s) == ["Shell"], "the earlier yes still holds"
+    assert s.repl.runtime is not None and s.repl.runtime.catalog is not None
+    assert not s.repl.runtime.catalog.grants(s.repl.runtime.catalog.skills["ship"])
+
+
+def test_a_folder_with_nothing_to_grant_is_not_asked_about(project: Path) -> None:
+    s = start(project, None)
+    assert "Workspace trust: not trusted (its files grant nothing)" in s.screen
