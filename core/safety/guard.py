@@ -16,6 +16,7 @@ import contextlib
 import os
 import shutil
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,6 +125,13 @@ class Snapshot:
     states: dict[Path, _State] = field(default_factory=dict)  # shallow paths first
     deep_settings: set[Path] = field(default_factory=set)  # settings files below the roots
     roots: tuple[Path, ...] = ()  # where deep_settings was looked for (none: not looked)
+    taken_ns: int = 0
+
+
+# The settings files below each set of roots as the last command left them: one walk per command
+# (after it) instead of two. Only commands can add one (the file tools refuse to write them), and
+# a file someone else adds meanwhile is told apart by its change time.
+_known_deep: dict[tuple[Path, ...], set[Path]] = {}
 
 
 def deep_settings(roots: tuple[Path, ...]) -> set[Path]:
@@ -164,19 +172,33 @@ def snapshot(policy: SandboxPolicy) -> Snapshot:
     for path in code_paths(policy):
         snap.states.setdefault(path, _state(path))
     snap.roots = policy.roots
-    snap.deep_settings = deep_settings(policy.roots)
+    snap.taken_ns = time.time_ns()
+    if policy.roots not in _known_deep:
+        _known_deep[policy.roots] = deep_settings(policy.roots)
+    snap.deep_settings = set(_known_deep[policy.roots])
     for path in sorted(snap.deep_settings):
         snap.states.setdefault(path, _state(path))
     return snap
 
 
+def _changed_since(path: Path, ns: int) -> bool:
+    try:
+        return path.lstat().st_ctime_ns >= ns - 10_000_000  # file systems keep coarse times
+    except OSError:
+        return False
+
+
 def restore(before: Snapshot) -> list[str]:
     """Put back each guarded path a command changed; say what was done."""
     notes = []
-    for path in sorted(deep_settings(before.roots) - before.deep_settings):
-        if _parents_unchanged(path):
-            _remove(path)
-            notes.append(f"(Removed {path}: the command created it, and settings files are protected.)")
+    if before.roots:
+        found = deep_settings(before.roots)
+        for path in sorted(found - before.deep_settings):
+            if _changed_since(path, before.taken_ns) and _parents_unchanged(path):
+                _remove(path)
+                found.discard(path)
+                notes.append(f"(Removed {path}: the command created it, and settings files are protected.)")
+        _known_deep[before.roots] = found
     for path, was in before.states.items():
         now = _state(path)
         if now == was:

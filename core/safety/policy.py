@@ -7,6 +7,7 @@ writable root and outside the protected files, and credential locations are not 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -74,8 +75,14 @@ def other_homes() -> tuple[Path, ...]:
         entries = pwd.getpwall()
     except (ImportError, OSError):
         return ()
-    homes = {Path(e.pw_dir) for e in entries if e.pw_dir.startswith("/") and e.pw_dir != "/"}
-    return tuple(sorted(h for h in homes if h.is_dir()))
+    homes = set()
+    for entry in entries:
+        # a home the account owns: system accounts whose "home" is /bin or /nonexistent have none
+        with contextlib.suppress(OSError):
+            st = os.stat(entry.pw_dir)
+            if entry.pw_dir.startswith("/") and stat.S_ISDIR(st.st_mode) and st.st_uid == entry.pw_uid:
+                homes.add(Path(entry.pw_dir))
+    return tuple(sorted(homes))
 
 
 @cache
@@ -175,6 +182,10 @@ class SandboxPolicy:
 
     def credential_paths(self) -> list[Path]:
         return [path for path, _ in _credentials(self.home, self.extra_credentials, self.private_paths)]
+
+    def credential_targets(self) -> list[str]:
+        """Where each credential location really leads (resolved once)."""
+        return [target for _, target in _credentials(self.home, self.extra_credentials, self.private_paths)]
 
     def check_privilege(self, path: Path, st: os.stat_result) -> None:
         """As root, refuse what the sandbox (which drops root's privilege to override permissions)

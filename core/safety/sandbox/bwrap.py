@@ -14,6 +14,7 @@ sized tmpfs mounts (`/dev` itself read-only, so nothing fills it).
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -149,12 +150,16 @@ class BwrapSandbox:
             target = real(path)
             if os.path.lexists(path) and target.exists():
                 args += ["--ro-bind", str(target), str(target)]
-        for secret in map(real, self.policy.credential_paths()):
-            # os.path: a folder Piton may not even look into (another user's) needs no hiding
-            if os.path.isdir(secret):
-                args += [*self._tmpfs(_SMALL_TMPFS), "--tmpfs", str(secret)]
-            elif os.path.exists(secret):
-                args += ["--ro-bind", "/dev/null", str(secret)]
+        for secret in dict.fromkeys(self.policy.credential_targets()):
+            try:  # one stat each; a folder Piton may not even look into (another user's) needs no hiding
+                is_dir = stat.S_ISDIR(os.stat(secret).st_mode)
+            except OSError:
+                continue
+            args += (
+                [*self._tmpfs(_SMALL_TMPFS), "--tmpfs", secret]
+                if is_dir
+                else ["--ro-bind", "/dev/null", secret]
+            )
         for shared in self.policy.shared_dirs:  # after the secrets they sit in, so they show through
             if shared.is_dir():
                 args += ["--ro-bind", str(shared), str(shared)]
