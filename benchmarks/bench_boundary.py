@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_tools import median_ms, tree  # noqa: E402
 
-from piton.builtin_tools.ripgrep import run_rg, search_sandbox  # noqa: E402
+from piton.builtin_tools.ripgrep import rg_path, run_rg, search_sandbox  # noqa: E402
 from piton.core.safety import guard, pinned  # noqa: E402
 from piton.core.safety.policy import SandboxPolicy  # noqa: E402
 from piton.core.safety.sandbox import make_sandbox  # noqa: E402
@@ -65,13 +65,16 @@ def file_rows() -> list[Row]:
 def grep_rows(files: int) -> list[Row]:
     root = tree(files)
     policy = SandboxPolicy.create("workspace-write", root)
-    sandbox = search_sandbox(policy, root)
+    rg_binary = rg_path()
+    sandbox = search_sandbox(policy, root, rg_binary)
     assert sandbox is not None, "the sandbox cannot start here"
     args = ["--files-with-matches", "--regexp", "NEEDLE_TOKEN", "--", str(root)]
     small = root / "pkg0000"
 
     def rg(base: Path, boxed: bool) -> None:
-        asyncio.run(run_rg([*args[:-1], str(base)], cwd=base, sandbox=sandbox if boxed else None, unsafe=()))
+        asyncio.run(
+            run_rg([*args[:-1], str(base)], cwd=base, rg=rg_binary, sandbox=sandbox if boxed else None)
+        )
 
     return [
         (

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from piton.builtin_tools.files import PathTool, policy_of, readable, resolve
-from piton.builtin_tools.ripgrep import RipgrepMissing, mtime, run_rg, search_sandbox
+from piton.builtin_tools.ripgrep import RipgrepMissing, mtime, rg_path, run_rg, search_sandbox
 from piton.core.safety.globs import compile_glob
 from piton.core.safety.policy import PolicyError, real
 from piton.core.tools import ToolContext, ToolResult
@@ -69,9 +69,8 @@ class Glob(PathTool[GlobInput]):
         if not base.is_dir():
             return ToolResult.error(f"{base} is not a directory.")
         try:
-            out = await run_rg(
-                ["--files"], cwd=base, sandbox=search_sandbox(policy, base), unsafe=policy.roots
-            )
+            rg = rg_path(policy.roots)
+            out = await run_rg(["--files"], cwd=base, rg=rg, sandbox=search_sandbox(policy, base, rg))
         except RipgrepMissing as e:
             return ToolResult.error(str(e))
         if out.code == 2 and not out.text:

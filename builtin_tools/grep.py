@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from piton.builtin_tools.files import PathTool, policy_of, readable, require_regular
-from piton.builtin_tools.ripgrep import RgOutput, RipgrepMissing, mtime, run_rg, search_sandbox
+from piton.builtin_tools.ripgrep import RgOutput, RipgrepMissing, mtime, rg_path, run_rg, search_sandbox
 from piton.core.safety.policy import PolicyError
 from piton.core.tools import ToolContext, ToolResult
 
@@ -103,12 +103,9 @@ class Grep(PathTool[GrepInput]):
             return ToolResult.error(str(e))
         base = target if stat.S_ISDIR(st.st_mode) else target.parent
         try:
-            out = await run_rg(
-                self._argv(args, str(target)),
-                cwd=base,
-                sandbox=search_sandbox(policy, base),
-                unsafe=policy.roots,
-            )
+            rg = rg_path(policy.roots)
+            sandbox = search_sandbox(policy, base, rg)
+            out = await run_rg(self._argv(args, str(target)), cwd=base, rg=rg, sandbox=sandbox)
         except RipgrepMissing as e:
             return ToolResult.error(str(e))
         if out.code == 2 and not out.text:

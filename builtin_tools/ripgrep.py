@@ -38,11 +38,15 @@ def mtime(path: str) -> float:
 _SYSTEM_DIRS = ("/usr/bin", "/usr/local/bin", "/bin", "/opt/homebrew/bin")
 
 
+def _under(path: Path, root: Path) -> bool:
+    return path == root or str(path).startswith(str(root).rstrip("/") + "/")
+
+
 def _usable(candidate: Path, unsafe: tuple[Path, ...]) -> bool:
     if not (candidate.is_file() and os.access(candidate, os.X_OK)):
         return False
-    target = str(real(candidate))
-    return not any(target == str(root) or target.startswith(str(root).rstrip("/") + "/") for root in unsafe)
+    target = real(candidate)
+    return not any(_under(target, root) for root in unsafe)
 
 
 @cache
@@ -80,13 +84,13 @@ class RgOutput:
         return out
 
 
-async def run_rg(
-    args: list[str], cwd: Path, *, sandbox: Sandbox | None, unsafe: tuple[Path, ...]
-) -> RgOutput:
-    """ripgrep with `args` in `cwd`: inside `sandbox` (a read-only one) when given."""
+async def run_rg(args: list[str], cwd: Path, *, rg: str, sandbox: Sandbox | None) -> RgOutput:
+    """The ripgrep at `rg` with `args` in `cwd`: inside `sandbox` (a read-only one) when given.
+    Exit code 0 is matches, 1 none, 2 an error; anything else (127: the sandbox could not run it)
+    is reported as 2."""
     # rg anchors globs at its working directory; from / that keeps it out of /proc and /sys
     system = ["--glob=!/proc", "--glob=!/sys"] if str(cwd) == "/" else []
-    argv = [rg_path(unsafe), *_BASE_ARGS, *system, *args]
+    argv = [rg, *_BASE_ARGS, *system, *args]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}  # no secrets to find
     launch = sandbox.launch("exec " + shlex.join(argv), cwd) if sandbox is not None else Launch(argv, env)
     try:
@@ -111,9 +115,11 @@ async def run_rg(
             raise
     finally:
         launch.close()
-    return RgOutput(
-        process.returncode or 0, out.decode("utf-8", "replace"), err.decode("utf-8", "replace").strip()
-    )
+    code = process.returncode or 0
+    error = err.decode("utf-8", "replace").strip()
+    if code not in (0, 1, 2):
+        code, error = 2, error or f"ripgrep exited with status {process.returncode}"
+    return RgOutput(code, out.decode("utf-8", "replace"), error)
 
 
 def list_files(cwd: Path, limit: int) -> list[str]:
@@ -137,12 +143,15 @@ def list_files(cwd: Path, limit: int) -> list[str]:
     return sorted(done.stdout.splitlines()[:limit])
 
 
-def search_sandbox(policy: SandboxPolicy, base: Path) -> Sandbox | None:
-    """The read-only sandbox a search under `base` runs in (`base` shown there even outside the
-    project), or None: without a sandbox (danger-full-access, or none can start, when no command
-    runs either) ripgrep runs as Piton."""
+def search_sandbox(policy: SandboxPolicy, base: Path, rg: str) -> Sandbox | None:
+    """The read-only sandbox a search under `base` with the ripgrep at `rg` runs in (`base` and
+    `rg`'s folder shown there even where the sandbox hides them, as under /tmp), or None: without a
+    sandbox (danger-full-access, or none can start, when no command runs either) ripgrep runs as
+    Piton."""
     if policy.mode == "danger-full-access":
         return None
-    extra = () if policy.in_roots(base) else (base,)
+    # `base` is a real path already: judged by its text, never resolved again, since a folder
+    # swapped for a symlink meanwhile would make bwrap mount the symlink's target (a secret) there
+    extra = tuple(p for p in (base, Path(rg).parent) if not any(_under(p, root) for root in policy.roots))
     sandbox = make_sandbox(replace(policy.read_only(), extra_dirs=(*policy.extra_dirs, *extra)))
     return None if sandbox.unavailable_reason() else sandbox

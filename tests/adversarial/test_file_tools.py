@@ -120,7 +120,7 @@ def test_grep_never_searches_a_secret_through_a_swapped_folder(tmp_path: Path, h
     ctx = context(ws)
     with flipping(ws / "d", ws / "keys", home / ".ssh"):
         for attempt in attempts():
-            if attempt == 60:
+            if attempt == 150:
                 break  # each search starts a sandbox: fewer attempts, the same bound
             out = text_of(
                 call(Grep(), ctx, pattern="BEGIN OPENSSH", path=str(ws / "d"), output_mode="content")

@@ -207,3 +207,30 @@ def test_searches_into_proc_and_sys_are_refused(tmp_path: Path) -> None:
     for tool, arguments in ((GLOB, {"pattern": "/proc/self/*"}), (GREP, {"pattern": "x", "path": "/sys"})):
         result = call(tool, context(tmp_path), **arguments)
         assert result.is_error and "(/proc, /sys) are off limits" in text(result)
+
+
+@pytest.mark.sandbox
+def test_a_ripgrep_the_sandbox_would_hide_is_shown_to_it_and_a_failure_is_no_empty_result(
+    tmp_path: Path,
+) -> None:
+    """Piton installed under /tmp (a checkout there) has its rg where the sandbox mounts a private
+    /tmp: the search sandbox shows rg's folder. And a ripgrep that cannot run is an error, never
+    "no matches"."""
+    import asyncio
+    import shutil
+
+    from piton.builtin_tools.ripgrep import run_rg, search_sandbox
+    from piton.core.safety.policy import SandboxPolicy
+
+    ws, tools = tmp_path / "ws", tmp_path / "tools"
+    ws.mkdir()
+    tools.mkdir()
+    (ws / "a.txt").write_text("needle\n")
+    rg = str(shutil.copy(rg_path(), tools / "rg"))
+    policy = SandboxPolicy.create("workspace-write", ws)
+    sandbox = search_sandbox(policy, ws, rg)
+    assert sandbox is not None
+    found = asyncio.run(run_rg(["-l", "needle", str(ws)], cwd=ws, rg=rg, sandbox=sandbox))
+    assert (found.code, found.paths()) == (0, [str(ws / "a.txt")])
+    missing = asyncio.run(run_rg(["-l", "needle"], cwd=ws, rg=str(tools / "absent"), sandbox=sandbox))
+    assert missing.code == 2 and missing.error
