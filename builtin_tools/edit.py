@@ -157,7 +157,7 @@ class Edit(FileTool[EditInput]):
         try:
             st = pinned.replace(path, data)
         except pinned.PathChanged:
-            raise
+            raise  # FileTool reports it: the path changed under us, nothing was written
         except OSError as e:
             return ToolResult.error(f"Cannot write {path}: {e.strerror or e}")
         remember(ctx, path, st)

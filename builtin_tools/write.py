@@ -59,7 +59,7 @@ class Write(FileTool[WriteInput]):
         try:
             st = pinned.replace(path, data, create_parents=True)
         except pinned.PathChanged:
-            raise
+            raise  # FileTool reports it: the path changed under us, nothing was written
         except OSError as e:
             return ToolResult.error(f"Cannot write {path}: {e.strerror or e}")
         remember(ctx, path, st)

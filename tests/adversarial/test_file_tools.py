@@ -22,11 +22,10 @@ from piton.builtin_tools.glob import Glob
 from piton.builtin_tools.grep import Grep
 from piton.builtin_tools.read import Read
 from piton.builtin_tools.write import Write
-from piton.core.conversation.messages import ToolUseBlock
-from piton.core.tools import ToolContext, ToolRegistry, ToolResult
+from piton.core.tools import ToolContext, ToolResult
 from piton.testing.script import ToolCall, reply
 from tests.adversarial.conftest import SECRET, piton
-from tests.builtin_tools.helpers import call, context
+from tests.builtin_tools.helpers import call, call_async, context
 from tests.fakes.fake_api import FakeAnthropicAPI
 
 ATTEMPTS = 400
@@ -140,14 +139,10 @@ def test_file_tools_wait_for_a_command_that_swaps_a_folder(tmp_path: Path, home:
     swap = f"mv d d.real && ln -s {home}/.ssh d && sleep 0.8 && rm d && mv d.real d"
 
     async def race() -> tuple[ToolResult, ToolResult]:
-        def use(tool: object, ctx: ToolContext, **args: object) -> object:
-            block = ToolUseBlock(id="toolu_x", name=tool.name, input=args)  # type: ignore[attr-defined]
-            return ToolRegistry([tool]).call(block, ctx)  # type: ignore[list-item]
-
-        command = asyncio.ensure_future(use(Bash(), main, command=swap))  # type: ignore[arg-type]
+        command = asyncio.ensure_future(call_async(Bash(), main, command=swap))
         await asyncio.sleep(0.3)
-        read = await use(Read(), other, file_path=str(ws / "d" / "id_rsa"))  # type: ignore[misc]
-        return await command, read  # type: ignore[return-value]
+        read = await call_async(Read(), other, file_path=str(ws / "d" / "id_rsa"))
+        return await command, read
 
     command, read = asyncio.run(race())
     assert not command.is_error, text_of(command)

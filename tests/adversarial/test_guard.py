@@ -12,9 +12,8 @@ import pytest
 
 from piton.builtin_tools.bash import Bash
 from piton.builtin_tools.write import Write
-from piton.core.conversation.messages import ToolUseBlock
-from piton.core.tools import ToolContext, ToolRegistry, ToolResult
-from tests.builtin_tools.helpers import call, context
+from piton.core.tools import ToolContext, ToolResult
+from tests.builtin_tools.helpers import call, call_async, context
 
 pytestmark = pytest.mark.sandbox
 
@@ -45,13 +44,10 @@ def test_two_commands_at_once_leave_no_git_config_behind(tmp_path: Path) -> None
     other = ToolContext(cwd=ws, session_id="sub", policy=main.policy, lock=main.lock)
 
     async def both() -> None:
-        def run(ctx: ToolContext, command: str) -> object:
-            block = ToolUseBlock(id="toolu_x", name="Bash", input={"command": command})
-            return ToolRegistry([Bash()]).call(block, ctx)
-
-        first = asyncio.ensure_future(run(main, f"printf '{ws}/evil' > .git/commondir; sleep 0.6"))
+        planting = f"printf '{ws}/evil' > .git/commondir; sleep 0.6"
+        first = asyncio.ensure_future(call_async(Bash(), main, command=planting))
         await asyncio.sleep(0.2)
-        await asyncio.gather(first, run(other, "sleep 0.8"))  # type: ignore[arg-type]
+        await asyncio.gather(first, call_async(Bash(), other, command="sleep 0.8"))
 
     asyncio.run(both())
     assert not (ws / ".git" / "commondir").exists()

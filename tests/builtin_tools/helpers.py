@@ -27,10 +27,14 @@ def context(workspace: Path, mode: str = "workspace-write", **policy: Any) -> To
     return ctx
 
 
-def call(tool: Tool, ctx: ToolContext, **tool_input: Any) -> ToolResult:
+async def call_async(tool: Tool, ctx: ToolContext, **tool_input: Any) -> ToolResult:
     """Validate `tool_input` against the tool's schema and run it, as the registry does."""
     block = ToolUseBlock(id="toolu_test", name=tool.name, input=tool_input)
-    return asyncio.run(ToolRegistry([tool]).call(block, ctx))
+    return await ToolRegistry([tool]).call(block, ctx)
+
+
+def call(tool: Tool, ctx: ToolContext, **tool_input: Any) -> ToolResult:
+    return asyncio.run(call_async(tool, ctx, **tool_input))
 
 
 def text(result: ToolResult) -> str:
