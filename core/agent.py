@@ -55,6 +55,12 @@ class Transcript(Protocol):
 
     def record(self, kind: str, **data: object) -> None: ...
 
+    def compacted(
+        self, messages: Sequence[Message], *, stubs: dict[str, str] | None = None, **info: object
+    ) -> None:
+        """Log that the history became `messages` (or the old one with `stubs` for some results)."""
+        ...
+
 
 @dataclass(slots=True)
 class AgentConfig:
@@ -326,19 +332,13 @@ class Agent:
     def replace_history(
         self, messages: list[Message], *, stubs: dict[str, str] | None = None, **info: object
     ) -> None:
-        """Swap the history for a compacted one. The session log gets it in one line (so a crash
-        cannot leave half of it), and a resumed session starts from there: only the stubs when
-        that is all that changed, else the whole new history."""
+        """Swap the history for a compacted one; the session log records it so that a resumed
+        session starts from there."""
         self.history = list(messages)
         self.meter.forget(self.history)
         self._sent = 0
-        if self.transcript is None:
-            return
-        if stubs is not None:
-            self.transcript.record("compact_boundary", stubs=stubs, **info)
-        else:
-            dumped = [m.model_dump(mode="json", exclude_none=True) for m in messages]
-            self.transcript.record("compact_boundary", messages=dumped, **info)
+        if self.transcript is not None:
+            self.transcript.compacted(self.history, stubs=stubs, **info)
 
     async def compact(self, instructions: str | None = None) -> AsyncIterator[AgentEvent]:
         """Compact now (/compact), whatever the context's size."""

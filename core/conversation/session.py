@@ -15,6 +15,7 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -110,6 +111,17 @@ class SessionLog:
 
     def record(self, kind: str, **data: object) -> None:
         self._write({"type": kind, "timestamp": _now(), **data})
+
+    def compacted(
+        self, messages: Sequence[Message], *, stubs: dict[str, str] | None = None, **info: object
+    ) -> None:
+        """One line (so a crash cannot leave half of it): only the stubs when that is all that
+        changed, else the whole new history."""
+        if stubs is not None:
+            self.record("compact_boundary", stubs=stubs, **info)
+        else:
+            dumped = [m.model_dump(mode="json", exclude_none=True) for m in messages]
+            self.record("compact_boundary", messages=dumped, **info)
 
     def sync(self) -> None:
         """Make what was written durable: a process that leaves at once (`-p`) skips no write, but

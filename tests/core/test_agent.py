@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -297,6 +298,11 @@ class Recorder:
 
     def record(self, kind: str, **data: object) -> None:
         self.records.append((kind, data))
+
+    def compacted(
+        self, messages: Sequence[Message], *, stubs: dict[str, str] | None = None, **info: object
+    ) -> None:
+        self.records.append(("compact_boundary", {"messages": list(messages), "stubs": stubs, **info}))
 
 
 def test_every_appended_message_reaches_the_transcript() -> None:
