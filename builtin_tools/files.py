@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from piton.core.conversation.messages import valid_text
 from piton.core.safety import pinned
 from piton.core.safety.policy import PolicyError, SandboxPolicy, real
 from piton.core.tools import InputT, Tool, ToolContext, ToolKind, ToolResult
@@ -188,6 +189,11 @@ class Encoding:
     bom: bytes = b""
     errors: str = "strict"
 
+    @property
+    def name(self) -> str:
+        """The encoding as people call it."""
+        return "Latin-1 (ISO-8859-1)" if self.codec == "latin-1" else self.codec.upper()
+
     def decode(self, data: bytes) -> str:
         return data[len(self.bom) :].decode(self.codec, self.errors)
 
@@ -238,8 +244,12 @@ def decode(data: bytes) -> tuple[str, Encoding]:
     return encoding.decode(data), encoding
 
 
-def decode_line(raw: bytes) -> str:
-    """One line for display: UTF-8 where it is, a readable stand-in where it is not."""
+def decode_line(raw: bytes, encoding: Encoding | None = None) -> str:
+    """One line for display, in the file's `encoding` when it is known (so that what the model sees
+    is what Edit will match), else UTF-8 where it is and a readable stand-in where it is not.
+    Undecodable bytes show as U+FFFD."""
+    if encoding is not None:
+        return raw.decode(encoding.codec, "replace")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -260,20 +270,67 @@ class FileStamp:
         return cls(st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def remember(ctx: ToolContext, path: Path, st: os.stat_result) -> None:
+@dataclass(slots=True)
+class Seen:
+    """What the model last saw of a file, and what an edit needs to give it back byte for byte."""
+
+    stamp: FileStamp
+    encoding: Encoding | None = None  # known once the whole file was decoded
+    style: str | None = None  # its line endings as last known ("\n", "\r\n", "mixed")
+    removed: tuple[str, ...] = ()  # text edits took out, exactly (the last few)
+
+
+_KEEP_REMOVED = 8
+
+
+def remember(
+    ctx: ToolContext,
+    path: Path,
+    st: os.stat_result,
+    *,
+    encoding: Encoding | None = None,
+    style: str | None = None,
+    removed: str | None = None,
+    edited: bool = False,
+) -> None:
     """Note that the model has seen the file at the real path `path` as it was at `st` (taken
-    before reading, so a change made while it was read counts as unseen)."""
-    ctx.state.setdefault(_READS, {})[str(path)] = FileStamp.of(st)
+    before reading, so a change made while it was read counts as unseen), or has just `edited` it
+    into that state. What is known of its encoding, line endings and removed text is kept while the
+    file is the one it was known of."""
+    seen: dict[str, Seen] = ctx.state.setdefault(_READS, {})
+    stamp = FileStamp.of(st)
+    before = seen.get(str(path))
+    record = Seen(stamp)
+    if before is not None and (before.stamp == stamp or edited):
+        record = Seen(stamp, before.encoding, before.style, before.removed)
+    if encoding is not None and (edited or record.encoding is None):  # a read only detects it
+        record.encoding = encoding
+    record.style = style or record.style
+    if removed:
+        record.removed = (*record.removed, removed)[-_KEEP_REMOVED:]
+    seen[str(path)] = record
 
 
-def require_fresh_read(ctx: ToolContext, path: Path, st: os.stat_result, verb: str) -> None:
-    """Raise PolicyError unless the file at `path`, now at `st`, was read in this session and has
-    not changed since."""
-    stamp = ctx.state.get(_READS, {}).get(str(path))
-    if stamp is None:
+def require_fresh_read(ctx: ToolContext, path: Path, st: os.stat_result, verb: str) -> Seen:
+    """What the model saw of the file at `path`, now at `st`; raises PolicyError unless it was read
+    in this session and has not changed since."""
+    record: Seen | None = ctx.state.get(_READS, {}).get(str(path))
+    if record is None:
         raise PolicyError(f"Read {path} before you {verb} it: it has not been read in this session.")
-    if stamp != FileStamp.of(st):
+    if record.stamp != FileStamp.of(st):
         raise PolicyError(f"{path} was modified since read, read it again before you {verb} it.")
+    return record
+
+
+def decode_seen(data: bytes, seen: Seen) -> tuple[str, Encoding]:
+    """The file's text in the encoding it was known to have (a Latin-1 file whose last accented
+    letter an edit removed is still Latin-1), else as detected."""
+    if seen.encoding is not None:
+        try:
+            return seen.encoding.decode(data), seen.encoding
+        except UnicodeDecodeError:
+            pass
+    return decode(data)
 
 
 # -- showing text ---------------------------------------------------------------------------------
@@ -298,8 +355,9 @@ def unified_diff(path: Path, before: str, after: str) -> str:
     lines = difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True), f"a{path}", f"b{path}", n=3
     )
-    return "".join(
-        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    # shown to people: stray bytes become U+FFFD rather than text no terminal can print
+    return valid_text(
+        "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
     )
 
 
@@ -309,4 +367,4 @@ def snippet(text: str, index: int, span: int, context: int = 3) -> str:
     first = text.count("\n", 0, index)
     last = first + text.count("\n", index, index + span)
     start, end = max(0, first - context), min(len(lines), last + context + 1)
-    return "\n".join(numbered(lines[i], i + 1) for i in range(start, end))
+    return valid_text("\n".join(numbered(lines[i], i + 1) for i in range(start, end)))

@@ -14,10 +14,13 @@ from pydantic import BaseModel, Field
 from piton.builtin_tools.files import (
     MAX_LINE_CHARS,
     SNIFF_BYTES,
+    UTF8,
+    Encoding,
     FileTool,
     Opened,
     bom_encoding,
     decode_line,
+    detect,
     image_type,
     lines_of,
     looks_binary,
@@ -31,6 +34,7 @@ from piton.core.tools import ToolContext, ToolResult
 
 DEFAULT_LIMIT = 2_000
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # the API's limit for one image
+_DETECT_BYTES = 4 * 1024 * 1024
 _KEEP_BYTES = MAX_LINE_CHARS * 4 + 4  # enough bytes for MAX_LINE_CHARS characters of UTF-8, and a bit
 
 
@@ -86,8 +90,8 @@ def _skip_lines(f: IO[bytes], count: int) -> int:
     return passed
 
 
-def _show(raw: bytes, skipped_length: int | None, number: int) -> str:
-    line = decode_line(raw).rstrip("\r\n")
+def _show(raw: bytes, skipped_length: int | None, number: int, encoding: Encoding | None) -> str:
+    line = decode_line(raw, encoding).rstrip("\r\n")
     if skipped_length is not None:  # the rest was never read; say how long the line really is
         return f"{numbered(line[:MAX_LINE_CHARS], number)}… [line cut: about {skipped_length:,} bytes]"
     return numbered(line, number)
@@ -135,15 +139,19 @@ class Read(FileTool[ReadInput]):
                     f"{path} is a binary file ({opened.st.st_size:,} bytes); Read shows only text and images."
                 )
             f.seek(0)
-            result = self._text(f, head, args)
-        remember(ctx, path, opened.st)
+            # the whole file decides its encoding, as it does for Edit; past a size, its first lines
+            encoding = detect(f.read()) if opened.st.st_size <= _DETECT_BYTES else bom_encoding(head)
+            f.seek(0)
+            result = self._text(f, encoding, args)
+        remember(ctx, path, opened.st, encoding=encoding)
         return result
 
-    def _text(self, f: IO[bytes], head: bytes, args: ReadInput) -> ToolResult:
-        encoding = bom_encoding(head)
+    def _text(self, f: IO[bytes], encoding: Encoding | None, args: ReadInput) -> ToolResult:
         start = max(1, args.offset or 1)
+        shown_as = encoding
         if encoding is not None and encoding.codec.startswith("utf-16"):
             lines = lines_of(encoding.decode(f.read()))
+            shown_as = UTF8  # the rows below are the decoded lines, in UTF-8
             rows: Iterator[tuple[bytes, int | None]] = (
                 (line.encode("utf-8"), None) for line in lines[start - 1 :]
             )
@@ -158,9 +166,9 @@ class Read(FileTool[ReadInput]):
             if len(shown) == limit:
                 more = True
                 break
-            if number == 1 and encoding is not None:
-                raw = raw.removeprefix(encoding.bom)
-            shown.append(_show(raw, skipped_length, number))
+            if number == 1 and shown_as is not None:
+                raw = raw.removeprefix(shown_as.bom)
+            shown.append(_show(raw, skipped_length, number, shown_as))
         if not shown:
             if skipped == 0:
                 return ToolResult("(the file is empty)", summary="empty file")

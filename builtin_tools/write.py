@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from piton.builtin_tools.edit_plan import newline_style
 from piton.builtin_tools.files import (
     UTF8,
     FileTool,
     decode,
+    decode_seen,
     read_existing,
     remember,
     require_fresh_read,
@@ -50,19 +52,20 @@ class Write(FileTool[WriteInput]):
         existing = read_existing(path)
         before, encoding = "", UTF8
         if existing is not None:
-            require_fresh_read(ctx, path, existing[1], "overwrite")
-            before, encoding = decode(existing[0])
+            seen = require_fresh_read(ctx, path, existing[1], "overwrite")
+            before, encoding = decode_seen(existing[0], seen)
         try:
             data = encoding.encode(args.content)
-        except UnicodeEncodeError:
-            data = args.content.encode("utf-8")  # the old encoding cannot hold the new text
+        except UnicodeEncodeError:  # the old encoding cannot hold the new text
+            encoding = UTF8
+            data = args.content.encode("utf-8")
         try:
             st = pinned.replace(path, data, create_parents=True)
         except pinned.PathChanged:
             raise  # FileTool reports it: the path changed under us, nothing was written
         except OSError as e:
             return ToolResult.error(f"Cannot write {path}: {e.strerror or e}")
-        remember(ctx, path, st)
+        remember(ctx, path, st, encoding=encoding, style=newline_style(args.content), edited=True)
         lines = args.content.count("\n") + (0 if args.content.endswith("\n") or not args.content else 1)
         verb = "Updated" if existing is not None else "Created"
         return ToolResult(

@@ -123,7 +123,13 @@ def piton(
         ),
     ] = None,
     add_dir: Annotated[
-        list[Path] | None, typer.Option("--add-dir", help="Another directory the tools may use (repeatable).")
+        list[Path] | None,
+        typer.Option(  # a missing one is a usage error here; one from a settings file is skipped instead
+            "--add-dir",
+            exists=True,
+            file_okay=False,
+            help="Another directory the tools may use (repeatable).",
+        ),
     ] = None,
     trust_workspace: Annotated[
         bool,

@@ -228,7 +228,8 @@ async def _resume(c: Commands, args: str) -> None:
         choice = sessions[int(answer) - 1].session_id
     resumed = await c.ui.switch(resume=choice)
     messages = len(resumed.agent.history)
-    c.say(f"(resumed session {choice}: {messages} messages)", "dim")
+    # a session in use elsewhere goes on in a fork: name the one the conversation now lives in
+    c.say(f"(resumed session {resumed.log.session_id}: {messages} messages)", "dim")
 
 
 async def _permissions(c: Commands, args: str) -> None:

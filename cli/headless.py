@@ -1,7 +1,8 @@
 """`piton -p`: one run, its output as text, one JSON result, or a JSON event per line.
 
 Text mode prints only the final answer on stdout; everything else goes to stderr. Failures are one
-readable line (a traceback only with --verbose) and exit code 1; an interrupt exits 130.
+readable line (a traceback only with --verbose) and exit code 1; an interrupt exits 130, and SIGTERM,
+SIGHUP and SIGQUIT are handled like it, exiting 128 + the signal's number (`cli/signals`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import contextlib
 import gc
 import os
 import select
-import signal
 import stat
 import sys
 import traceback
@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
+from piton.cli.signals import Stopper, say
 from piton.core.options import RunOptions
 
 if TYPE_CHECKING:  # loaded once a run is known to be possible (a missing key is told without them)
@@ -78,20 +79,25 @@ def read_prompt(
     return "\n\n".join(parts)
 
 
-async def _drive(agent: Agent, prompt: str, writer: Writer, skill: Activation | None = None) -> Result:
+async def _drive(
+    agent: Agent, prompt: str, writer: Writer, stopper: Stopper, skill: Activation | None = None
+) -> Result:
     import asyncio
 
     from piton.core.conversation.events import Result
 
-    loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     if task is not None:
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        stopper.install(asyncio.get_running_loop(), task.cancel)
     result: Result | None = None
     try:
         async for event in agent.run(prompt, skill=skill):
-            writer.handle(event)
+            try:
+                writer.handle(event)
+            except OSError as e:  # the terminal hung up before its SIGHUP came: stop as it will
+                if task is None or not stopper.lost_terminal(e):
+                    raise
+                task.cancel()
             if isinstance(event, Result):
                 result = event
     finally:
@@ -184,15 +190,15 @@ def _start(
     writer = make_writer(options.output_format, streams.stdout, streams.stderr, options.verbose)
     for notice in runtime.notices:
         writer.notice(notice)
+    runtime.log.report_to(writer.notice)  # a log that cannot be written says so, and the run goes on
     # `/name args` starts a skill or custom command; any other text (an unknown /x too) is a prompt
     skill = runtime.catalog.invocation(prompt) if runtime.catalog is not None else None
+    stopper = Stopper()
     try:
-        result = asyncio.run(_drive(runtime.agent, prompt, writer, skill))
+        result = asyncio.run(_drive(runtime.agent, prompt, writer, stopper, skill))
     except (KeyboardInterrupt, asyncio.CancelledError):
-        streams.stderr.write(
-            f"piton: interrupted; the session is saved (--resume {runtime.log.session_id} continues it)\n"
-        )
-        return 130
+        say(stopper.told(runtime.log.session_id), streams.stderr)  # after a hangup, nobody may read it
+        return stopper.exit_code
     finally:
         with contextlib.suppress(OSError):  # a disk that cannot sync still has the lines written
             runtime.log.sync()

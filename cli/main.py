@@ -13,6 +13,12 @@ if TYPE_CHECKING:
 
 
 def main() -> None:
+    # text that is not valid Unicode (a file name with stray bytes, say) is shown escaped rather
+    # than ending the run halfway through a line
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     if sys.argv[1:] in (["--version"], ["-v"]):
         from piton import __version__
 

@@ -27,6 +27,7 @@ from piton.core.conversation.events import (
     ToolStarted,
 )
 from piton.core.display import Display, FileDiff, TodoList
+from piton.core.providers.waits import say_seconds
 
 TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☒"}
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -81,6 +82,23 @@ def result_to_dict(result: Result) -> dict[str, Any]:
     return out
 
 
+def retry_line(event: StreamRetry) -> str:
+    """`retrying in 2 s (529 overloaded_error, attempt 2/5)`: how long, why, and how many tries remain."""
+    return (
+        f"retrying in {say_seconds(event.delay_s)} ({event.reason}, "
+        f"attempt {event.attempt + 1}/{event.max_attempts})"
+    )
+
+
+def retry_category(event: StreamRetry) -> str:
+    """The error class Claude Code's `api_retry` line gives, for parsers written against it."""
+    if event.status == 429 or event.error_type == "rate_limit_error":
+        return "rate_limit"
+    if (event.status or 0) >= 500 or event.error_type in ("overloaded_error", "api_error"):
+        return "server_error"
+    return "unknown"
+
+
 def compacted_line(event: Compacted) -> str:
     how = "older tool results cleared" if event.phase == "tool-results" else "earlier part summarised"
     return (
@@ -102,6 +120,10 @@ class _Base:
     def handle(self, event: AgentEvent) -> None:
         if isinstance(event, Notice):
             self.notice(event.text)
+        elif isinstance(event, StreamRetry):
+            self._retry(event)
+        elif isinstance(event, SubagentEvent) and isinstance(event.event, StreamRetry):
+            self._retry(event.event, event.parent_tool_use_id)
         elif isinstance(event, Result):
             self._result(event)
         else:
@@ -109,6 +131,11 @@ class _Base:
 
     def _result(self, result: Result) -> None:
         raise NotImplementedError
+
+    def _retry(self, event: StreamRetry, parent_tool_use_id: str | None = None) -> None:
+        """Said with or without --verbose: a wait on the API must never be a silent one."""
+        where = " for a subagent" if parent_tool_use_id else ""
+        self.notice(f"API request{where} failed; {retry_line(event)}")
 
     def _event(self, event: AgentEvent, indent: str = "") -> None:
         """Progress lines on stderr for --verbose (a subagent's calls indented under its Task)."""
@@ -129,11 +156,6 @@ class _Base:
                 self.stderr.write("".join(f"    {line}\n" for line in safe.splitlines()))
         elif isinstance(event, Compacted):
             self.stderr.write(f"piton: {compacted_line(event)}\n")
-        elif isinstance(event, StreamRetry):
-            self.stderr.write(
-                f"piton: the API stream broke ({event.reason}); retrying in {event.delay_s:.1f}s "
-                f"(attempt {event.attempt + 1} of {event.max_attempts})\n"
-            )
         else:
             return
         self.stderr.flush()
@@ -205,19 +227,24 @@ class StreamJsonWriter(_Base):
                     "uuid": str(uuid.uuid4()),
                 }
             )
-        elif isinstance(event, StreamRetry):
-            self._line(
-                {
-                    "type": "system",
-                    "subtype": "api_retry",
-                    "attempt": event.attempt,
-                    "max_retries": event.max_attempts - 1,
-                    "retry_delay_ms": int(event.delay_s * 1000),
-                    "error": event.reason,
-                    "session_id": self.session_id,
-                    "uuid": str(uuid.uuid4()),
-                }
-            )
+
+    def _retry(self, event: StreamRetry, parent_tool_use_id: str | None = None) -> None:
+        # Claude Code's shape, so parsers written for it read ours; `reason` says it in words
+        self._line(
+            {
+                "type": "system",
+                "subtype": "api_retry",
+                "attempt": event.attempt,
+                "max_retries": event.max_attempts - 1,
+                "retry_delay_ms": round(event.delay_s * 1000),
+                "error_status": event.status,
+                "error": retry_category(event),
+                "reason": event.reason,
+                "parent_tool_use_id": parent_tool_use_id,
+                "session_id": self.session_id,
+                "uuid": str(uuid.uuid4()),
+            }
+        )
 
     def _subagent(self, event: SubagentEvent) -> None:
         """A subagent's messages, as Claude Code streams them: tagged with the Task call's id."""

@@ -33,6 +33,7 @@ from piton.core.conversation.events import (
     ToolUseStart,
 )
 from piton.core.display import CommandOutput, FileDiff, TodoItem, TodoList
+from piton.core.providers.waits import say_seconds
 
 LIVE_LINES = 12  # the most lines the live area shows of an unfinished block
 THINKING_LINES = 3  # thinking collapses to its last lines once the answer starts
@@ -59,6 +60,15 @@ def diff_text(diff: str) -> Text:
         )
         text.append(f"    {line}\n", style=style)
     return text
+
+
+def retry_text(event: StreamRetry) -> str:
+    """`529 overloaded_error: asking again in 2 s (attempt 2/5)`."""
+    reason = _CONTROL.sub("", event.reason) or "the request failed"
+    return (
+        f"{reason[0].upper()}{reason[1:]}: asking again in {say_seconds(event.delay_s)} "
+        f"(attempt {event.attempt + 1}/{event.max_attempts})"
+    )
 
 
 def todo_text(items: tuple[TodoItem, ...]) -> Text:
@@ -132,10 +142,12 @@ class Renderer:
         elif isinstance(event, ToolFinished):
             self._tool_finished(event)
         elif isinstance(event, StreamRetry):
+            # the void reply's unfinished parts are dropped, not printed (what reached the scrollback
+            # stays, under this line)
+            self._thinking = []
             self._md = MarkdownStream()
-            self.console.print(
-                Text(f"  ⎿  The reply was cut off ({event.reason}); asking again…", style="yellow")
-            )
+            self._tool = None
+            self.console.print(Text(f"  ⎿  {retry_text(event)}", style="yellow"))
         elif isinstance(event, Notice):
             self._compacting = False
             self.console.print(Text(f"  {event.text}", style="yellow"))
@@ -156,7 +168,9 @@ class Renderer:
     def _subagent(self, event: SubagentEvent) -> None:
         """A subagent's tool calls, nested under its Task line; its text stays in its own transcript."""
         inner = event.event
-        if isinstance(inner, ToolStarted):
+        if isinstance(inner, StreamRetry):  # the Task call waits on it: say so, as for our own
+            self.console.print(Text(f"  ⎿  Subagent: {retry_text(inner)}", style="yellow"))
+        elif isinstance(inner, ToolStarted):
             self._flush_thinking()
             self._flush_text()
             label = _CONTROL.sub("", tool_label(inner.name, inner.input))

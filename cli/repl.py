@@ -30,6 +30,7 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
 from piton.cli.keys import bindings
+from piton.cli.signals import Stopper, say
 from piton.cli.turns import SessionTotals, TurnDriver
 from piton.core.options import RunOptions
 
@@ -110,6 +111,7 @@ class Repl:
         self._asking = asyncio.Lock()
         self._ticker: asyncio.Task[None] | None = None
         self._trust_store: TrustStore | None = None  # the user's answers about trusting folders
+        self.stopper = Stopper()  # SIGTERM, SIGHUP, SIGQUIT: the turn is interrupted and the REPL ends
 
     # -- what commands and tests see ---------------------------------------------------------------
     @property
@@ -230,6 +232,7 @@ class Repl:
         assert self.runtime is not None
         for notice in self.runtime.notices:
             self.print_line(f"piton: {notice}", "yellow")
+        self.runtime.log.report_to(self._log_problem)
         with contextlib.suppress(Exception):
             self.runtime.agent.provider.check()
         self._redraw()
@@ -253,6 +256,7 @@ class Repl:
         self.runtime = await asyncio.to_thread(self._build, options, old.agent.provider)
         for notice in self.runtime.notices:
             self.print_line(f"piton: {notice}", "yellow")
+        self.runtime.log.report_to(self._log_problem)
         self._redraw()
         return self.runtime
 
@@ -281,6 +285,7 @@ class Repl:
         app.terminal_size_polling_interval = None  # SIGWINCH tells of a resize: no waking twice a second
         self._ready = asyncio.ensure_future(self._start())
         self._ready.add_done_callback(_observed)
+        self.stopper.install(asyncio.get_running_loop(), self._stop)
         if self.initial_prompt:
             self.submit(self.initial_prompt)
         while not self.exiting:
@@ -290,21 +295,36 @@ class Repl:
                 break
             except KeyboardInterrupt:
                 continue
+            except OSError as e:  # drawing found the terminal gone before its SIGHUP came
+                if not self.stopper.lost_terminal(e):
+                    raise
+                self.interrupt()
+                break
             await self.on_input(text)
-        await self._shutdown()
-        return 0
+        loaded = await self._shutdown()
+        if self.stopper.stopped:  # by a signal: said on stderr, whatever became of the screen
+            say(self.stopper.told(loaded.log.session_id if loaded else None))
+        return self.stopper.exit_code if self.stopper.stopped else 0
 
-    async def _shutdown(self) -> None:
+    def _stop(self) -> None:
+        self.interrupt()
+        self.exit()
+
+    async def _shutdown(self) -> Runtime | None:
         for task in [self.driver.task, self._ticker, *self._tasks]:
             if task is not None and not task.done():
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
-        if self._ready is not None and self._ready.done() and not self._ready.exception() and self.runtime:
-            self.runtime.log.close()
-            with contextlib.suppress(Exception):
-                await self.runtime.agent.provider.aclose()
-            self.print_line(f"Resume this session with: piton --resume {self.runtime.log.session_id}", "dim")
+        if self._ready is None or not self._ready.done() or self._ready.exception() or not self.runtime:
+            return None
+        with contextlib.suppress(OSError):  # what could not be synced was still written
+            self.runtime.log.sync()
+        self.runtime.log.close()
+        with contextlib.suppress(Exception):
+            await self.runtime.agent.provider.aclose()
+        self.print_line(f"Resume this session with: piton --resume {self.runtime.log.session_id}", "dim")
+        return self.runtime
 
     async def on_input(self, text: str) -> None:
         if self.question is not None:
@@ -395,6 +415,10 @@ class Repl:
             return await approve(request, self.console, self.ask, self.runtime.agent.gate)
 
     # -- drawing -----------------------------------------------------------------------------------
+    def _log_problem(self, text: str) -> None:
+        """The session log cannot be written (or can again): the conversation goes on regardless."""
+        self.print_line(f"piton: {text}", "yellow")
+
     def print_line(self, text: str, style: str = "") -> None:
         if self._console is not None:
             from rich.text import Text

@@ -8,6 +8,7 @@ limit, an API error, an interrupt) every tool_use in it has its tool_result.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,10 +21,12 @@ from piton.core.context.meter import ContextMeter
 from piton.core.context.metrics import SessionMetrics
 from piton.core.context.result_store import BRIEF_CAP, INLINE_CAP, ResultCapper
 from piton.core.context.usage import Usage, UsageTotals
+from piton.core.conversation.endings import cut_off, describe_error, ending_notice, unfinished_result
 from piton.core.conversation.events import (
     AgentEvent,
     Compacted,
     MessageDone,
+    Notice,
     Result,
     SessionStarted,
     StreamEvent,
@@ -32,8 +35,8 @@ from piton.core.conversation.events import (
     ToolResultsMessage,
     ToolStarted,
 )
-from piton.core.conversation.history import interrupted_result
 from piton.core.conversation.messages import (
+    FAILED_REQUEST,
     INTERRUPTED_REQUEST,
     ContentBlock,
     Message,
@@ -155,6 +158,9 @@ class Agent:
                 if done is None:
                     raise RuntimeError("the provider's stream ended without a MessageDone")
                 if not done.message.tool_uses:
+                    notice = ending_notice(done, self._max_output())
+                    if notice is not None:
+                        yield Notice(notice)
                     raise _Stop("success", done.message.text, done.stop_reason)
                 async for event in self._execute(done):
                     yield event
@@ -164,6 +170,9 @@ class Agent:
             yield self._result(_Stop("error_during_execution", str(e), errors=(str(e),)))
         except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
             self._append(Message.user(INTERRUPTED_REQUEST))  # so the model knows, next turn, why it stopped
+            raise
+        except Exception as e:  # a bug of ours: the history says so, and the caller reports it
+            self._append(Message.user(FAILED_REQUEST.format(reason=describe_error(e))))
             raise
         finally:  # a skill's model and allowed-tools last for the turn it was loaded in
             self.config.model = model
@@ -223,8 +232,13 @@ class Agent:
         uses = done.message.tool_uses
         results: dict[str, ToolResultBlock] = {}
         self._loaded = []
+        failure: Exception | None = None
         try:
             calls = [self.tools.prepare(use, self.context, done.input_errors.get(use.id)) for use in uses]
+            if done.stop_reason == "max_tokens" and uses[-1].id in done.input_errors:
+                # the last call's input is not malformed but cut off: say that, or it comes back as long
+                cut = ToolResult.error(cut_off(self._max_output()))
+                calls[-1] = dataclasses.replace(calls[-1], answer=cut)
             for batch in _batches(calls):
                 for call in batch:
                     yield ToolStarted(call.block.id, call.block.name, call.block.input)
@@ -232,8 +246,11 @@ class Agent:
                     if isinstance(event, ToolFinished):
                         results[event.tool_use_id] = event.result.to_block(event.tool_use_id)
                     yield event
+        except Exception as e:
+            failure = e
+            raise
         finally:
-            blocks: list[ContentBlock] = [results.get(u.id) or interrupted_result(u.id) for u in uses]
+            blocks: list[ContentBlock] = [results.get(u.id) or unfinished_result(u.id, failure) for u in uses]
             blocks += [TextBlock(text=text) for text in self._loaded]  # skills loaded by these calls
             message = Message(role="user", content=blocks)
             self._append(message)
@@ -356,6 +373,9 @@ class Agent:
         self.history.append(message)
         if self.transcript is not None:
             self.transcript.append_message(message, usage=usage, model=model)
+
+    def _max_output(self) -> int:
+        return self.config.max_output_tokens or model_info(self.config.model).max_output_tokens
 
     def _result(self, stop: _Stop) -> Result:
         stats = self._stats

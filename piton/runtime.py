@@ -134,10 +134,10 @@ def _read_globs(permissions: Permissions, rules: list[str]) -> list[str]:
 
 
 def _policy(
-    options: RunOptions, settings: Settings, permissions: Permissions, results: Path, shared: list[Path]
+    options: RunOptions, settings: Settings, permissions: Permissions, results: list[Path], shared: list[Path]
 ) -> SandboxPolicy:
-    """The sandbox policy. Piton's own state (other sessions' transcripts) is private, except this
-    session's stored tool results, which the model is told to read."""
+    """The sandbox policy. Piton's own state (other sessions' transcripts) is private, except the
+    stored tool results in `results`, which the model is told to read."""
     if options.sandbox is not None and options.sandbox not in SANDBOX_MODES:
         raise SetupError(f"unknown sandbox mode {options.sandbox!r} (one of {', '.join(SANDBOX_MODES)})")
     mode = settings.narrowed(("sandbox", "mode"), SANDBOX_STRICTNESS, options.sandbox, "workspace-write")
@@ -159,7 +159,7 @@ def _policy(
         options.cwd,
         dirs,
         network=settings.network,
-        read_exceptions=[*_read_globs(permissions, trusted_allow), f"{real(results)}/**"],
+        read_exceptions=[*_read_globs(permissions, trusted_allow), *(f"{real(r)}/**" for r in results)],
         read_denied=_read_globs(permissions, deny),
         private_paths=[state_dir()],
         shared_dirs=shared,
@@ -173,6 +173,8 @@ class _Session:
     history: list[Message]
     model: str
     records: dict[str, dict[str, Any]]  # what tools recorded in the log, for them to restore
+    # stored tool results the history points at in another session's folder (this one forked from it)
+    earlier_results: list[Path] = field(default_factory=list)
 
 
 def _open_session(
@@ -188,15 +190,19 @@ def _open_session(
         if session_id is None:
             notices.append("no earlier session in this directory; starting a new one")
     log: SessionLog | None = None
+    earlier: list[Path] = []
     if session_id is not None:
-        loaded, log = store.open(session_id, options.cwd)
+        # a session another piton is writing goes on in a new one: nothing is lost, nobody waits
+        loaded, log = store.open(session_id, options.cwd, if_busy="fork")
         history, session_model = loaded.messages, loaded.model
         records.update(loaded.records)
         notices.extend(loaded.warnings)
+        if log.session_id != loaded.session_id:
+            earlier.append(loaded.path.with_suffix("") / "tool-results")
     model = resolve_alias(
         options.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or session_model or DEFAULT_MODEL
     )
-    return _Session(log or store.create(options.cwd, model), history, model, records)
+    return _Session(log or store.create(options.cwd, model), history, model, records, earlier)
 
 
 def _where(cwd: Path, path: Path) -> str:
@@ -274,7 +280,7 @@ def build_runtime(
     results = SessionStore.session_dir(log) / "tool-results"
     agent_types, type_warnings = discover_agent_types(options.cwd)
     shared = [s.directory for s in catalog.skills.values() if s.directory is not None and s.source == "user"]
-    policy = _policy(options, settings, permissions, results, shared)
+    policy = _policy(options, settings, permissions, [results, *session.earlier_results], shared)
     notices += configure_limits(settings.sandbox_limits)  # before any sandbox is made (the git probe)
     memory = load_memory(options.cwd, refuse=_import_refusal(policy))
     notices += [*catalog.warnings, *type_warnings, *memory.warnings]

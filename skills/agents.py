@@ -8,7 +8,7 @@ from pathlib import Path
 
 from piton.core.project.roots import project_dirs
 from piton.core.subagents import DEFAULT_MAX_TURNS, TASK_TOOL, AgentType, builtin_types
-from piton.skills.frontmatter import FrontmatterError, list_field, read, text_field
+from piton.skills.frontmatter import FrontmatterError, entries, list_field, read, shown, text_field
 
 
 def load_agent_type(path: Path, source: str) -> AgentType:
@@ -39,20 +39,23 @@ def discover_agent_types(cwd: Path, home: Path | None = None) -> tuple[dict[str,
     """Every type by name, first found wins: the project's, the user's, then the built-in ones."""
     home = home if home is not None else Path.home()
     folders = [(d / c / "agents", "project") for d in project_dirs(cwd) for c in (".piton", ".claude")]
-    folders += [(home / c / "agents", "user") for c in (".piton", ".claude")]
+    seen = {f for f, _ in folders}  # the home folder may be the project's: read (and warn) once
+    folders += [
+        (home / c / "agents", "user") for c in (".piton", ".claude") if home / c / "agents" not in seen
+    ]
     types: dict[str, AgentType] = {}
     warnings: list[str] = []
     for folder, source in folders:
-        try:
-            paths = sorted(folder.glob("*.md")) if folder.is_dir() else []
+        try:  # a glob would say nothing of a folder it cannot list
+            paths = [p for p in entries(folder) if p.name.endswith(".md")]
         except OSError as e:
-            warnings.append(f"{folder}: cannot list it ({e.strerror or e}); skipped")
+            warnings.append(f"{shown(folder)}: cannot list it ({e.strerror or e}); skipped")
             continue
         for path in paths:
             try:
                 found = load_agent_type(path, source)
             except FrontmatterError as e:
-                warnings.append(f"{path}: {e}; skipped")
+                warnings.append(f"{shown(path)}: {e}; skipped")
                 continue
             types.setdefault(found.name, found)
     for builtin in builtin_types():

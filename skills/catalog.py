@@ -16,7 +16,9 @@ folder's trust covers (`granted`); the user's own and the bundled ones always gr
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from pathlib import Path
@@ -24,7 +26,15 @@ from typing import Any
 
 from piton.core.activation import Activation, skill_block
 from piton.core.project.roots import project_dirs
-from piton.skills.frontmatter import FrontmatterError, bool_field, list_field, read, text_field
+from piton.skills.frontmatter import (
+    FrontmatterError,
+    bool_field,
+    entries,
+    list_field,
+    read,
+    shown,
+    text_field,
+)
 from piton.skills.invoke import expand
 
 LISTING_BUDGET = 8_000  # characters of skill names and descriptions the model sees up front
@@ -103,18 +113,76 @@ def load(path: Path, kind: str, source: str) -> Skill:
     )
 
 
-def _candidates(root: Path) -> list[tuple[Path, str]]:
-    """(file, kind) under one configuration folder, skills before commands."""
+def _reason(e: OSError) -> str:
+    return str(e.strerror or e)
+
+
+def _skill_file(folder: Path) -> Path | None:
+    """The SKILL.md of a skill folder; None for anything else (a stray file, a folder without one).
+    OSError when the folder or its SKILL.md cannot be looked at; FrontmatterError when it is no file."""
+    try:
+        if not stat.S_ISDIR(folder.stat().st_mode):  # a looping link raises an OSError here
+            return None
+    except FileNotFoundError as e:  # it was just listed: a link to nothing
+        raise FrontmatterError("it is a link to nothing") from e
+    for name in ("SKILL.md", "skill.md"):
+        try:
+            mode = (folder / name).stat().st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise FrontmatterError(f"its {name} is not a regular file")
+        return folder / name
+    return None
+
+
+def _markdown_files(top: Path, warnings: list[str]) -> list[Path]:
+    """The `*.md` files anywhere under `top` (links to folders are not followed); a folder that
+    cannot be listed is named in `warnings` and skipped, its siblings still read."""
+
+    def unlisted(e: OSError) -> None:
+        where = Path(e.filename or top)
+        absent = where == top and isinstance(e, FileNotFoundError)
+        if not absent:  # no commands folder is no commands, not a problem
+            warnings.append(f"{shown(where)}: cannot list it ({_reason(e)}); skipped")
+
+    found = [
+        Path(folder, name)
+        for folder, _dirs, names in os.walk(top, onerror=unlisted)
+        for name in names
+        if name.endswith(".md")
+    ]
+    return sorted(found)
+
+
+def _candidates(root: Path, warnings: list[str]) -> list[tuple[Path, str]]:
+    """(file, kind) under one configuration folder, skills before commands. What cannot be looked at
+    is named in `warnings` and skipped alone: one broken folder never hides its neighbours."""
     found: list[tuple[Path, str]] = []
+    try:
+        entries(root)  # a configuration folder that cannot be looked into is said once, not per part
+    except OSError as e:
+        warnings.append(f"{shown(root)}: cannot list it ({_reason(e)}); skipped")
+        return found
     skills = root / "skills"
-    if skills.is_dir():
-        for folder in sorted(p for p in skills.iterdir() if p.is_dir()):
-            skill_md = next((folder / n for n in ("SKILL.md", "skill.md") if (folder / n).is_file()), None)
-            if skill_md is not None:
-                found.append((skill_md, "skill"))
-    commands = root / "commands"
-    if commands.is_dir():  # subfolders organise commands; the name is the file's
-        found += [(p, "command") for p in sorted(commands.rglob("*.md")) if p.is_file()]
+    try:
+        folders = entries(skills)
+    except OSError as e:
+        warnings.append(f"{shown(skills)}: cannot list it ({_reason(e)}); skipped")
+        folders = []
+    for folder in folders:
+        try:
+            skill_md = _skill_file(folder)
+        except OSError as e:
+            warnings.append(f"{shown(folder)}: cannot read this skill folder ({_reason(e)}); skipped")
+            continue
+        except FrontmatterError as e:
+            warnings.append(f"{shown(folder)}: {e}; skipped")
+            continue
+        if skill_md is not None:
+            found.append((skill_md, "skill"))
+    # subfolders organise commands; the name is the file's (a link or FIFO among them is said, on reading)
+    found += [(p, "command") for p in _markdown_files(root / "commands", warnings)]
     return found
 
 
@@ -218,20 +286,18 @@ class Catalog:
 def discover(cwd: Path, home: Path | None = None, *, bundled: Path | None = None) -> Catalog:
     home = home if home is not None else Path.home()
     catalog = Catalog()
-    roots = [*search_roots(cwd, home), (bundled if bundled is not None else bundled_root(), "bundled")]
-    for root, source in roots:
-        try:
-            candidates = (
-                [(p / "SKILL.md", "skill") for p in sorted(root.iterdir()) if (p / "SKILL.md").is_file()]
-                if source == "bundled" and root.is_dir()
-                else _candidates(root)
-            )
-        except OSError as e:  # an unreadable folder: say so, keep the others
-            catalog.warnings.append(f"{root}: cannot list it ({e.strerror or e}); skipped")
-            continue
-        for path, kind in candidates:
-            try:
-                catalog.add(load(path, kind, source))
-            except FrontmatterError as e:
-                catalog.warnings.append(f"{path}: {e}; skipped")
+    for root, source in search_roots(cwd, home):
+        for path, kind in _candidates(root, catalog.warnings):
+            _add(catalog, path, kind, source)
+    bundled = bundled if bundled is not None else bundled_root()
+    for folder in entries(bundled) if bundled.is_dir() else []:
+        if (folder / "SKILL.md").is_file():
+            _add(catalog, folder / "SKILL.md", "skill", "bundled")
     return catalog
+
+
+def _add(catalog: Catalog, path: Path, kind: str, source: str) -> None:
+    try:
+        catalog.add(load(path, kind, source))
+    except FrontmatterError as e:
+        catalog.warnings.append(f"{shown(path)}: {e}; skipped")

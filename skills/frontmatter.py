@@ -3,22 +3,99 @@
 The format is the one Claude Code and the Agent Skills specification use: a first line `---`, YAML,
 a line `---`, then Markdown. Values are read as people write them: a tool list may be a YAML list
 or one string separated by commas or spaces.
+
+These files come with a project's code, so they are read as hostile: only regular files, of bounded
+size, with frontmatter of bounded size and nesting, and never more values than a bound even when
+YAML aliases repeat one part many times (a "billion laughs"); whatever the YAML library raises is a
+reason to skip the file, never to stop.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import re
+import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import yaml
 
 MAX_FILE_BYTES = 1_000_000  # a skill or agent file larger than this is a mistake, not instructions
+MAX_FRONTMATTER_CHARS = 32_000  # real ones are a few hundred; YAML parsing costs ~6 ms per kB
+MAX_DEPTH = 32  # of nested lists and mappings; real frontmatter uses two or three
+MAX_VALUES = 20_000  # values reached walking the frontmatter, an alias counted each time it is reached
 _FENCE = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?$\n?", re.DOTALL | re.MULTILINE)
 _OPEN = re.compile(r"\A---[ \t]*\r?\n")
-_TOOL_LIST = re.compile(r"[^,\s()]+(?:\([^)]*\))?")
+_NAME_RUN = re.compile(r"[^,\s()]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class FrontmatterError(Exception):
     """A file that cannot be read as frontmatter and body; the message says what is wrong."""
+
+
+def printable(text: str) -> str:
+    """`text` for a one-line message: control characters (in a hostile file name, say) are escaped,
+    so they can neither break the line nor reach the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def shown(path: Path) -> str:
+    return printable(str(path))
+
+
+def entries(folder: Path) -> list[Path]:
+    """What `folder` holds, sorted; empty when it does not exist. OSError when it cannot be listed
+    (a file in its place too: a mistake worth a word)."""
+    try:
+        with os.scandir(folder) as found:
+            return sorted(Path(e.path) for e in found)
+    except FileNotFoundError:
+        return []
+
+
+@functools.cache
+def _loader() -> type[yaml.SafeLoader]:
+    """YAML's safe loader with a bound on nesting: its composer recurses once per level, so a
+    kilobyte of `[[[[…` would otherwise end in a RecursionError (and no catch can make that cheap)."""
+    import yaml
+
+    class BoundedLoader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+            self.depth += 1
+            try:
+                if self.depth > MAX_DEPTH:
+                    where = f" (line {parent.start_mark.line + 2})" if parent is not None else ""
+                    raise FrontmatterError(f"the frontmatter nests deeper than {MAX_DEPTH} levels{where}")
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    return BoundedLoader
+
+
+def _bounded(data: object) -> None:
+    """Refuse frontmatter that holds more than MAX_VALUES values when walked. Aliases make shared
+    objects, cheap to build and explosive to walk (or to print); a self-referring one never ends."""
+    budget = MAX_VALUES
+    pending = [data]
+    while pending:
+        value = pending.pop()
+        budget -= 1
+        if budget < 0:
+            raise FrontmatterError(
+                f"the frontmatter holds more than {MAX_VALUES:,} values (YAML aliases that repeat or "
+                "refer to themselves?)"
+            )
+        if isinstance(value, dict):
+            pending += value.keys()
+            pending += value.values()
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            pending += value
 
 
 def split(text: str) -> tuple[dict[str, Any], str]:
@@ -29,15 +106,26 @@ def split(text: str) -> tuple[dict[str, Any], str]:
     match = _FENCE.match(text)
     if match is None:
         raise FrontmatterError("the frontmatter has no closing '---' line")
+    block = match.group(1)
+    if len(block) > MAX_FRONTMATTER_CHARS:
+        raise FrontmatterError(
+            f"the frontmatter is {len(block):,} characters (at most {MAX_FRONTMATTER_CHARS:,})"
+        )
     import yaml  # only when a file has frontmatter: start-up does not pay for it otherwise
 
     try:
-        data = yaml.safe_load(match.group(1))
+        data = yaml.load(block, Loader=_loader())  # a SafeLoader, with a bound on nesting
+    except FrontmatterError:
+        raise
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 2})" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise FrontmatterError(f"the frontmatter is not valid YAML{where}: {problem}") from e
+    except Exception as e:  # an int of 5,000 digits, a 13th month: the library's own errors
+        problem = (str(e).splitlines() or [""])[0][:120]
+        raise FrontmatterError(f"the frontmatter cannot be read: {type(e).__name__}: {problem}") from e
+    _bounded(data)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -45,12 +133,26 @@ def split(text: str) -> tuple[dict[str, Any], str]:
     return data, text[match.end() :]
 
 
+def _read_text(path: Path) -> str:
+    # Non-blocking, so a FIFO planted under a skill's name cannot hang the start-up; checked after
+    # opening, so what is read is what was checked.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with open(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise FrontmatterError("it is not a regular file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise FrontmatterError(f"the file is {info.st_size:,} bytes (at most {MAX_FILE_BYTES:,})")
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise FrontmatterError(f"the file is over {MAX_FILE_BYTES:,} bytes")
+    # as Path.read_text reads it: universal newlines
+    return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
 def read(path: Path) -> tuple[dict[str, Any], str]:
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise FrontmatterError(f"the file is {size:,} bytes (at most {MAX_FILE_BYTES:,})")
-        text = path.read_text(encoding="utf-8")
+        text = _read_text(path)
     except UnicodeDecodeError as e:
         raise FrontmatterError("the file is not UTF-8 text") from e
     except OSError as e:
@@ -59,17 +161,39 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
 
 
 def text_field(meta: dict[str, Any], *keys: str) -> str | None:
-    """The first of `keys` that holds a value, as a one-line string."""
+    """The first of `keys` that holds a value, as a one-line string without control characters."""
     for key in keys:
         value = meta.get(key)
         if value is None:
             continue
-        if isinstance(value, (list, dict)):
+        if isinstance(value, (list, dict, set)):
             raise FrontmatterError(f"'{key}' should be text, not a {type(value).__name__}")
-        text = " ".join(str(value).split())
+        text = " ".join(_CONTROL.sub(" ", str(value)).split())
         if text:
             return text
     return None
+
+
+def _tool_list(text: str) -> list[str]:
+    """`Read, Grep Bash(git diff:*)` as names and rules: a rule runs to the first ')' after its '('.
+    One pass: a regular expression for this backtracks quadratically on `a(a(a(…` without a ')'."""
+    found: list[str] = []
+    last_close = text.rfind(")")
+    at = 0
+    while at < len(text):
+        name = _NAME_RUN.match(text, at)
+        if name is None:
+            at += 1
+            continue
+        end = name.end()
+        if end < last_close and text[end] == "(":
+            close = text.index(")", end)
+            found.append(text[at : close + 1])
+            at = close + 1
+        else:
+            found.append(name.group())
+            at = end
+    return found
 
 
 def list_field(meta: dict[str, Any], *keys: str) -> list[str] | None:
@@ -79,7 +203,7 @@ def list_field(meta: dict[str, Any], *keys: str) -> list[str] | None:
         if value is None:
             continue
         if isinstance(value, str):
-            return _TOOL_LIST.findall(value)
+            return _tool_list(value)
         if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
             return [str(v).strip() for v in value if str(v).strip()]
         raise FrontmatterError(f"'{key}' should be a list of names or a comma-separated string")

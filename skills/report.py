@@ -7,6 +7,7 @@ from pathlib import Path
 
 from piton.core.subagents import AgentType
 from piton.skills.catalog import Catalog, Skill
+from piton.skills.frontmatter import printable
 
 Line = tuple[str, str]  # (text, style)
 
@@ -55,4 +56,4 @@ def report(
     if warnings:
         lines.append(("Skipped", "bold yellow"))
         lines += [(f"  {w}", "yellow") for w in warnings]
-    return lines
+    return [(printable(text), style) for text, style in lines]  # names come from files: no escapes

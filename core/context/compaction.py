@@ -31,6 +31,7 @@ from piton.core.conversation.events import (
     MessageDone,
     Notice,
     StreamEvent,
+    StreamRetry,
 )
 from piton.core.conversation.messages import (
     INTERRUPTED_REQUEST,
@@ -349,8 +350,14 @@ class Compactor:
                     yield _done(conversation, trigger, before, "tool-results")
                     return
         yield Compacting(trigger)
+        summarised: list[Message] | None = None
+        usage: Usage | None = None
         try:
-            summarised, usage = await self._summarise(conversation, instructions)
+            async for item in self._summarise(conversation, instructions):
+                if isinstance(item, _Summary):
+                    summarised, usage = item.messages, item.usage
+                else:  # a retry or a notice of the summary request: its waits are not silent either
+                    yield item
         except ProviderError as e:  # the API's trouble, not the history's: the next request tries again
             yield Notice(f"compaction failed: {e}")
             if stubbed:
@@ -375,13 +382,16 @@ class Compactor:
 
     async def _summarise(
         self, conversation: Conversation, instructions: str | None
-    ) -> tuple[list[Message] | None, Usage | None]:
+    ) -> AsyncIterator[StreamRetry | Notice | _Summary]:
+        """What the summary request reports as it goes, then the compacted history (a `_Summary`),
+        if there is a point to split at."""
         history = list(conversation.history)
         counts = [conversation.tokens(m) for m in history]
         limit = conversation.limit()
         split = split_point(history, counts, int(limit * self.settings.keep_fraction))
         if split is None:
-            return None, None
+            yield _Summary(None, None)
+            return
         old, kept = history[:split], history[split:]
         template = Template(files("piton.core").joinpath("prompts/compact.md").read_text(encoding="utf-8"))
         extra = (
@@ -400,13 +410,21 @@ class Compactor:
         async for event in conversation.ask(request):
             if isinstance(event, MessageDone):
                 summary, usage = event.message.text, event.usage
+            elif isinstance(event, StreamRetry | Notice):
+                yield event
         if not summary.strip():
             raise ProviderError("the model returned an empty summary", kind="stream")
         budget_chars = int(limit * self.settings.prompts_fraction) * 4
         messages, left_out = _budgeted(user_messages(old), budget_chars)
         notes = conversation.carry_over()
         skills = skills_in_use(old, kept)
-        return [summary_message(summary, messages, left_out, notes, skills), *kept], usage
+        yield _Summary([summary_message(summary, messages, left_out, notes, skills), *kept], usage)
+
+
+@dataclass(frozen=True, slots=True)
+class _Summary:
+    messages: list[Message] | None
+    usage: Usage | None
 
 
 def _done(

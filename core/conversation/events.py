@@ -42,12 +42,16 @@ class ToolInputDelta:
 
 @dataclass(frozen=True, slots=True)
 class StreamRetry:
-    """The partial reply streamed so far is void; the provider asks again after `delay_s`."""
+    """Attempt `attempt` of `max_attempts` failed: whatever it streamed is void, and the provider asks
+    again after `delay_s`. `reason` says why in a few words people can act on (never empty);
+    `status` and `error_type` are the HTTP status and the API's error type, when there was one."""
 
     attempt: int
     max_attempts: int
     delay_s: float
     reason: str
+    status: int | None = None
+    error_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +72,8 @@ class MessageDone:
 
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """Something people should know that does not fail the run (a deprecated model, a skipped line)."""
+    """Something people should know that does not fail the run (a deprecated model, a skipped line, a
+    setting that could not be read)."""
 
     text: str
 

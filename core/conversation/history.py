@@ -4,10 +4,12 @@ and as JSON kept in step with a growing history)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from piton.core.conversation.messages import (
     INTERRUPTED_TOOL_RESULT,
+    UNFINISHED_TOOL_RESULT,
     ContentBlock,
     Message,
     ToolResultBlock,
@@ -18,20 +20,62 @@ def interrupted_result(tool_use_id: str) -> ToolResultBlock:
     return ToolResultBlock(tool_use_id=tool_use_id, content=INTERRUPTED_TOOL_RESULT, is_error=True)
 
 
+def unfinished_result(tool_use_id: str) -> ToolResultBlock:
+    return ToolResultBlock(tool_use_id=tool_use_id, content=UNFINISHED_TOOL_RESULT, is_error=True)
+
+
+@dataclass(frozen=True, slots=True)
+class RepairReport:
+    """What `repair` changed, each kind counted on its own (a net count hides a drop behind an add)."""
+
+    results_dropped: int = 0  # tool results that answer no pending call (or answer it a second time)
+    calls_interrupted: int = 0  # tool calls left without a result, now answered "did not finish"
+    assistant_dropped: int = 0  # assistant messages before any prompt, with nothing to answer
+
+    def __bool__(self) -> bool:
+        return bool(self.results_dropped or self.calls_interrupted or self.assistant_dropped)
+
+    def describe(self) -> str:
+        """One line for people, e.g. "2 tool results without a call dropped; 1 tool call without a
+        result marked interrupted"; empty when nothing changed."""
+        parts = []
+        if self.results_dropped:
+            parts.append(f"{_count(self.results_dropped, 'tool result')} without a call dropped")
+        if self.calls_interrupted:
+            parts.append(f"{_count(self.calls_interrupted, 'tool call')} without a result marked unfinished")
+        if self.assistant_dropped:
+            parts.append(
+                f"{_count(self.assistant_dropped, 'assistant message')} before the first prompt dropped"
+            )
+        return "; ".join(parts)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def repair(history: Sequence[Message]) -> list[Message]:
     """Return a history in which every tool_use is answered by the next message and nothing else is.
 
-    Missing results become "interrupted" results, results without a matching tool_use are dropped,
-    and a leading assistant message (nothing for it to answer) is dropped. Untouched messages are
-    kept as the same objects, so their cached wire form survives.
+    Missing results become "did not finish" results (why is not known), results without a matching
+    tool_use are dropped, and a leading assistant message (nothing for it to answer) is dropped.
+    Untouched messages are kept as the same objects, so their cached wire form survives.
     """
+    return repair_reporting(history)[0]
+
+
+def repair_reporting(history: Sequence[Message]) -> tuple[list[Message], RepairReport]:
+    """`repair`, and what it changed."""
     out: list[Message] = []
     pending: list[str] = []  # tool_use ids of the previous assistant message, still unanswered
+    dropped = interrupted = leading = 0
     for message in history:
         if message.role == "assistant":
             if pending:
-                out.append(Message(role="user", content=[interrupted_result(i) for i in pending]))
+                out.append(Message(role="user", content=[unfinished_result(i) for i in pending]))
+                interrupted += len(pending)
             if not out:
+                leading += 1
                 continue
             out.append(message)
             pending = [b.id for b in message.tool_uses]
@@ -44,9 +88,12 @@ def repair(history: Sequence[Message]) -> list[Message]:
                 if block.tool_use_id in pending and block.tool_use_id not in answered:
                     answered.add(block.tool_use_id)
                     results.append(block)
+                else:
+                    dropped += 1
             else:
                 others.append(block)
-        missing = [interrupted_result(i) for i in pending if i not in answered]
+        missing = [unfinished_result(i) for i in pending if i not in answered]
+        interrupted += len(missing)
         content = results + missing + others
         unchanged = len(content) == len(message.content) and all(
             a is b for a, b in zip(content, message.content, strict=True)
@@ -55,8 +102,9 @@ def repair(history: Sequence[Message]) -> list[Message]:
             out.append(message if unchanged else Message(role="user", content=content))
         pending = []
     if pending:
-        out.append(Message(role="user", content=[interrupted_result(i) for i in pending]))
-    return out
+        out.append(Message(role="user", content=[unfinished_result(i) for i in pending]))
+        interrupted += len(pending)
+    return out, RepairReport(dropped, interrupted, leading)
 
 
 def is_valid(history: Sequence[Message]) -> bool:

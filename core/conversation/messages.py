@@ -8,12 +8,45 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
 INTERRUPTED_TOOL_RESULT = "Interrupted by the user: this tool call did not finish."
+# a call a loaded session has no result for: why it never got one (a kill, a crash) is not known
+UNFINISHED_TOOL_RESULT = "This tool call did not finish: the session ended before its result was saved."
 INTERRUPTED_REQUEST = "[Request interrupted by the user]"
+# what a crash of Piton's own leaves in the history: labelled for what it was, not as the user's doing
+FAILED_TOOL_RESULT = "This tool call did not finish: Piton failed while running it ({reason})."
+FAILED_REQUEST = "[Request ended by an internal error of Piton: {reason}]"
 # the JSON the SDK would write (compact, UTF-8 as is): request bodies are built from these fragments
 encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+def valid_text(text: str) -> str:
+    """`text` as valid Unicode: a lone surrogate (a stray byte of a file read with surrogateescape,
+    or a `\\ud800` escape the model wrote) becomes U+FFFD. Such text cannot be encoded as UTF-8,
+    so it would break the session log and every later request."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # through UTF-16, a high and low surrogate side by side become the character they stand for
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def valid_data(value: Any) -> Any:
+    """A JSON value (a tool call's input) with every string, keys included, made `valid_text`."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, dict):
+        return {valid_text(k) if isinstance(k, str) else k: valid_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [valid_data(v) for v in value]
+    return value
+
+
+Text = Annotated[str, AfterValidator(valid_text)]
 
 
 class _Block(BaseModel):
@@ -22,12 +55,12 @@ class _Block(BaseModel):
 
 class TextBlock(_Block):
     type: Literal["text"] = "text"
-    text: str
+    text: Text
 
 
 class ThinkingBlock(_Block):
     type: Literal["thinking"] = "thinking"
-    thinking: str
+    thinking: Text
     signature: str
 
 
@@ -38,9 +71,9 @@ class RedactedThinkingBlock(_Block):
 
 class ToolUseBlock(_Block):
     type: Literal["tool_use"] = "tool_use"
-    id: str
-    name: str
-    input: dict[str, Any]
+    id: Text
+    name: Text
+    input: Annotated[dict[str, Any], AfterValidator(valid_data)]
 
 
 class Base64ImageSource(_Block):
@@ -64,8 +97,8 @@ ToolResultContent = Annotated[TextBlock | ImageBlock, Field(discriminator="type"
 
 class ToolResultBlock(_Block):
     type: Literal["tool_result"] = "tool_result"
-    tool_use_id: str
-    content: str | list[ToolResultContent]
+    tool_use_id: Text
+    content: Text | list[ToolResultContent]
     is_error: bool = False
 
 

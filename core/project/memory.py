@@ -4,13 +4,18 @@ Read at start-up, in this order (the most specific last): `~/.piton/AGENTS.md` a
 `~/.claude/CLAUDE.md`, then in each folder from the git root down to the working directory
 `AGENTS.md`, `CLAUDE.md`, `.claude/CLAUDE.md` and `CLAUDE.local.md`. An `@path` in a file (outside
 code) is replaced by that file's text: relative to the importing file, `~/` for home, at most four
-levels deep. A project's files may import only files inside the project (anyone who can commit
-can write them); every import must pass the file policy, so a credential is never imported.
+levels deep. Each file goes into the prompt once, where it is first reached: a later import of it
+(two files that import a third, a CLAUDE.md that imports AGENTS.md) stays a mention, so imports that
+meet again cannot multiply a file. A project's files may import only files inside the project (anyone
+who can commit can write them); every import must pass the file policy, so a credential is never
+imported.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +57,11 @@ class Memory:
 
 
 def _read(path: Path) -> str:
-    with path.open(encoding="utf-8", errors="replace") as f:  # bounded: a huge file costs nothing
+    # non-blocking and checked once open: a FIFO put in a file's place cannot hang the start-up
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with open(fd, encoding="utf-8", errors="replace") as f:  # bounded: a huge file costs nothing
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError(0, "not a regular file")
         text = f.read(MAX_FILE_CHARS + 1)
     if len(text) > MAX_FILE_CHARS:
         text = text[:MAX_FILE_CHARS] + "\n[... the rest of the file is left out for length]"
@@ -65,6 +74,7 @@ class _Importer:
         self.refuse = refuse
         self.memory = memory
         self.scope = "project"
+        self.included: set[Path] = set()  # every file in the prompt so far, by its real path
 
     def expand(
         self, text: str, source: Path, within: Path | None, seen: list[Path]
@@ -88,6 +98,8 @@ class _Importer:
         except OSError:
             return match.group(0)
         problem = self._problem(target, within, seen)
+        if problem is None and target in self.included:  # already in the prompt, above: once is enough
+            return match.group(0)
         if problem is None:
             try:
                 content = _read(target)
@@ -96,6 +108,7 @@ class _Importer:
         if problem is not None:
             self.memory.warnings.append(f"{source}: @{token} was not imported: {problem}")
             return match.group(0)
+        self.included.add(target)
         text, nested = self.expand(content, target, within, [*seen, target])
         imported += [target, *nested]
         return text.strip()
@@ -124,7 +137,7 @@ def load_memory(cwd: Path, home: Path | None = None, refuse: Refusal | None = No
     candidates = [(home / ".piton" / "AGENTS.md", "user"), (home / ".claude" / "CLAUDE.md", "user")]
     for folder in reversed(project_dirs(cwd)):
         candidates += [(folder / name, "project") for name in PROJECT_FILES]
-    seen: set[Path] = set()
+    seen = importer.included  # a file imported above is not loaded again on its own
     for path, scope in candidates:
         try:
             if not path.is_file() or path.resolve() in seen:

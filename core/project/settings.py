@@ -10,10 +10,12 @@ widen; and the project's allow rules grant only in a folder the user trusts (`co
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from piton.core.project.jsonfile import JsonFileError, read
 
 
 def user_config_dir() -> Path:
@@ -23,6 +25,10 @@ def user_config_dir() -> Path:
 # Values from the strictest to the widest: a project may move the user's choice left, never right.
 SANDBOX_STRICTNESS = ("read-only", "workspace-write", "danger-full-access")
 MODE_STRICTNESS = ("plan", "default", "acceptEdits", "bypassPermissions")
+# How an unknown value of a narrowed setting is read, from any file: the sandbox mode as the strictest
+# (a misspelt "read_only" must not leave the sandbox wider than its writer meant); an unknown
+# permission mode is ignored, the user's choice or the default standing.
+_UNKNOWN_READS_AS: dict[tuple[str, ...], str] = {("sandbox", "mode"): SANDBOX_STRICTNESS[0]}
 
 
 def settings_files(cwd: Path) -> list[Path]:
@@ -44,6 +50,7 @@ class Settings:
     trusted: list[bool] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     paths: list[Path] = field(default_factory=list)  # per layer: the file it was read from
+    base: Path | None = None  # the working directory, which relative paths in the files start from
 
     def _last(self, *keys: str, trusted_only: bool = False) -> Any:
         """The value at `keys` in the last file that sets it."""
@@ -68,7 +75,7 @@ class Settings:
             value = _at(layer, keys)
             if not trusted and value is not None and widens(value):
                 self.warnings.append(
-                    f"ignored {'.'.join(keys)}={value!r} from the project's settings: only "
+                    f"ignored {'.'.join(keys)}={_brief(value)} from the project's settings: only "
                     "~/.piton/settings.json or a command-line flag may widen what Piton may do"
                 )
 
@@ -109,29 +116,39 @@ class Settings:
     def narrowed(self, keys: tuple[str, str], order: tuple[str, ...], flag: str | None, default: str) -> str:
         """A setting whose values run from strictest to widest (`order`): the user's choice (`flag`,
         else the user's file, else `default`), narrowed by the project's files when they ask for
-        something stricter, never widened by them. An ignored project value is noted once."""
+        something stricter, never widened by them. An ignored project value is noted once; an
+        unknown value is noted naming its file and key, and read as `_UNKNOWN_READS_AS` says."""
         name = ".".join(keys)
+        unknown_as = _UNKNOWN_READS_AS.get(keys)
+
+        def known(value: Any, path: Path) -> str | None:
+            if value in order:
+                return str(value)
+            reading = f"read as {unknown_as!r}, the strictest" if unknown_as else "ignored"
+            self._warn(
+                f"unknown {name}={_brief(value)} in {_shown(path)} (one of {', '.join(order)}): {reading}"
+            )
+            return unknown_as
+
         user = flag
         if user is None:
-            value = self._last(*keys, trusted_only=True)
-            if value is not None and value not in order:
-                self._warn(f"ignored {name}={value!r} in ~/.piton/settings.json (one of {', '.join(order)})")
-            user = value if value in order else None
+            for layer, trusted, path in zip(self.layers, self.trusted, self._paths(), strict=True):
+                value = _at(layer, keys)
+                if trusted and value is not None:
+                    user = known(value, path)
         chosen = user or default
-        asked: tuple[str, Path] | None = None  # the project's value, by the files' own precedence
+        asked: tuple[str, Path, bool] | None = None  # the project's value, by the files' own precedence
         for layer, trusted, path in zip(self.layers, self.trusted, self._paths(), strict=True):
             value = _at(layer, keys)
             if trusted or value is None:
                 continue
-            if value in order:
-                asked = (value, path)
-            else:
-                self._warn(f"ignored {name}={value!r} in {_shown(path)} (one of {', '.join(order)})")
+            if (reading := known(value, path)) is not None:
+                asked = (reading, path, reading != value)
         if asked is None:
             return chosen
-        value, path = asked
+        value, path, unknown = asked
         if order.index(value) < order.index(chosen):
-            if user is not None:
+            if user is not None and not unknown:  # an unknown value was said once already
                 self._warn(f"{_shown(path)} narrows {name} to {value!r} (you chose {chosen!r})")
             return value
         if order.index(value) > order.index(chosen):
@@ -153,7 +170,27 @@ class Settings:
 
     @property
     def additional_directories(self) -> list[str]:
-        return self._all("permissions", "additionalDirectories", trusted_only=True)
+        """`permissions.additionalDirectories` of the user's own file (relative to the working
+        directory, or `~/…`); an entry that names no directory is skipped with a warning naming the
+        file and the key: a setting, unlike a flag, does not stop Piton from starting."""
+        found: list[str] = []
+        for layer, trusted, path in zip(self.layers, self.trusted, self._paths(), strict=True):
+            value = _at(layer, ("permissions", "additionalDirectories"))
+            if not trusted or not isinstance(value, list):
+                continue
+            for entry in value:
+                if not isinstance(entry, str) or not entry.strip():
+                    self._warn(
+                        f"ignored permissions.additionalDirectories entry {_brief(entry)} in {_shown(path)}"
+                    )
+                elif self.base is not None and not (self.base / os.path.expanduser(entry)).is_dir():
+                    self._warn(
+                        f"ignored permissions.additionalDirectories entry {entry!r} in {_shown(path)}: "
+                        "not a directory"
+                    )
+                else:
+                    found.append(entry)
+        return found
 
     @property
     def network(self) -> bool:
@@ -176,9 +213,7 @@ class Settings:
             fraction = value / 100 if value > 1 else float(value)
             if 0.1 <= fraction <= 0.95:
                 return fraction
-        self.warnings.append(
-            f"ignored autoCompactThreshold={value!r}: use a share of the window, 0.1 to 0.95"
-        )
+        self._warn(f"ignored autoCompactThreshold={_brief(value)}: use a share of the window, 0.1 to 0.95")
         return None
 
     def model_limits(self, model: str) -> tuple[int | None, int | None]:
@@ -190,9 +225,7 @@ class Settings:
             if value is None and key == "contextWindow":
                 value = self._last(key)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1_024):
-                self.warnings.append(
-                    f"ignored {key}={value!r} for {model}: expected a whole number of tokens"
-                )
+                self._warn(f"ignored {key}={_brief(value)} for {model}: expected a whole number of tokens")
                 value = None
             found.append(value)
         return found[0], found[1]
@@ -219,18 +252,26 @@ class Settings:
 
 
 def _shown(path: Path) -> str:
-    """A settings file as people know it: `.piton/settings.json`."""
+    """A settings file as people know it: `.piton/settings.json`, `~/.piton/settings.json`."""
+    if path.parent == user_config_dir():
+        return f"~/{path.parent.name}/{path.name}"
     return f"{path.parent.name}/{path.name}"
 
 
+def _brief(value: Any) -> str:
+    """A value for a one-line warning: a file can hold a megabyte where a word was expected."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def load_settings(cwd: Path) -> Settings:
-    settings = Settings()
+    settings = Settings(base=cwd)
     for index, path in enumerate(settings_files(cwd)):
-        if not path.is_file():
-            continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            data = read(path)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except JsonFileError as e:
             settings.warnings.append(f"ignored {path}: {e}")
             continue
         if not isinstance(data, dict):

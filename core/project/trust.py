@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from piton.core.project.jsonfile import JsonFileError, read
 from piton.core.safety.globs import glob_match
 
 How = Literal["flag", "setting", "remembered", "declined", "unknown"]
@@ -64,14 +65,26 @@ class TrustStore:
         self.path = path if path is not None else default_store_path()
         self._records: dict[str, dict[str, Any]] | None = None
         self.problem: str | None = None  # why the last answer could not be saved
+        self.unreadable: str | None = None  # why the answers on disk could not be read (naming the file)
 
     def _read(self) -> dict[str, dict[str, Any]]:
+        """The answers on disk. A file that cannot be used counts as no answers (nothing is trusted
+        that was not said yes to), and the next answer given replaces it."""
+        self.unreadable = None
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            data = read(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
+        except JsonFileError as e:
+            self.unreadable = f"your answers about trusted folders in {self.path} were ignored: {e}"
             return {}
         folders = data.get("folders") if isinstance(data, dict) else None
-        return {k: v for k, v in folders.items() if isinstance(v, dict)} if isinstance(folders, dict) else {}
+        if not isinstance(folders, dict):
+            self.unreadable = (
+                f"your answers about trusted folders in {self.path} were ignored: not the shape Piton writes"
+            )
+            return {}
+        return {k: v for k, v in folders.items() if isinstance(v, dict)}
 
     def record(self, folder: Path) -> dict[str, Any] | None:
         if self._records is None:
@@ -90,7 +103,7 @@ class TrustStore:
         self._records = records
         try:
             self._write({"version": 1, "folders": records})
-            self.problem = None
+            self.problem = self.unreadable = None
         except OSError as e:
             self.problem = (
                 f"could not remember the answer in {self.path} ({e.strerror or e}); it holds for this session"
@@ -163,6 +176,8 @@ class Trust:
             head = "This folder's files would grant more power than you gave Piton:"
         lines = [head, *(f"  {g}" for g in self.ignored)]
         lines.append("Piton honours them only in folders you trust (deny and ask rules always apply).")
+        if self.store is not None and self.store.unreadable:
+            lines.append(f"({self.store.unreadable}; your answer now replaces them)")
         return lines, f"Trust {self.folder} and what its files grant? (y/N) › "
 
     def answer(self, yes: bool) -> Trust:
@@ -184,9 +199,10 @@ class Trust:
 
     def notice(self) -> str | None:
         """The one line that says what was ignored and how to trust the folder, or None."""
+        unreadable = self.store.unreadable if self.store is not None else None
         ignored = self.ignored
         if not ignored:
-            return None
+            return unreadable
         shown = "; ".join(map(str, ignored[:_SHOWN]))
         if len(ignored) > _SHOWN:
             shown += f"; and {len(ignored) - _SHOWN} more"
@@ -195,7 +211,8 @@ class Trust:
                 f"ignored what this folder's files added since you trusted it ({shown}); "
                 "start piton here to review it"
             )
-        return f"this folder is not trusted, so its files grant nothing: ignored {shown} ({HOW_TO_TRUST})"
+        told = f"this folder is not trusted, so its files grant nothing: ignored {shown} ({HOW_TO_TRUST})"
+        return f"{told}; {unreadable}" if unreadable else told
 
     def describe(self) -> str:
         """For /status."""

@@ -45,7 +45,7 @@ class ProviderError(Exception):
     """A request that cannot succeed as things stand; the message is one line meant for people.
 
     kind: auth | permission | invalid_request | not_found | rate_limit | overloaded | connection |
-    stream | config
+    timeout | stream | config
     """
 
     def __init__(self, message: str, *, kind: str, status: int | None = None) -> None:

@@ -1,8 +1,11 @@
 """Folding the Messages API's stream events into one assistant reply, yielding typed deltas on the way.
 
-Events are read by attribute, as the SDK delivers them. Tool input JSON is parsed once, when its
-block closes: parsing the growing buffer on every delta costs quadratic time on large inputs, and a
-malformed input must become an error the model can correct, not an exception that kills the stream.
+Events are read by attribute (decoded JSON objects, as the SDK's models are). Tool input JSON is
+parsed once, when its block closes: parsing the growing buffer on every delta costs quadratic time on
+large inputs, and a malformed input must become an error the model can correct, not an exception that
+kills the stream. An event that breaks the protocol itself (a delta without its delta, a block that
+never started) is another matter: the reply cannot be trusted, and `MalformedEvent` says why, for the
+provider to ask again.
 """
 
 from __future__ import annotations
@@ -44,68 +47,125 @@ def _usage_update(usage: Usage, reported: Any) -> None:
     """Apply reported counts; message_delta counts are cumulative and absent ones keep their value."""
     for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
         value = getattr(reported, name, None)
-        if value is not None:
-            setattr(usage, name, int(value))
+        if isinstance(value, int) and not isinstance(value, bool):
+            setattr(usage, name, value)
+
+
+class MalformedEvent(ValueError):
+    """An event that is valid JSON but not what its type promises: the stream cannot be trusted."""
+
+
+def _field(obj: Any, name: str, kind: str, types: type | tuple[type, ...] = str) -> Any:
+    value = getattr(obj, name, None)
+    if value is None or isinstance(value, bool) or not isinstance(value, types):
+        raise MalformedEvent(f"{kind} without a valid {name}")
+    return value
+
+
+# which block type each delta type belongs to; deltas of other types (citations...) are not ours to keep
+_DELTA_BLOCK = {
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "signature_delta": "thinking",
+    "input_json_delta": "tool_use",
+}
 
 
 class ReplyAccumulator:
+    """Folds one reply's events. An event missing what its type requires, or naming a block that never
+    started, raises `MalformedEvent`: a reply built from it would be silently wrong."""
+
     def __init__(self) -> None:
         self.message_id = ""
         self.model = ""
         self.usage = Usage()
         self.stop_reason: str | None = None
         self.complete = False  # message_stop seen
+        self._started = False  # message_start seen
         self._blocks: dict[int, _Partial] = {}
+        self._skipped: set[int] = set()  # blocks of types we never ask for
 
     def feed(self, event: Any) -> StreamEvent | None:
-        kind = event.type
+        kind = getattr(event, "type", None)
         if kind == "content_block_delta":
-            return self._delta(event.index, event.delta)
+            return self._delta(_field(event, "index", kind, int), _field(event, "delta", kind, object), kind)
         if kind == "content_block_start":
-            return self._start(event.index, event.content_block)
+            if not self._started:
+                raise MalformedEvent("content_block_start before message_start")
+            index = _field(event, "index", kind, int)
+            if index in self._blocks or index in self._skipped:
+                raise MalformedEvent(f"content_block_start for block {index}, which had started already")
+            return self._start(index, _field(event, "content_block", kind, object))
         if kind == "message_start":
-            self.message_id = event.message.id
-            self.model = event.message.model
-            _usage_update(self.usage, event.message.usage)
+            message = _field(event, "message", kind, object)
+            self.message_id = _field(message, "id", "message_start's message")
+            self.model = _field(message, "model", "message_start's message")
+            _usage_update(self.usage, getattr(message, "usage", None))
+            self._started = True
         elif kind == "message_delta":
-            self.stop_reason = event.delta.stop_reason
-            _usage_update(self.usage, event.usage)
+            stop_reason = getattr(_field(event, "delta", kind, object), "stop_reason", None)
+            if stop_reason is not None and not isinstance(stop_reason, str):
+                raise MalformedEvent("message_delta with a stop_reason that is not text")
+            self.stop_reason = stop_reason
+            _usage_update(self.usage, getattr(event, "usage", None))
         elif kind == "message_stop":
+            if not self._started:
+                raise MalformedEvent("message_stop before message_start")
             self.complete = True
-        return None
+        elif not isinstance(kind, str):
+            raise MalformedEvent("an event without a type")
+        return None  # content_block_stop, and event types newer than this code
 
     def _start(self, index: int, block: Any) -> StreamEvent | None:
-        kind = block.type
+        kind = getattr(block, "type", None)
+        where = f"a {kind} block"
         if kind == "text":
-            self._blocks[index] = _Partial("text", [block.text] if block.text else [])
+            text = _field(block, "text", where)
+            self._blocks[index] = _Partial("text", [text] if text else [])
         elif kind == "thinking":
-            self._blocks[index] = _Partial(
-                "thinking", [block.thinking] if block.thinking else [], signature=block.signature or ""
-            )
+            thinking = _field(block, "thinking", where)
+            signature = getattr(block, "signature", None) or ""
+            self._blocks[index] = _Partial("thinking", [thinking] if thinking else [], signature=signature)
         elif kind == "redacted_thinking":
-            self._blocks[index] = _Partial("redacted_thinking", data=block.data)
+            self._blocks[index] = _Partial("redacted_thinking", data=_field(block, "data", where))
         elif kind == "tool_use":
-            self._blocks[index] = _Partial("tool_use", id=block.id, name=block.name)
-            return ToolUseStart(block.id, block.name)
-        return None  # block types we never ask for (server tools...) are left out
+            partial = _Partial("tool_use", id=_field(block, "id", where), name=_field(block, "name", where))
+            self._blocks[index] = partial
+            return ToolUseStart(partial.id, partial.name)
+        elif isinstance(kind, str):
+            self._skipped.add(index)  # block types we never ask for (server tools...) are left out
+        else:
+            raise MalformedEvent(f"content_block_start for block {index} without a block type")
+        return None
 
-    def _delta(self, index: int, delta: Any) -> StreamEvent | None:
+    def _delta(self, index: int, delta: Any, kind: str) -> StreamEvent | None:
         partial = self._blocks.get(index)
         if partial is None:
+            if index in self._skipped:
+                return None
+            raise MalformedEvent(f"{kind} for block {index}, which never started")
+        delta_type = getattr(delta, "type", None)
+        if not isinstance(delta_type, str):
+            raise MalformedEvent(f"{kind} for block {index} without a delta type")
+        owner = _DELTA_BLOCK.get(delta_type)
+        if owner is None:
             return None
-        kind = delta.type
-        if kind == "text_delta":
-            partial.parts.append(delta.text)
-            return TextDelta(delta.text)
-        if kind == "thinking_delta":
-            partial.parts.append(delta.thinking)
-            return ThinkingDelta(delta.thinking)
-        if kind == "signature_delta":
-            partial.signature = delta.signature
-        elif kind == "input_json_delta":
-            partial.parts.append(delta.partial_json)
-            return ToolInputDelta(partial.id, delta.partial_json)
-        return None
+        if owner != partial.type:
+            raise MalformedEvent(f"{delta_type} for block {index}, a {partial.type} block")
+        if delta_type == "text_delta":
+            text = _field(delta, "text", delta_type)
+            partial.parts.append(text)
+            return TextDelta(text)
+        if delta_type == "thinking_delta":
+            thinking = _field(delta, "thinking", delta_type)
+            partial.parts.append(thinking)
+            return ThinkingDelta(thinking)
+        if delta_type == "signature_delta":
+            partial.signature = _field(delta, "signature", delta_type)
+            return None
+        partial_json = _field(delta, "partial_json", delta_type)
+        partial.parts.append(partial_json)
+        return ToolInputDelta(partial.id, partial_json)
 
     def done(self) -> MessageDone:
         content: list[ContentBlock] = []
@@ -143,6 +203,8 @@ def parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:
         value = json.loads(raw)
     except json.JSONDecodeError as e:
         return {}, f"{e.msg} at character {e.pos}"
+    except RecursionError:  # valid JSON nested deeper than Python's parser goes
+        return {}, "nested too deeply to be read"
     if not isinstance(value, dict):
         return {}, f"expected a JSON object, got {type(value).__name__}"
     return value, None

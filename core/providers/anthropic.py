@@ -1,12 +1,14 @@
-"""The Anthropic provider: requests over the official SDK, streamed into typed events.
+"""The Anthropic provider: requests over the official SDK, streamed into typed events, every wait bounded.
 
 The SDK is imported on first use (it costs about a second). Request bodies are encoded here,
-incrementally (`body.BodyEncoder`), and handed to the SDK as bytes: it still adds authentication,
-retries failed HTTP requests (408/409/429/5xx/529, connection errors), decodes the SSE stream into
-typed events and raises typed errors. What it does not retry is ours: an `error` event in the
-middle of a stream, a stream that ends without `message_stop`, and a connection that breaks (or
-garbles an event) while the body is streaming. Each of those voids the partial reply (a
-`StreamRetry` says so) and asks again with backoff, so nothing reaches the history twice.
+incrementally (`body.BodyEncoder`), and handed to the SDK as bytes: it adds authentication and raises
+typed errors. Retrying is ours, not the SDK's (its `max_retries` is 0): it would sleep in silence,
+for as long as any `retry-after` says. One loop covers what fails before a reply starts (408, 409,
+429, 5xx and 529 responses, connection errors, a response that never comes) and what breaks it
+midway (an `error` event, a stream that ends before `message_stop`, a dropped or reset connection, a
+garbled or malformed event, a stream gone silent). Each failure voids the partial reply, so nothing
+reaches the history twice, and a `StreamRetry` says why and for how long before the pause. Waits and
+retries are bounded by `waits.Waits`; every one of them is asyncio, so an interrupt ends it at once.
 """
 
 from __future__ import annotations
@@ -16,44 +18,30 @@ import contextlib
 import dataclasses
 import gc
 import json
-import random
+import os
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
 from piton.core.conversation.events import Notice, StreamEvent, StreamRetry
 from piton.core.models import model_info
 from piton.core.providers import ModelRequest, ProviderError
-from piton.core.providers.accumulate import ReplyAccumulator
+from piton.core.providers.accumulate import MalformedEvent, ReplyAccumulator
 from piton.core.providers.body import BodyEncoder, thinking_param
 from piton.core.providers.credentials import NO_API_KEY, credential_source
+from piton.core.providers.failures import Retry, describe, status_failure, stream_error, transport_failure
+from piton.core.providers.waits import (
+    CONNECT_VAR,
+    IDLE_VAR,
+    RESPONSE_VAR,
+    RETRY_WAIT_VAR,
+    Waits,
+    say_seconds,
+)
 
-_RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
-_SDK_RETRIED = {408, 409, 429}  # and every status from 500 up
-_KIND_BY_STATUS = {
-    400: "invalid_request",
-    401: "auth",
-    402: "billing",
-    403: "permission",
-    404: "not_found",
-    413: "invalid_request",
-    422: "invalid_request",
-    429: "rate_limit",
-}
-_KIND_BY_ERROR_TYPE = {
-    "invalid_request_error": "invalid_request",
-    "authentication_error": "auth",
-    "permission_error": "permission",
-    "not_found_error": "not_found",
-    "request_too_large": "invalid_request",
-    "billing_error": "billing",
-}
-_HINTS = {
-    "auth": " (check ANTHROPIC_API_KEY)",
-    "not_found": " (is the model id right? see --model)",
-    "billing": " (check the account's plan and credits)",
-}
+_END_GRACE_S = 1.0  # after message_stop, for the end of the body
 T = TypeVar("T")
 _sdk_lock = threading.Lock()
 _sdk_ready = False
@@ -82,10 +70,6 @@ def _load_sdk() -> None:
             _sdk_ready = True
 
 
-class _Retry(Exception):
-    """A failure of one streamed attempt that asking again may fix."""
-
-
 def _deprecations(request: ModelRequest) -> list[str]:
     """The warnings `messages.create` gives for this request (we send the body ourselves), first lines."""
     from anthropic.resources.messages.messages import (
@@ -108,46 +92,8 @@ def _deprecations(request: ModelRequest) -> list[str]:
     return texts
 
 
-def _api_message(exc: Any) -> str:
-    return getattr(exc, "api_message", None) or getattr(exc, "message", None) or str(exc)
-
-
-def _fatal(exc: Exception, base_url: str) -> ProviderError:
-    """One readable line for an error no retry of ours will fix."""
-    import anthropic
-
-    if isinstance(exc, anthropic.APIStatusError):
-        status = exc.status_code
-        if status == 200:  # an `error` event inside the stream
-            kind = _KIND_BY_ERROR_TYPE.get(str(exc.type), "stream")
-            return ProviderError(f"API error during the reply ({exc.type}): {_api_message(exc)}", kind=kind)
-        retried = status in _SDK_RETRIED or status >= 500
-        kind = _KIND_BY_STATUS.get(status, "overloaded" if retried else "invalid_request")
-        hint = (
-            " (still failing after the SDK's retries; try again later)" if retried else _HINTS.get(kind, "")
-        )
-        return ProviderError(f"API error {status}: {_api_message(exc)}{hint}", kind=kind, status=status)
-    if isinstance(exc, anthropic.APIConnectionError):
-        cause = exc.__cause__ or exc
-        return ProviderError(f"Cannot reach the API at {base_url}: {cause}", kind="connection")
-    return ProviderError(f"API request failed: {type(exc).__name__}: {exc}", kind="stream")
-
-
-def _is_retryable_midstream(exc: Exception) -> bool:
-    import anthropic
-    import httpx2
-
-    if isinstance(exc, anthropic.APIStatusError):
-        return exc.status_code == 200 and str(exc.type) in _RETRYABLE_STREAM_ERRORS
-    # a garbled event (a proxy cutting a line) is as good as a dropped connection
-    return isinstance(exc, httpx2.TransportError | anthropic.APIConnectionError | json.JSONDecodeError)
-
-
-def _describe(exc: Exception) -> str:
-    api_type = getattr(exc, "type", None)
-    if isinstance(api_type, str):
-        return f"{api_type}: {_api_message(exc)}"
-    return f"{type(exc).__name__}: {exc}"
+def _attrs(data: dict[str, Any]) -> SimpleNamespace:
+    return SimpleNamespace(**data)
 
 
 class AnthropicProvider:
@@ -156,15 +102,17 @@ class AnthropicProvider:
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        sdk_max_retries: int = 4,
-        stream_attempts: int = 3,
-        backoff_s: float = 1.0,
+        waits: Waits | None = None,
+        backoff_s: float | None = None,
     ) -> None:
+        """`waits`: the limits on every wait (default: from the environment, see `waits.py`);
+        `backoff_s` replaces its first pause alone."""
+        self._problems: list[str] = []
+        if waits is None:
+            waits, self._problems = Waits.from_env(os.environ)
+        self._waits = waits if backoff_s is None else dataclasses.replace(waits, backoff_s=backoff_s)
         self._api_key = api_key
         self._base_url = base_url
-        self._sdk_max_retries = sdk_max_retries
-        self._stream_attempts = stream_attempts
-        self._backoff_s = backoff_s
         self._sdk_client: Any = None
         self._building = threading.Lock()
         self._body = BodyEncoder()
@@ -198,10 +146,16 @@ class AnthropicProvider:
             if self._sdk_client is None:
                 _load_sdk()
                 import anthropic
+                import httpx2
 
+                w = self._waits
+                # our own timers bound each wait (see `_open`, `_events`); the transport's read limit
+                # is only a backstop behind them, so that it never fires first with a vaguer reason
+                backstop = max(w.idle_s, w.response_s) + 1
+                timeout = httpx2.Timeout(w.response_s, connect=w.connect_s, read=backstop, write=w.idle_s)
                 try:
                     client = anthropic.AsyncAnthropic(
-                        api_key=self._api_key, base_url=self._base_url, max_retries=self._sdk_max_retries
+                        api_key=self._api_key, base_url=self._base_url, max_retries=0, timeout=timeout
                     )
                 except anthropic.AnthropicError as e:  # a broken profile
                     raise ProviderError(" ".join(str(e).split()), kind="config") from e
@@ -216,50 +170,124 @@ class AnthropicProvider:
             client, self._sdk_client = self._sdk_client, None
             await client.close()
 
-    def backoff(self, attempt: int) -> float:
-        """Seconds to wait after failed attempt `attempt` (1-based): doubling, with up to 25% jitter."""
-        return self._backoff_s * 2.0 ** (attempt - 1) * (1 + random.random() / 4)
-
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         # the first request may still wait for the SDK's import: wait off the event loop, so a key
         # press (Esc) is seen meanwhile
         client = self._sdk_client if self._sdk_client is not None else await asyncio.to_thread(self._client)
         body = self._body.encode(request)
-        # people should not miss that a model is going away (the SDK would only warn, and Python hides
-        # DeprecationWarning)
-        for text in _deprecations(request):
+        # people should not miss a setting we could not read, nor that a model is going away (the SDK
+        # would only warn, and Python hides DeprecationWarning)
+        for text in [*self._problems, *_deprecations(request)]:
             if text not in self._noticed:
                 self._noticed.add(text)
                 yield Notice(text)
+        attempts = self._waits.attempts
+        capped = False  # a wait the API asked for was cut to the cap once already
         waited = _Clock()  # time spent waiting on the API, not on whoever reads these events
         try:
-            for attempt in range(1, self._stream_attempts + 1):
+            for attempt in range(1, attempts + 1):
                 acc = ReplyAccumulator()
-                stream = await waited.on(self._send(client, body))
-                reason = ""
                 try:
-                    async for event in self._events(stream, acc, waited):
-                        yield event
+                    stream = await self._open(client, body, attempt, waited)
+                    try:
+                        async for event in self._events(stream, acc, waited):
+                            yield event
+                    finally:
+                        await stream.close()
                     if acc.complete:
                         yield dataclasses.replace(acc.done(), api_seconds=waited.seconds)
                         return
-                    reason = "the stream ended before message_stop"
-                except _Retry as e:
-                    reason = str(e)
-                finally:
-                    await stream.close()
-                if attempt == self._stream_attempts:
-                    raise ProviderError(
-                        f"The API stream failed {attempt} times in a row; last: {reason}", kind="stream"
+                    failure = Retry(
+                        "the stream ended before message_stop",
+                        final="The API stream ended before message_stop",
+                        kind="stream",
                     )
-                delay = self.backoff(attempt)
-                yield StreamRetry(attempt, self._stream_attempts, delay, reason)
-                await asyncio.sleep(delay)
+                except Retry as e:
+                    failure = e
+                if attempt == attempts:
+                    raise failure.give_up(attempt) from failure
+                delay, reason = self._delay(failure, capped)
+                capped = capped or (failure.retry_after or 0) > self._waits.max_retry_wait_s
+                if delay is None:
+                    delay = self._waits.backoff(attempt)
+                yield StreamRetry(attempt, attempts, delay, reason, failure.status, failure.error_type)
+                await waited.on(asyncio.sleep(delay))
         except ProviderError as e:
             e.api_seconds = waited.seconds
             raise
 
-    async def _send(self, client: Any, body: bytes) -> Any:
+    def _delay(self, failure: Retry, capped: bool) -> tuple[float | None, str]:
+        """The wait the API asked for, if it did, and the reason to announce. A wait longer than the
+        cap is cut to the cap once (saying so); asked again, the run ends instead: the API has said
+        that asking sooner fails, and nobody should sit through an hour's silence."""
+        asked, cap = failure.retry_after, self._waits.max_retry_wait_s
+        if asked is None or asked <= cap:
+            return asked, failure.reason
+        said = f"the API asks to wait {say_seconds(asked)}, more than the {say_seconds(cap)} Piton waits"
+        if capped:
+            raise ProviderError(
+                f"{failure.final} ({said} ({RETRY_WAIT_VAR}); try again later)",
+                kind=failure.kind,
+                status=failure.status,
+            )
+        return cap, f"{failure.reason}; {said}"
+
+    async def _open(self, client: Any, body: bytes, attempt: int, waited: _Clock) -> Any:
+        """Send the request and wait for the response to start: the stream, or why not."""
+        import anthropic
+
+        w = self._waits
+        base_url = str(client.base_url)
+        try:
+            async with asyncio.timeout(w.response_s):
+                return await waited.on(self._send(client, body, attempt))
+        except TimeoutError as e:
+            raise Retry(
+                f"no response within {say_seconds(w.response_s)}",
+                final=f"The API at {base_url} sent no response within {say_seconds(w.response_s)}",
+                kind="timeout",
+                hint=f"{RESPONSE_VAR} sets the wait",
+            ) from e
+        except anthropic.APIStatusError as e:
+            raise status_failure(e) from e
+        except anthropic.APITimeoutError as e:
+            raise self._transport_timeout(e.__cause__, base_url) from e
+        except anthropic.APIConnectionError as e:
+            what = describe(e.__cause__ or e)
+            raise Retry(
+                f"cannot connect: {what}",
+                final=f"Cannot reach the API at {base_url}: {what}",
+                kind="connection",
+            ) from e
+        except anthropic.AnthropicError as e:
+            raise ProviderError(f"API request failed: {describe(e)}", kind="stream") from e
+
+    def _transport_timeout(self, cause: BaseException | None, base_url: str) -> Retry:
+        """A limit the transport reached before our own timers: connecting (the usual one), or sending
+        the request body."""
+        import httpx2
+
+        w = self._waits
+        if isinstance(cause, httpx2.WriteTimeout):
+            stalled = f"stalled for {say_seconds(w.idle_s)}"
+            return Retry(
+                f"sending the request {stalled}",
+                final=f"Sending the request to {base_url} {stalled}",
+                kind="timeout",
+                hint=f"{IDLE_VAR} sets the wait",
+            )
+        if isinstance(cause, httpx2.ConnectTimeout):
+            what, hint = f"no connection within {say_seconds(w.connect_s)}", f"{CONNECT_VAR} sets the wait"
+        else:
+            what, hint = describe(cause) if cause else "timed out", ""
+        return Retry(
+            f"cannot connect: {what}",
+            final=f"Cannot reach the API at {base_url}: {what}",
+            kind="connection",
+            hint=hint,
+        )
+
+    async def _send(self, client: Any, body: bytes, attempt: int) -> Any:
         """`messages.create(..., stream=True)` with the body already encoded: the SDK skips copying and
         encoding it again, and does everything else as `create` does."""
         from anthropic import AsyncStream
@@ -268,36 +296,66 @@ class AnthropicProvider:
         from anthropic.types import Message, RawMessageStreamEvent
 
         options = make_request_options(
+            # the SDK counts its own retries here; the API's side sees ours the same way
+            extra_headers={"x-stainless-retry-count": str(attempt - 1)},
             span_name="anthropic.messages.create",
             span_route="/v1/messages",
             span_attributes=messages_create_request_attributes,
         )
-        try:
-            return await client.post(
-                "/v1/messages",
-                cast_to=Message,
-                content=body,
-                options=options,
-                stream=True,
-                stream_cls=AsyncStream[RawMessageStreamEvent],
-            )
-        except Exception as e:  # the SDK has already retried what it retries
-            raise _fatal(e, str(client.base_url)) from e
+        return await client.post(
+            "/v1/messages",
+            cast_to=Message,
+            content=body,
+            options=options,
+            stream=True,
+            stream_cls=AsyncStream[RawMessageStreamEvent],
+        )
 
     async def _events(self, stream: Any, acc: ReplyAccumulator, waited: _Clock) -> AsyncIterator[StreamEvent]:
-        iterator = stream.__aiter__()
-        while True:
-            try:
-                event = await waited.on(iterator.__anext__())
-            except StopAsyncIteration:
-                return
-            except Exception as e:
-                if _is_retryable_midstream(e):
-                    raise _Retry(_describe(e)) from e
-                raise _fatal(e, "the API") from e
-            out = acc.feed(event)
-            if out is not None:
-                yield out
+        """The reply's events as they arrive. The SDK's own iterator drops `ping` events, which are what
+        tells a slow reply from a dead one, so the server-sent events are read here, pings included."""
+        import httpx2
+        from anthropic import AsyncStream
+
+        idle = self._waits.idle_s
+        events = AsyncStream.raw_events(stream.response)
+        try:
+            while True:
+                try:
+                    # after message_stop only the body's end is due, at once on a healthy connection;
+                    # reading it lets the connection serve the next request
+                    async with asyncio.timeout(min(idle, _END_GRACE_S) if acc.complete else idle):
+                        sse = await waited.on(anext(events))
+                except StopAsyncIteration:
+                    return
+                except (TimeoutError, httpx2.TransportError) as e:
+                    if acc.complete:  # all there; only the end of the body was late or lost
+                        return
+                    raise transport_failure(e, idle) from e
+                if sse.event is None or sse.event == "ping":
+                    continue
+                if sse.event == "error":
+                    raise stream_error(sse.data)
+                if not sse.data:
+                    continue
+                try:
+                    out = acc.feed(json.loads(sse.data, object_hook=_attrs))
+                except json.JSONDecodeError as e:  # a proxy cutting a line: as good as a dropped stream
+                    raise Retry(
+                        f"a garbled event ({describe(e)})",
+                        final=f"The API sent a garbled event: {describe(e)}",
+                        kind="stream",
+                    ) from e
+                except MalformedEvent as e:
+                    raise Retry(
+                        f"a malformed event ({e})",
+                        final=f"The API sent a malformed event: {e}",
+                        kind="stream",
+                    ) from e
+                if out is not None:
+                    yield out
+        finally:
+            await events.aclose()  # type: ignore[attr-defined]
 
 
 class _Clock:

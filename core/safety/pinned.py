@@ -6,9 +6,9 @@ The caller passes the path it checked against the policy: a real path, which hol
 Opening it with every symlink refused (`openat2` RESOLVE_NO_SYMLINKS on Linux 5.6+, otherwise one
 `O_NOFOLLOW` component at a time from `/`) either reaches exactly that file or fails with
 `PathChanged`; nothing in between can be swapped. Writes go to a temporary file created beside the
-target through the parent's descriptor, are flushed, and renamed over it with `renameat`: the file
-is always either the old one or the new one, and a hard link at the name is replaced, not written
-through.
+target through the parent's descriptor (unnamed until it is complete, where the filesystem allows),
+are flushed, and renamed over it with `renameat`: the file is always either the old one or the new
+one, and a hard link at the name is replaced, not written through.
 """
 
 from __future__ import annotations
@@ -177,6 +177,33 @@ def replace(path: Path, data: bytes, *, create_parents: bool = False) -> os.stat
         os.close(parent_fd)
 
 
+def _unnamed(parent_fd: int) -> int | None:
+    """A file with no name yet in the folder (`O_TMPFILE`), or None where the filesystem has none:
+    a process killed while writing it leaves nothing behind."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag:
+        return None
+    try:
+        return os.open(".", flag | os.O_WRONLY | os.O_CLOEXEC, 0o666, dir_fd=parent_fd)
+    except OSError as e:
+        if e.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+            return None
+        raise
+
+
+def _write_all(fd: int, data: bytes, old: os.stat_result | None) -> os.stat_result:
+    if old is not None:
+        os.fchmod(fd, stat.S_IMODE(old.st_mode))
+        if old.st_uid != os.geteuid() or old.st_gid != os.getegid():
+            with contextlib.suppress(OSError):
+                os.fchown(fd, old.st_uid, old.st_gid)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
+    return os.fstat(fd)
+
+
 def _replace_in(parent_fd: int, path: Path, data: bytes) -> os.stat_result:
     name = path.name
     try:
@@ -186,27 +213,37 @@ def _replace_in(parent_fd: int, path: Path, data: bytes) -> os.stat_result:
     if old is not None and not stat.S_ISREG(old.st_mode):
         raise PathChanged(errno.EEXIST, f"{path} is no longer a regular file")
     temp = f"{_TEMP_PREFIX}{secrets.token_hex(6)}-{name}"[:255]
-    fd = os.open(
-        temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=parent_fd
-    )
+    named = False
     try:
-        try:
-            if old is not None:
-                os.fchmod(fd, stat.S_IMODE(old.st_mode))
-                if old.st_uid != os.geteuid() or old.st_gid != os.getegid():
-                    with contextlib.suppress(OSError):
-                        os.fchown(fd, old.st_uid, old.st_gid)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-            result = os.fstat(fd)
-        finally:
-            os.close(fd)
+        fd = _unnamed(parent_fd)
+        if fd is not None:
+            try:
+                result = _write_all(fd, data, old)
+                # the complete file gets its temporary name only now, for the instant before the rename
+                os.link(f"/proc/self/fd/{fd}", temp, dst_dir_fd=parent_fd, follow_symlinks=True)
+                named = True
+            except OSError as e:
+                if e.errno not in (errno.ENOENT, errno.EXDEV, errno.EPERM) or named:
+                    raise
+            finally:
+                os.close(fd)
+        if not named:  # no unnamed files here (or no /proc to name one through): a named one
+            fd = os.open(
+                temp,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o666,
+                dir_fd=parent_fd,
+            )
+            named = True
+            try:
+                result = _write_all(fd, data, old)
+            finally:
+                os.close(fd)
         os.rename(temp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp, dir_fd=parent_fd)
+        if named:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=parent_fd)
         raise
     with contextlib.suppress(OSError):  # so that the rename itself survives a power cut
         dir_fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=parent_fd)

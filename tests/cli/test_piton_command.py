@@ -22,7 +22,9 @@ from tests.fakes.fake_api import FakeAnthropicAPI
 PITON = str(Path(sys.executable).with_name("piton"))
 
 
-def piton(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def piton(
+    *args: str, stdin: str | None = None, timeout: float = 60, **popen: Any
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [PITON, *args],
         input=stdin,
@@ -31,6 +33,7 @@ def piton(*args: str, stdin: str | None = None, timeout: float = 60) -> subproce
         text=True,
         timeout=timeout,
         check=False,
+        **popen,
     )
 
 
@@ -172,7 +175,7 @@ def test_an_interrupt_mid_answer_exits_130_and_leaves_a_valid_session(
     time.sleep(0.3)  # well into the stream
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130
+    assert proc.returncode == 128 + sig  # as a shell reports it: 130 for Ctrl-C, 143 for SIGTERM
     assert out == "" and "interrupted" in err and "Traceback" not in err
     session_id = SessionStore().latest(project)
     assert session_id is not None
@@ -369,4 +372,4 @@ def test_bad_permission_flags_are_one_line(project: Path) -> None:
     done = piton("-p", "q", "--allowedTools", "Bash(")
     assert done.returncode == 1 and done.stderr.startswith("piton: not a permission rule")
     done = piton("-p", "q", "--add-dir", "/no/such/dir")
-    assert done.returncode == 1 and "not a directory" in done.stderr
+    assert done.returncode == 2 and "'--add-dir': dir '/no/such/dir' does not exist" in done.stderr

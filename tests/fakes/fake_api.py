@@ -3,7 +3,10 @@
 It speaks what the real API speaks: SSE framing with `event:` lines over chunked transfer encoding,
 every stream event type (pings included), and the errors a client must survive: 400s for requests
 the API rejects (checked by `validate_request`, written independently of Piton's code), 401s,
-injectable 429/529 with retry-after headers, mid-stream `error` events, and dropped streams. Given a
+injectable HTTP errors with JSON bodies and `retry-after` headers, mid-stream `error` events, and the
+faults of a network or a server having a bad day: a stream cut cleanly or dropped, a connection
+reset, a stream gone silent (`Stall`), a request never answered (`NoAnswer`), an event of the wrong
+shape (`Malformed`). Silences end when the server stops, so no test leaves a thread waiting. Given a
 `PromptCache`, the usage it reports follows the API's prompt caching rules.
 """
 
@@ -11,15 +14,16 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import threading
 import time
 import traceback
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 from piton.testing.script import (
     DropStream,
@@ -35,7 +39,48 @@ from piton.testing.script import (
 from tests.fakes.cache import PromptCache
 from tests.fakes.validate import validate_request
 
-ScriptItem = Reply | HttpError | RawSSE | Callable[[dict[str, Any]], "Reply | HttpError | RawSSE"]
+
+@dataclass
+class Stall:
+    """The first `after` events of `reply`, then silence with the connection open for `seconds` (or
+    until the server stops, which hangs up), then the rest. `ping_every`: pings during the silence,
+    as the API sends while a reply is slow to come."""
+
+    reply: Reply
+    after: int
+    seconds: float = 30.0
+    ping_every: float | None = None
+
+
+@dataclass
+class NoAnswer:
+    """The request is read and never answered, not even with headers, for `seconds` (or until the
+    server stops); then the connection is closed."""
+
+    seconds: float = 30.0
+
+
+@dataclass
+class Reset:
+    """The first `after` events of `reply`, then a TCP reset (RST) instead of a close."""
+
+    reply: Reply
+    after: int
+
+
+@dataclass
+class Malformed:
+    """`reply`'s events with `event` inserted after the first `after`: valid JSON of the wrong shape
+    (a delta without its delta, a block index that never started...)."""
+
+    reply: Reply
+    after: int
+    event: dict[str, Any] = field(default_factory=lambda: {"type": "content_block_delta", "index": 0})
+
+
+Fault = Stall | Reset | Malformed
+Answer = Reply | HttpError | RawSSE | NoAnswer | Fault
+ScriptItem = Answer | Callable[[dict[str, Any]], Answer]
 
 
 @dataclass
@@ -75,11 +120,14 @@ class FakeAnthropicAPI:
         self.issued: dict[str, list[dict[str, Any]]] = {}  # tool_use id -> blocks of its reply
         self._script: deque[ScriptItem] = deque()
         self._lock = threading.Lock()
+        self._stopping = threading.Event()  # ends every silence
+        self._silent: set[threading.Thread] = set()  # handlers inside one
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> FakeAnthropicAPI:
+        self._stopping.clear()
         server = _Server(("127.0.0.1", 0), _Handler)
         server.daemon_threads = True
         server.fake = self  # type: ignore[attr-defined]
@@ -91,10 +139,35 @@ class FakeAnthropicAPI:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        with self._lock:
+            silent = list(self._silent)
+        for thread in silent:
+            thread.join(timeout=5)
+            assert not thread.is_alive(), "a silent handler outlived the server"
+
+    def wait_silently(
+        self, seconds: float, ping: Callable[[], None] | None = None, every: float = 0.0
+    ) -> bool:
+        """Wait `seconds` (calling `ping` every `every` seconds); False when the server stops first."""
+        thread = threading.current_thread()
+        with self._lock:
+            self._silent.add(thread)
+        try:
+            deadline = time.monotonic() + seconds
+            while (left := deadline - time.monotonic()) > 0:
+                if self._stopping.wait(min(left, every) if ping is not None else left):
+                    return False
+                if ping is not None and time.monotonic() < deadline:
+                    ping()
+            return not self._stopping.is_set()
+        finally:
+            with self._lock:
+                self._silent.discard(thread)
 
     def __enter__(self) -> FakeAnthropicAPI:
         return self.start()
@@ -122,7 +195,7 @@ class FakeAnthropicAPI:
     def bodies(self) -> list[dict[str, Any]]:
         return [r.body for r in self.requests]
 
-    def _next(self, body: dict[str, Any]) -> Reply | HttpError | RawSSE | None:
+    def _next(self, body: dict[str, Any]) -> Answer | None:
         with self._lock:
             if not self._script:
                 return None
@@ -138,6 +211,13 @@ class _Server(ThreadingHTTPServer):
 
 def _error_body(error_type: str, message: str) -> bytes:
     return json.dumps({"type": "error", "error": {"type": error_type, "message": message}}).encode()
+
+
+def _frame(name: str, data: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+PING = _frame("ping", {"type": "ping"})
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -197,7 +277,14 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(item, HttpError):
             return self._send_json(item.status, _error_body(item.error_type, item.message), item.headers)
         if isinstance(item, RawSSE):
-            return self._stream([item.text.encode()], drop=None)
+            return self._stream([item.text.encode()])
+        if isinstance(item, NoAnswer):
+            self.fake.wait_silently(item.seconds)
+            self.close_connection = True
+            return None
+        fault: Fault | MidStreamError | DropStream | None = None
+        if isinstance(item, Stall | Reset | Malformed):
+            fault, item = item, item.reply
         for block in item.blocks:
             if isinstance(block, ToolCall):
                 self.fake.issued[block.id] = _issued_content(item)
@@ -213,16 +300,32 @@ class _Handler(BaseHTTPRequestHandler):
         events = sse_events(item, body.get("model", "claude"), _estimate_tokens(body))
         if not body.get("stream"):
             return self._send_json(200, json.dumps(_final_message(events)).encode())
-        frames = [f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events]
-        fault = item.fault
+        frames = [_frame(name, data) for name, data in events]
+        fault = fault or item.fault
+        ending: Literal["complete", "drop", "reset"] = "complete"
         if isinstance(fault, MidStreamError):
             error = _error_body(fault.error_type, fault.message).decode()
             frames = [*frames[: fault.after], f"event: error\ndata: {error}\n\n".encode()]
         elif isinstance(fault, DropStream):
             frames = frames[: fault.after]
-        self._stream(frames, drop=fault if isinstance(fault, DropStream) else None, delay_s=item.delay_s)
+            ending = "complete" if fault.clean else "drop"
+        elif isinstance(fault, Reset):
+            frames, ending = frames[: fault.after], "reset"
+        elif isinstance(fault, Malformed):
+            frames.insert(fault.after, _frame(str(fault.event.get("type", "message")), fault.event))
+        stall = fault if isinstance(fault, Stall) else None
+        self._stream(frames, ending=ending, delay_s=item.delay_s, stall=stall)
 
-    def _stream(self, frames: list[bytes], drop: DropStream | None, delay_s: float = 0.0) -> None:
+    def _stream(
+        self,
+        frames: list[bytes],
+        *,
+        ending: Literal["complete", "drop", "reset"] = "complete",
+        delay_s: float = 0.0,
+        stall: Stall | None = None,
+    ) -> None:
+        """Send `frames` as a chunked SSE body, then end it: `complete` (the final chunk), `drop` (the
+        connection closed without it) or `reset` (a TCP reset)."""
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("transfer-encoding", "chunked")
@@ -230,19 +333,34 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("request-id", f"req_{uuid.uuid4().hex[:20]}")
         self.end_headers()
         try:
-            for frame in frames:
+            for index in range(len(frames) + 1):  # a stall may also come after the last event
+                if stall is not None and index == min(stall.after, len(frames)):
+                    ping = (lambda: self._chunk(PING)) if stall.ping_every else None
+                    if not self.fake.wait_silently(stall.seconds, ping, stall.ping_every or 0.0):
+                        ending = "drop"  # the server stops: hang up rather than finish
+                        break
+                if index == len(frames):
+                    break
                 if delay_s:
                     time.sleep(delay_s)
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
-                self.wfile.flush()
-            if drop is not None and not drop.clean:
+                self._chunk(frames[index])
+            if ending == "reset":
+                # SO_LINGER with a zero timeout makes close() send RST instead of FIN
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.close_connection = True
+                self.connection.close()
+            elif ending == "drop":
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
-                return
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True  # the client went away (an interrupt): nothing to finish
+            else:
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+        except OSError:  # a broken pipe, a reset: the client went away (an interrupt, a timeout)
+            self.close_connection = True
+
+    def _chunk(self, frame: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+        self.wfile.flush()
 
 
 def _final_message(events: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:

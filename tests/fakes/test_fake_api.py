@@ -1,7 +1,11 @@
-"""The fake Messages API itself: framing and the rejections it must share with the real one."""
+"""The fake Messages API itself: framing, the rejections it must share with the real one, and the
+faults it injects."""
 
 from __future__ import annotations
 
+import json
+import socket
+import time
 from typing import Any
 
 import anthropic
@@ -9,7 +13,7 @@ import httpx2
 import pytest
 
 from piton.testing.script import HttpError, Thinking, ToolCall, reply
-from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.fakes.fake_api import FakeAnthropicAPI, Malformed, NoAnswer, Reset, Stall
 from tests.fakes.validate import ANY_TOOL
 
 USER = {"role": "user", "content": "hi"}
@@ -181,3 +185,89 @@ def test_parameters_this_api_version_does_not_take_are_a_400(fake_api: FakeAnthr
     response = httpx2.post(f"{fake_api.base_url}/v1/messages", json=payload, headers=headers)
     assert response.status_code == 400
     assert response.json()["error"]["message"] == f"{param}: Extra inputs are not permitted"
+
+
+# -- faults ----------------------------------------------------------------------------------------
+
+HEADERS = {"authorization": "Bearer test-key", "anthropic-version": "2026-10-21"}
+PAYLOAD = {"model": "claude-sonnet-5-5", "max_tokens": 100, "stream": True, "messages": [USER]}
+
+
+def event_names(lines: list[str]) -> list[str]:
+    return [line.removeprefix("event: ") for line in lines if line.startswith("event: ")]
+
+
+def test_http_errors_carry_a_json_body_and_the_retry_headers_given(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(
+        HttpError(429, "rate_limit_error", "slow down", {"retry-after": "3600", "retry-after-ms": "5"})
+    )
+    response = httpx2.post(f"{fake_api.base_url}/v1/messages", json=PAYLOAD, headers=HEADERS)
+    assert response.status_code == 429
+    assert (response.headers["retry-after"], response.headers["retry-after-ms"]) == ("3600", "5")
+    assert response.json() == {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
+
+
+def test_a_stall_keeps_the_connection_open_and_silent_then_finishes(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(Stall(reply("hello"), after=2, seconds=0.4))
+    started = time.monotonic()
+    seen: list[tuple[float, str]] = []
+    with httpx2.stream("POST", f"{fake_api.base_url}/v1/messages", json=PAYLOAD, headers=HEADERS) as response:
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                seen.append((time.monotonic() - started, line.removeprefix("event: ")))
+    names = [name for _, name in seen]
+    assert names[:2] == ["message_start", "ping"] and names[-1] == "message_stop"
+    assert seen[2][0] - seen[1][0] >= 0.35, "silence between the second and the third event"
+
+
+def test_a_stall_may_ping_while_silent(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(Stall(reply("hello"), after=2, seconds=0.5, ping_every=0.1))
+    with httpx2.stream("POST", f"{fake_api.base_url}/v1/messages", json=PAYLOAD, headers=HEADERS) as response:
+        names = event_names(list(response.iter_lines()))
+    assert 4 <= names[2:].count("ping") <= 6 and names[-1] == "message_stop"
+
+
+def test_a_request_never_answered_sends_not_even_headers(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(NoAnswer())
+    with pytest.raises(httpx2.ReadTimeout):
+        httpx2.post(f"{fake_api.base_url}/v1/messages", json=PAYLOAD, headers=HEADERS, timeout=0.3)
+    assert len(fake_api.requests) == 1  # it was read, and recorded
+
+
+def test_stopping_the_server_ends_every_silence_at_once() -> None:
+    fake = FakeAnthropicAPI().start()
+    fake.add(NoAnswer(seconds=60), Stall(reply("x"), after=2, seconds=60))
+    sockets = [socket.create_connection(fake._server.server_address[:2]) for _ in range(2)]  # type: ignore[union-attr]
+    body = json.dumps(PAYLOAD).encode()
+    head = "POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in HEADERS.items())
+    for sock in sockets:
+        sock.sendall(f"{head}content-length: {len(body)}\r\n\r\n".encode() + body)
+    deadline = time.monotonic() + 5
+    while len(fake._silent) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(fake._silent) == 2
+    started = time.monotonic()
+    fake.stop()  # joins the silent handlers, and fails if one outlives it
+    assert time.monotonic() - started < 2
+    for sock in sockets:
+        sock.close()
+
+
+def test_a_reset_is_a_tcp_reset_after_the_events_sent(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(Reset(reply("hello"), after=3))
+    lines: list[str] = []
+    with (
+        pytest.raises(httpx2.ReadError, match="reset"),
+        httpx2.stream("POST", f"{fake_api.base_url}/v1/messages", json=PAYLOAD, headers=HEADERS) as response,
+    ):
+        lines.extend(response.iter_lines())
+    assert event_names(lines) == ["message_start", "ping", "content_block_start"]
+
+
+def test_a_malformed_event_is_valid_json_of_the_wrong_shape(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(Malformed(reply("hello"), after=3))
+    response = httpx2.post(f"{fake_api.base_url}/v1/messages", json=PAYLOAD, headers=HEADERS)
+    data = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
+    assert data[3] == {"type": "content_block_delta", "index": 0}  # no delta
+    assert data[-1] == {"type": "message_stop"}  # the rest follows as usual

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,82 @@ def test_a_real_skill_folder_loads_as_it_is(project: Path) -> None:
 
 def test_an_empty_catalog_lists_nothing() -> None:
     assert Catalog().listing() == "" and Catalog().prompt_section() == ""
+
+
+def test_one_folder_that_cannot_be_read_is_skipped_alone(project: Path) -> None:
+    """chmod 000 stops a user, not root; a link that loops fails for both, by the same road."""
+    root = project / ".claude" / "skills"
+    skill(root, "good", simple("fine"))
+    locked = skill(root, "locked", simple("locked away")).parent
+    (root / "loop").symlink_to("loop")
+    (project / ".claude" / "commands").mkdir()
+    (project / ".claude" / "commands" / "ship.md").write_text("Ship it.\n")
+    locked.chmod(0)
+    try:
+        catalog = discover(project)
+    finally:
+        locked.chmod(0o755)
+    assert catalog.get("good") is not None and catalog.get("ship") is not None
+    [loop] = [w for w in catalog.warnings if w.startswith(str(root / "loop"))]
+    assert (
+        loop == f"{root / 'loop'}: cannot read this skill folder (Too many levels of symbolic links); skipped"
+    )
+    if os.geteuid() == 0:
+        assert catalog.get("locked") is not None and catalog.warnings == [loop]
+    else:
+        assert catalog.get("locked") is None
+        assert catalog.warnings == [
+            f"{locked}: cannot read this skill folder (Permission denied); skipped",
+            loop,
+        ]
+
+
+def test_links_to_nothing_and_files_in_a_folders_place_are_named(project: Path) -> None:
+    root = project / ".claude" / "skills"
+    skill(root, "good", simple("fine"))
+    (root / "gone").symlink_to(project / "nowhere")
+    (root / "not-a-file").mkdir()
+    (root / "not-a-file" / "SKILL.md").mkdir()
+    (root / "README.md").write_text("These are our skills.\n")  # a stray file is no skill, and no problem
+    (project / ".piton").mkdir()
+    (project / ".piton" / "skills").write_text("a file where the skills folder belongs\n")
+    commands = project / ".piton" / "commands"
+    commands.mkdir()
+    (commands / "dangling.md").symlink_to(project / "nowhere.md")
+    (commands / "fine.md").write_text("Do it.\n")
+    catalog = discover(project, bundled=project / "no-bundled")
+    assert sorted(catalog.skills) == ["fine", "good"]
+    assert catalog.warnings == [
+        f"{project / '.piton' / 'skills'}: cannot list it (Not a directory); skipped",
+        f"{commands / 'dangling.md'}: cannot read it: No such file or directory; skipped",
+        f"{root / 'gone'}: it is a link to nothing; skipped",
+        f"{root / 'not-a-file'}: its SKILL.md is not a regular file; skipped",
+    ]
+
+
+def test_a_command_folder_that_cannot_be_listed_is_named_and_the_rest_load(project: Path) -> None:
+    commands = project / ".claude" / "commands"
+    (commands / "ops").mkdir(parents=True)
+    (commands / "ops" / "deploy.md").write_text("Deploy.\n")
+    (commands / "review.md").write_text("Review.\n")
+    (commands / "loop").symlink_to("loop")  # os.walk does not follow links: as a file, not an .md one
+    (commands / "loop.md").symlink_to("loop.md")
+    (commands / "ops").chmod(0)
+    try:
+        catalog = discover(project, bundled=project / "no-bundled")
+    finally:
+        (commands / "ops").chmod(0o755)
+    loop = f"{commands / 'loop.md'}: cannot read it: Too many levels of symbolic links; skipped"
+    if os.geteuid() == 0:
+        assert sorted(catalog.skills) == ["deploy", "review"] and catalog.warnings == [loop]
+    else:
+        assert sorted(catalog.skills) == ["review"]
+        assert catalog.warnings == [f"{commands / 'ops'}: cannot list it (Permission denied); skipped", loop]
+
+
+def test_a_configuration_folder_that_cannot_be_listed_is_named_once(project: Path) -> None:
+    skill(project / ".piton" / "skills", "good", simple("fine"))
+    (project / ".claude").write_text("a file where the folder belongs\n")
+    catalog = discover(project, bundled=project / "no-bundled")
+    assert list(catalog.skills) == ["good"]
+    assert catalog.warnings == [f"{project / '.claude'}: cannot list it (Not a directory); skipped"]

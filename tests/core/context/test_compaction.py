@@ -18,15 +18,18 @@ from piton.core.conversation.events import (
     MessageDone,
     Notice,
     Result,
+    StreamRetry,
     ToolResultsMessage,
 )
 from piton.core.conversation.history import is_valid, to_api_messages
 from piton.core.conversation.messages import INTERRUPTED_REQUEST, Message, TextBlock
 from piton.core.conversation.session import SessionLog, load_session
 from piton.core.providers import ModelRequest, ProviderError
+from piton.core.providers.anthropic import AnthropicProvider
 from piton.core.tools import Tool, ToolRegistry
-from piton.testing.script import Reply, ToolCall, reply
+from piton.testing.script import HttpError, Reply, ToolCall, reply
 from piton.testing.scripted import ScriptedProvider, SeenRequest
+from tests.fakes.fake_api import FakeAnthropicAPI
 from tests.fakes.tools import NoOp, Probe
 from tests.fakes.validate import history_problem
 from tests.helpers import collect
@@ -486,3 +489,26 @@ def test_compaction_works_on_any_conversation_through_its_narrow_protocol(tmp_pa
     assert notebook.replaced == [{"stubs": None, "trigger": "manual", "pre_tokens": events[1].pre_tokens}]
     assert events[1].post_tokens < events[1].pre_tokens and events[1].model == "claude-sonnet-5-5"
     provider.assert_complete()
+
+
+def test_a_retry_of_the_summary_request_is_announced(tmp_path: Path, fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(
+        reply("Looked at it."),
+        reply("And at that."),
+        HttpError(529, "overloaded_error", "Overloaded"),
+        reply("## Summary\nThe parser."),
+    )
+    provider = AnthropicProvider(api_key="test-key", base_url=fake_api.base_url, backoff_s=0.01)
+    agent = make(provider, tmp_path)  # type: ignore[arg-type]
+
+    async def go() -> list[Any]:
+        await _drain(agent.run("look at the lexer"))
+        await _drain(agent.run("and at the parser"))
+        events = [e async for e in agent.compact()]
+        await provider.aclose()
+        return events
+
+    events = asyncio.run(go())
+    [retry] = [e for e in events if isinstance(e, StreamRetry)]
+    assert retry.status == 529 and retry.error_type == "overloaded_error"
+    assert isinstance(events[-1], Compacted) and events[-1].phase == "summary"

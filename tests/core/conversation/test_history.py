@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from piton.core.conversation.history import is_valid, repair, to_api_messages
 from piton.core.conversation.messages import (
-    INTERRUPTED_TOOL_RESULT,
+    UNFINISHED_TOOL_RESULT,
     Message,
     TextBlock,
     ToolResultBlock,
@@ -43,8 +43,8 @@ def test_dangling_tool_use_at_the_end_gets_interrupted_results() -> None:
     repaired = repair(history)
     assert len(repaired) == 3
     assert [(b.tool_use_id, b.content, b.is_error) for b in repaired[2].tool_results] == [
-        ("a", INTERRUPTED_TOOL_RESULT, True),
-        ("b", INTERRUPTED_TOOL_RESULT, True),
+        ("a", UNFINISHED_TOOL_RESULT, True),
+        ("b", UNFINISHED_TOOL_RESULT, True),
     ]
     assert api_problem(repaired) is None
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from piton.core.context.usage import Usage
-from piton.core.conversation.history import is_valid
+from piton.core.conversation.history import RepairReport, is_valid, repair, repair_reporting
 from piton.core.conversation.messages import (
-    INTERRUPTED_TOOL_RESULT,
+    UNFINISHED_TOOL_RESULT,
     Base64ImageSource,
     ImageBlock,
     Message,
@@ -99,9 +99,43 @@ def test_a_truncated_last_line_is_skipped_with_a_warning(tmp_path: Path) -> None
         f.write(
             '{"schema_version": 1, "type": "message", "message": {"role": "user", "cont'
         )  # killed mid-write
-    loaded, _ = store.open(session_id, tmp_path)
+    loaded = load_session(path, session_id)
     assert loaded.messages == CONVERSATION
     assert loaded.warnings == [f"{path.name}: last line is corrupt (an interrupted write?); skipped it"]
+
+
+def test_opening_for_writing_moves_a_torn_last_line_aside_once(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s")
+    session_id, path = write_session(store, tmp_path)
+    torn = b'{"schema_version": 1, "type": "message", "message": {"role": "user", "cont'
+    with path.open("ab") as f:
+        f.write(torn)
+    loaded, log = store.open(session_id, tmp_path)
+    assert loaded.messages == CONVERSATION
+    aside = path.with_name(path.name + ".corrupt")
+    assert loaded.warnings == [
+        f"{path.name}: last line is corrupt (an interrupted write?); moved it to {aside.name}"
+    ]
+    assert aside.read_bytes() == torn + b"\n"
+    log.close()
+    assert path.read_bytes().endswith(b"\n") and torn not in path.read_bytes()
+    again, log = store.open(session_id, tmp_path)
+    log.close()
+    assert again.warnings == [] and again.messages == CONVERSATION
+
+
+def test_a_last_line_missing_only_its_newline_is_kept(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s")
+    session_id, path = write_session(store, tmp_path, CONVERSATION[:3])
+    last = {"schema_version": 1, "type": "message", "message": CONVERSATION[3].model_dump(mode="json")}
+    with path.open("a") as f:
+        f.write(json.dumps(last))
+    loaded, log = store.open(session_id, tmp_path)
+    log.append_message(Message.user("next"))
+    log.close()
+    assert loaded.messages == CONVERSATION and loaded.warnings == []
+    assert load_session(path, session_id).messages == [*CONVERSATION, Message.user("next")]
+    assert not path.with_name(path.name + ".corrupt").exists()
 
 
 def test_appending_after_a_truncated_line_keeps_both_readable(tmp_path: Path) -> None:
@@ -114,7 +148,7 @@ def test_appending_after_a_truncated_line_keeps_both_readable(tmp_path: Path) ->
     log.close()
     loaded = load_session(path, session_id)
     assert loaded.messages[-1].text == "and now?"
-    assert len(loaded.warnings) == 1 and "line" in loaded.warnings[0]
+    assert loaded.warnings == []
 
 
 def test_a_corrupt_middle_line_is_skipped_and_the_pairing_repaired(tmp_path: Path) -> None:
@@ -126,7 +160,7 @@ def test_a_corrupt_middle_line_is_skipped_and_the_pairing_repaired(tmp_path: Pat
     loaded, _ = store.open(session_id, tmp_path)
     assert any("line 4 is corrupt" in w for w in loaded.warnings)
     assert is_valid(loaded.messages)
-    assert loaded.messages[2].tool_results[0].content == INTERRUPTED_TOOL_RESULT
+    assert loaded.messages[2].tool_results[0].content == UNFINISHED_TOOL_RESULT
 
 
 def test_a_session_killed_during_a_tool_call_resumes_valid(tmp_path: Path) -> None:
@@ -135,7 +169,7 @@ def test_a_session_killed_during_a_tool_call_resumes_valid(tmp_path: Path) -> No
     loaded, _ = store.open(session_id, tmp_path)
     assert is_valid(loaded.messages)
     assert loaded.messages[-1].tool_results[0].is_error
-    assert any("marked them interrupted" in w for w in loaded.warnings)
+    assert loaded.warnings == [f"{session_id}.jsonl: 1 tool call without a result marked unfinished"]
 
 
 def test_lines_of_another_schema_version_are_skipped(tmp_path: Path) -> None:
@@ -149,6 +183,59 @@ def test_lines_of_another_schema_version_are_skipped(tmp_path: Path) -> None:
     loaded, _ = store.open(session_id, tmp_path)
     assert loaded.messages == CONVERSATION
     assert "schema_version 99" in loaded.warnings[0]
+
+
+def test_repair_counts_what_it_dropped_apart_from_what_it_added() -> None:
+    stray = [
+        ToolResultBlock(tool_use_id="toolu_9", content="x"),
+        ToolResultBlock(tool_use_id="toolu_8", content="y"),
+    ]
+    history = [
+        Message(role="assistant", content=[TextBlock(text="before any prompt")]),
+        *CONVERSATION[:2],
+        Message(role="user", content=[*stray, TextBlock(text="and?")]),
+    ]
+    repaired, report = repair_reporting(history)
+    assert repaired == repair(history) and is_valid(repaired)
+    assert report == RepairReport(results_dropped=2, calls_interrupted=1, assistant_dropped=1)
+    assert report.describe() == (
+        "2 tool results without a call dropped; 1 tool call without a result marked unfinished; "
+        "1 assistant message before the first prompt dropped"
+    )
+    assert not repair_reporting(CONVERSATION)[1] and repair_reporting(CONVERSATION)[1].describe() == ""
+
+
+def test_what_a_load_repaired_is_said_once(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s")
+    session_id, path = write_session(store, tmp_path)
+    lines = path.read_text().splitlines()
+    lines[3] = "garbage"  # the tool result
+    path.write_text("\n".join(lines) + "\n")
+    first, log = store.open(session_id, tmp_path)
+    log.close()
+    assert first.warnings == [
+        f"{path.name}: line 4 is corrupt (an interrupted write?); skipped it",
+        f"{path.name}: 1 tool call without a result marked unfinished",
+    ]
+    again, log = store.open(session_id, tmp_path)
+    log.append_message(Message.user("next"))
+    log.close()
+    assert again.warnings == [] and again.messages == first.messages
+    assert load_session(path, session_id).messages == [*first.messages, Message.user("next")]
+
+
+def test_lines_of_a_newer_piton_are_never_written_over(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s")
+    session_id, path = write_session(store, tmp_path)
+    with path.open("a") as f:
+        f.write(json.dumps({"schema_version": SCHEMA_VERSION + 1, "type": "message", "message": {}}) + "\n")
+    for where in ("last line", "line 6"):  # no repair boundary hides its history from the Piton that wrote it
+        loaded, log = store.open(session_id, tmp_path)
+        log.close()
+        assert loaded.warnings == [
+            f"{path.name}: {where} has schema_version {SCHEMA_VERSION + 1}; skipped it"
+        ]
+    assert '"compact_boundary"' not in path.read_text()
 
 
 def test_latest_is_the_most_recent_session_of_this_project(tmp_path: Path) -> None:

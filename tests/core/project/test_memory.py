@@ -123,3 +123,34 @@ def test_a_huge_instruction_file_is_cut_without_reading_it_all(project: Path) ->
     assert len(agents.text) < 40_100 and agents.text.endswith(
         "[... the rest of the file is left out for length]"
     )
+
+
+def test_diamond_imports_include_each_file_once_where_it_is_first_reached(project: Path) -> None:
+    """Two files that import a third, on every level: the leaf was inlined 2**levels times."""
+    (project / ".git").mkdir()
+    write(project / "AGENTS.md", "top @l1a.md @l1b.md")
+    for level in (1, 2, 3):
+        for side in "ab":
+            below = "@leaf.md @l1a.md" if level == 3 else f"@l{level + 1}a.md @l{level + 1}b.md"
+            write(project / f"l{level}{side}.md", f"{level}{side} {below}")
+    write(project / "leaf.md", "LEAF")
+    write(project / "CLAUDE.md", "Also @AGENTS.md and @leaf.md")
+    memory = load_memory(project)
+    agents, claude = memory.files
+    assert agents.text == (
+        "top 1a 2a 3a LEAF @l1a.md 3b @leaf.md @l1a.md 2b @l3a.md @l3b.md 1b @l2a.md @l2b.md"
+    )
+    assert claude.text == "Also @AGENTS.md and @leaf.md", "both are in the prompt already"
+    assert len(agents.imports) == len(set(agents.imports)) == 7
+    assert memory.prompt_section().count("LEAF") == 1
+    assert [w.split(": ", 1)[1] for w in memory.warnings] == [
+        "@l1a.md was not imported: it imports itself (a cycle)"
+    ] * 2
+
+
+def test_a_top_level_file_already_imported_is_not_loaded_again(project: Path) -> None:
+    write(project / "AGENTS.md", "agents @CLAUDE.md")
+    write(project / "CLAUDE.md", "CLAUDE-TEXT")
+    memory = load_memory(project)
+    assert [f.path.name for f in memory.files] == ["AGENTS.md"]
+    assert memory.prompt_section().count("CLAUDE-TEXT") == 1

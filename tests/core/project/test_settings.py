@@ -89,12 +89,26 @@ def test_the_local_file_overrides_the_shared_one_before_the_users_choice_is_narr
     assert narrowed(project, MODE) == ("default", [])
 
 
-def test_unknown_mode_values_are_ignored_with_a_warning(project: Path) -> None:
+def test_an_unknown_sandbox_mode_is_read_as_the_strictest_naming_file_and_key(project: Path) -> None:
     write(Path.home() / ".piton" / "settings.json", {"sandbox": {"mode": "yolo"}})
     write(project / ".piton" / "settings.json", {"sandbox": {"mode": ["read-only"]}})
     value, warnings = narrowed(project, SANDBOX)
-    assert value == "workspace-write" and len(warnings) == 2
-    assert "'yolo' in ~/.piton/settings.json" in warnings[0] and "in .piton/settings.json" in warnings[1]
+    assert value == "read-only", "never wider than the default, whatever the writer meant"
+    assert warnings == [
+        "unknown sandbox.mode='yolo' in ~/.piton/settings.json (one of read-only, workspace-write, "
+        "danger-full-access): read as 'read-only', the strictest",
+        "unknown sandbox.mode=['read-only'] in .piton/settings.json (one of read-only, workspace-write, "
+        "danger-full-access): read as 'read-only', the strictest",
+    ]
+    value, warnings = narrowed(project, SANDBOX, flag="danger-full-access")
+    assert value == "read-only" and len(warnings) == 1, "a flag is narrowed too, and that is said once"
+
+
+def test_an_unknown_permission_mode_is_ignored_naming_file_and_key(project: Path) -> None:
+    write(project / ".piton" / "settings.local.json", {"permissions": {"defaultMode": "yolo"}})
+    value, [warning] = narrowed(project, MODE)
+    assert value == "default"
+    assert warning.startswith("unknown permissions.defaultMode='yolo' in .piton/settings.local.json")
 
 
 def test_trusted_folders_come_from_the_users_file_only(project: Path) -> None:
@@ -104,3 +118,47 @@ def test_trusted_folders_come_from_the_users_file_only(project: Path) -> None:
     assert settings.trusted_folders == ["~/work/*", "/srv/ci"]
     assert any("trustedFolders" in w and "from the project's settings" in w for w in settings.warnings)
     assert any("'relative/x'" in w for w in settings.warnings)
+
+
+DEEP = '{"permissions": {"allow": ' + "[" * 5000 + "]" * 5000 + "}}"  # a RecursionError, once
+
+
+def test_a_deeply_nested_file_at_any_level_is_skipped_with_one_warning_naming_it(project: Path) -> None:
+    files = [
+        Path.home() / ".piton" / "settings.json",
+        project / ".piton" / "settings.json",
+        project / ".piton" / "settings.local.json",
+    ]
+    for deep in files:
+        for path, model in zip(files, ("haiku", "opus", "sonnet"), strict=True):
+            write(path, DEEP if path == deep else {"model": model})
+        settings = load_settings(project)
+        assert settings.warnings == [f"ignored {deep}: it nests deeper than 64 levels"]
+        assert settings.model == ("opus" if deep == files[2] else "sonnet"), "the other files still count"
+        assert settings.rules("allow") == []
+
+
+def test_a_huge_value_is_shown_briefly_in_a_warning(project: Path) -> None:
+    write(project / ".piton" / "settings.json", {"trustedFolders": ["/x" * 50] * 1_000})
+    settings = load_settings(project)
+    [warning] = settings.warnings
+    assert warning.startswith("ignored trustedFolders=['/x/x/x") and len(warning) < 250
+
+
+def test_a_missing_additional_directory_from_the_users_file_is_skipped_naming_file_and_key(
+    project: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "shared").mkdir()
+    (project / "sub").mkdir()
+    write(
+        Path.home() / ".piton" / "settings.json",
+        {"permissions": {"additionalDirectories": [str(tmp_path / "shared"), "/no/such/dir", "sub", 7]}},
+    )
+    settings = load_settings(project)
+    assert settings.additional_directories == [str(tmp_path / "shared"), "sub"]
+    assert settings.additional_directories == [str(tmp_path / "shared"), "sub"]  # and warned once
+    assert settings.warnings == [
+        "ignored permissions.additionalDirectories entry '/no/such/dir' in ~/.piton/settings.json: "
+        "not a directory",
+        "ignored permissions.additionalDirectories entry 7 in ~/.piton/settings.json",
+    ]

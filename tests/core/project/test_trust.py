@@ -120,3 +120,33 @@ def test_a_project_skill_grants_only_when_the_catalog_says_so(project: Path) -> 
     assert catalog.activate("mine", "").allowed_tools == ("Bash",), "the user's own skills keep granting"
     catalog.granted = {catalog.skills["ship"].path}
     assert catalog.activate("ship", "").allowed_tools == ("Bash",)
+
+
+def test_a_deeply_nested_store_is_named_once_trusts_nothing_and_is_replaced_by_the_next_answer(
+    project: Path,
+) -> None:
+    path = default_store_path()
+    path.parent.mkdir(parents=True)
+    path.write_text('{"version": 1, "folders": ' + "[" * 5000 + "]" * 5000 + "}")  # a RecursionError, once
+    problem = f"your answers about trusted folders in {path} were ignored: it nests deeper than 64 levels"
+    quiet = decide(project, [])
+    assert (quiet.how, quiet.notice()) == ("unknown", problem)
+    trust = decide(project, [RULE])
+    assert trust.how == "unknown" and not trust.honours(RULE)
+    notice = trust.notice()
+    assert notice is not None and notice.endswith(f"; {problem}") and notice.count(str(path)) == 1
+    lines, _ = trust.question()
+    assert lines[-1] == f"({problem}; your answer now replaces them)"
+    trust.answer(True)
+    again = decide(project, [RULE])
+    assert again.how == "remembered" and again.notice() is None
+    assert json.loads(path.read_text())["folders"][os.path.realpath(project)]["trusted"] is True
+
+
+def test_a_store_of_another_shape_is_named_too(project: Path) -> None:
+    path = default_store_path()
+    path.parent.mkdir(parents=True)
+    path.write_text('["not", "the", "store"]')
+    assert decide(project, []).notice() == (
+        f"your answers about trusted folders in {path} were ignored: not the shape Piton writes"
+    )

@@ -29,6 +29,7 @@ from piton.core.conversation.messages import (
 from piton.core.providers import ModelRequest, ProviderError
 from piton.core.providers.anthropic import AnthropicProvider
 from piton.core.providers.body import build_params
+from piton.core.providers.waits import Waits
 from piton.testing.script import (
     DropStream,
     HttpError,
@@ -51,8 +52,8 @@ def request(model: str = "sonnet", **kwargs: Any) -> ModelRequest:
     return ModelRequest(model=model, **{**defaults, **kwargs})
 
 
-def provider(fake: FakeAnthropicAPI, **kwargs: Any) -> AnthropicProvider:
-    return AnthropicProvider(base_url=fake.base_url, backoff_s=0.01, **kwargs)
+def provider(fake: FakeAnthropicAPI, **waits: Any) -> AnthropicProvider:
+    return AnthropicProvider(base_url=fake.base_url, waits=Waits(backoff_s=0.01, **waits))
 
 
 def done_of(events: list[Any]) -> MessageDone:
@@ -230,12 +231,14 @@ def test_an_incomplete_stream_is_retried(fake_api: FakeAnthropicAPI, clean: bool
     fake_api.assert_complete()
 
 
-def test_stream_failures_give_up_after_three_tries(fake_api: FakeAnthropicAPI) -> None:
+def test_stream_failures_give_up_after_the_last_retry(fake_api: FakeAnthropicAPI) -> None:
     fake_api.add(*(reply("x", fault=MidStreamError(after=3)) for _ in range(3)))
     with pytest.raises(ProviderError) as err:
-        stream_all(provider(fake_api), request())
-    assert err.value.kind == "stream"
-    assert "3 times" in str(err.value)
+        stream_all(provider(fake_api, max_retries=2), request())
+    assert err.value.kind == "overloaded"
+    assert str(err.value) == (
+        "API error during the reply (overloaded_error): Overloaded (failed 3 times in a row)"
+    )
     assert len(fake_api.requests) == 3
 
 
@@ -279,12 +282,15 @@ def test_a_wrong_api_key_is_an_auth_error(fake_api: FakeAnthropicAPI) -> None:
     assert "ANTHROPIC_API_KEY" in str(err.value)
 
 
-def test_rate_limits_are_retried_by_the_sdk(fake_api: FakeAnthropicAPI) -> None:
+def test_rate_limits_are_retried_after_the_wait_the_api_asks_for(fake_api: FakeAnthropicAPI) -> None:
     fake_api.add(HttpError(429, "rate_limit_error", "slow down", {"retry-after-ms": "20"}), reply("made it"))
     events = stream_all(provider(fake_api), request())
     assert done_of(events).message.text == "made it"
+    # ours, not the SDK's silent one, and counted on the wire as the SDK counts its own
     assert [r.headers["x-stainless-retry-count"] for r in fake_api.requests] == ["0", "1"]
-    assert not any(isinstance(e, StreamRetry) for e in events)  # the SDK's retry, not ours
+    assert [e for e in events if isinstance(e, StreamRetry)] == [
+        StreamRetry(1, 5, 0.02, "429 rate_limit_error", 429, "rate_limit_error")
+    ]
 
 
 def test_persistent_overload_ends_with_a_clear_error(fake_api: FakeAnthropicAPI) -> None:
@@ -292,16 +298,18 @@ def test_persistent_overload_ends_with_a_clear_error(fake_api: FakeAnthropicAPI)
         *(HttpError(529, "overloaded_error", "Overloaded", {"retry-after-ms": "10"}) for _ in range(2))
     )
     with pytest.raises(ProviderError) as err:
-        stream_all(provider(fake_api, sdk_max_retries=1), request())
+        stream_all(provider(fake_api, max_retries=1), request())
     assert err.value.kind == "overloaded" and err.value.status == 529
+    assert str(err.value) == "API error 529: Overloaded (failed 2 times in a row; try again later)"
     assert len(fake_api.requests) == 2
 
 
 def test_an_unreachable_api_is_a_connection_error() -> None:
     with pytest.raises(ProviderError) as err:
-        stream_all(AnthropicProvider(base_url="http://127.0.0.1:9", sdk_max_retries=0), request())
+        stream_all(AnthropicProvider(base_url="http://127.0.0.1:9", waits=Waits(max_retries=0)), request())
     assert err.value.kind == "connection"
-    assert "127.0.0.1:9" in str(err.value)
+    assert str(err.value).startswith("Cannot reach the API at http://127.0.0.1:9: ConnectError: ")
+    assert "[Errno" in str(err.value)  # the system's reason, not the transport's summary of it
 
 
 def test_a_missing_api_key_says_how_to_set_it(
@@ -470,5 +478,5 @@ def test_api_time_counts_the_wait_on_the_api_not_the_reader(fake_api: FakeAnthro
 def test_a_failed_request_reports_the_time_it_waited(fake_api: FakeAnthropicAPI) -> None:
     fake_api.add(reply("x", fault=MidStreamError(after=3), delay_s=0.05))
     with pytest.raises(ProviderError) as err:
-        stream_all(provider(fake_api, stream_attempts=1), request())
+        stream_all(provider(fake_api, max_retries=0), request())
     assert err.value.api_seconds >= 0.15

@@ -1,0 +1,138 @@
+"""What went wrong with a request to the API, in words: which failures asking again may fix, what the
+retry line says about them, and the one line that ends a run when nothing more will be tried."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from piton.core.providers import ProviderError
+from piton.core.providers.waits import IDLE_VAR, retry_after, say_seconds
+
+_RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
+_RETRIED_STATUS = {408, 409, 429}  # and every status from 500 up, as the SDK would
+_KIND_BY_STREAM_ERROR = {"overloaded_error": "overloaded", "rate_limit_error": "rate_limit"}
+_KIND_BY_STATUS = {
+    400: "invalid_request",
+    401: "auth",
+    402: "billing",
+    403: "permission",
+    404: "not_found",
+    413: "invalid_request",
+    422: "invalid_request",
+    429: "rate_limit",
+}
+_KIND_BY_ERROR_TYPE = {
+    "invalid_request_error": "invalid_request",
+    "authentication_error": "auth",
+    "permission_error": "permission",
+    "not_found_error": "not_found",
+    "request_too_large": "invalid_request",
+    "billing_error": "billing",
+}
+_HINTS = {
+    "auth": " (check ANTHROPIC_API_KEY)",
+    "not_found": " (is the model id right? see --model)",
+    "billing": " (check the account's plan and credits)",
+}
+
+
+def _api_message(exc: Any) -> str:
+    return getattr(exc, "api_message", None) or getattr(exc, "message", None) or str(exc)
+
+
+def describe(exc: BaseException) -> str:
+    """`Type: message`, the message from the deepest cause that has one (`[Errno 111] Connect call
+    failed` says more than `All connection attempts failed`), or the type alone: some errors (a read
+    timeout) have no message at all."""
+    text, seen = "", 0
+    current: BaseException | None = exc
+    while current is not None and seen < 8:
+        text = " ".join(str(current).split()) or text
+        current, seen = current.__cause__ or current.__context__, seen + 1
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class Retry(Exception):
+    """A failed attempt that asking again may fix. `reason` is what the retry line says; `final` and
+    `hint` make the one line that ends the run when no attempt is left."""
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        final: str,
+        kind: str,
+        status: int | None = None,
+        error_type: str | None = None,
+        retry_after: float | None = None,
+        hint: str = "",
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.final = final
+        self.kind = kind
+        self.status = status
+        self.error_type = error_type
+        self.retry_after = retry_after
+        self.hint = hint
+
+    def give_up(self, attempts: int) -> ProviderError:
+        notes = [f"failed {attempts} times in a row"] if attempts > 1 else []
+        notes += [self.hint] if self.hint else []
+        suffix = f" ({'; '.join(notes)})" if notes else ""
+        return ProviderError(f"{self.final}{suffix}", kind=self.kind, status=self.status)
+
+
+def _should_retry(status: int, headers: Any) -> bool:
+    said = headers.get("x-should-retry")  # the API's own word wins
+    if said in ("true", "false"):
+        return bool(said == "true")
+    return status in _RETRIED_STATUS or status >= 500
+
+
+def status_failure(exc: Any) -> Exception:
+    """An HTTP error response: a `Retry` when asking again may help, else the run's last word."""
+    status: int = exc.status_code
+    error_type = exc.type if isinstance(exc.type, str) else None
+    kind = _KIND_BY_ERROR_TYPE.get(str(error_type)) or _KIND_BY_STATUS.get(status)
+    final = f"API error {status}: {_api_message(exc)}"
+    if not _should_retry(status, exc.response.headers):
+        kind = kind or ("overloaded" if status >= 500 else "invalid_request")
+        return ProviderError(f"{final}{_HINTS.get(kind, '')}", kind=kind, status=status)
+    return Retry(
+        f"{status} {error_type or exc.response.reason_phrase or 'error'}",
+        final=final,
+        kind=kind or "overloaded",
+        status=status,
+        error_type=error_type,
+        retry_after=retry_after(exc.response.headers),
+        hint="try again later",
+    )
+
+
+def stream_error(data: str) -> Exception:
+    """An `error` event inside a stream whose HTTP status already said 200."""
+    try:
+        error = json.loads(data)["error"]
+        error_type, message = str(error["type"]), str(error.get("message", ""))
+    except (ValueError, TypeError, KeyError):
+        error_type, message = "error", " ".join(data.split())
+    final = f"API error during the reply ({error_type}): {message}"
+    kind = _KIND_BY_ERROR_TYPE.get(error_type) or _KIND_BY_STREAM_ERROR.get(error_type, "stream")
+    if error_type not in _RETRYABLE_STREAM_ERRORS:
+        return ProviderError(final, kind=kind)
+    return Retry(f"{error_type} during the reply", final=final, kind=kind, error_type=error_type)
+
+
+def transport_failure(exc: Exception, idle: float) -> Retry:
+    """A stream that went silent for `idle` seconds (a `TimeoutError`), or whose connection broke."""
+    if isinstance(exc, TimeoutError):
+        return Retry(
+            f"the stream was silent for {say_seconds(idle)}",
+            final=f"The API stream went silent for {say_seconds(idle)}",
+            kind="timeout",
+            hint=f"{IDLE_VAR} sets the wait",
+        )
+    what = describe(exc)
+    return Retry(f"the connection broke ({what})", final=f"The API stream broke: {what}", kind="stream")
