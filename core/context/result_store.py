@@ -96,6 +96,16 @@ def preview(text: str, handle: ResultHandle, head: int = PREVIEW_HEAD, tail: int
     return text[:cut_head] + note + text[cut_tail:]
 
 
+def _unsaved_preview(text: str, head: int, tail: int, error: OSError) -> str:
+    hidden = len(text) - head - tail
+    note = (
+        f"\n[... {hidden:,} characters left out of {len(text):,}; the whole result could not be saved "
+        f"({error.strerror or error}), so they cannot be read back. Run the tool again with a narrower "
+        "request if you need them. ...]\n"
+    )
+    return text[:head] + note + text[len(text) - tail :]
+
+
 @dataclass(slots=True)
 class ResultCapper:
     """Applies the cap to each tool result; `on_store` hears of each handle (the session log lists them)."""
@@ -113,13 +123,17 @@ class ResultCapper:
         )
         if len(text) <= self.cap:
             return result
-        handle = self.store.put(tool, text, {"tool_use_id": tool_use_id, "is_error": result.is_error})
-        if self.on_store is not None:
-            self.on_store(handle)
         # the preview keeps the default's proportions when the cap shrinks
         head = PREVIEW_HEAD * self.cap // INLINE_CAP
         tail = PREVIEW_TAIL * self.cap // INLINE_CAP
-        shown = preview(text, handle, head, tail)
+        try:
+            handle = self.store.put(tool, text, {"tool_use_id": tool_use_id, "is_error": result.is_error})
+        except OSError as e:  # a full disk: the model still gets the preview, and is told the rest is gone
+            shown = _unsaved_preview(text, head, tail, e)
+        else:
+            if self.on_store is not None:
+                self.on_store(handle)
+            shown = preview(text, handle, head, tail)
         if isinstance(content, str):
             return replace(result, content=shown)
         images = [b for b in content if not isinstance(b, TextBlock)]

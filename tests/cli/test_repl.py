@@ -274,6 +274,8 @@ def test_multiline_input(project: Path) -> None:
         await s.type(
             "one\x1b\rtwo\nthree\\" + ENTER + "four" + ENTER
         )  # Alt+Enter, Ctrl-J, trailing backslash
+        # the REPL is idle until the last key is read: wait for the turn itself, then for its end
+        await s.until(lambda: s.repl.runtime is not None and len(s.history) == 2)
         await s.idle()
 
     s = run(project, provider, script)

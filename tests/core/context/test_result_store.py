@@ -74,3 +74,15 @@ def test_handles_are_unguessable_and_reads_stay_in_the_store(tmp_path: Path) -> 
         except KeyError:
             continue
         raise AssertionError(f"{bad} was read")
+
+
+def test_a_result_that_cannot_be_saved_is_previewed_and_the_run_goes_on(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the store's folder should be")
+    heard: list[ResultHandle] = []
+    capper = ResultCapper(FileResultStore(blocker / "results"), on_store=heard.append)
+    text = "".join(f"line {i}\n" for i in range(20_000))
+    capped = capper.apply("Bash", "toolu_1", ToolResult(text))
+    assert isinstance(capped.content, str) and len(capped.content) < INLINE_CAP
+    assert capped.content.startswith("line 0\n") and capped.content.endswith("line 19999\n")
+    assert "could not be saved (Not a directory)" in capped.content and heard == []
