@@ -39,6 +39,9 @@ class HeadlessOptions:
     prompt: str | None
     output_format: str = "text"
     verbose: bool = False
+    input_format: str = "text"  # "stream-json": user messages and control requests arrive on stdin
+    include_partial_messages: bool = False  # stream-json: `stream_event` lines with the raw API events
+    replay_user_messages: bool = False  # stream-json input: echo each user message back on stdout
 
 
 @dataclass(slots=True)

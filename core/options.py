@@ -22,3 +22,5 @@ class RunOptions:
     sandbox: str | None = None
     add_dirs: list[Path] = field(default_factory=list)
     trust_workspace: bool = False  # --trust-workspace: the folder's own grants count for this run
+    # "stdio": permission questions go to the client that drives Piton over the control protocol
+    permission_prompt_tool: str | None = None
