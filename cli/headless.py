@@ -13,11 +13,11 @@ import os
 import select
 import stat
 import sys
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
+from piton.cli.guarded import run_guarded
 from piton.cli.signals import Stopper, say
 from piton.core.options import RunOptions
 
@@ -119,17 +119,17 @@ def run_headless(
 ) -> int:
     """Run once; `provider` and `tools` replace the Anthropic provider and the built-in tools."""
     streams = streams or Streams()
-    try:
-        return _run(options, provider, tools, streams)
-    except BrokenPipeError:  # the reader went away (`piton -p … | head`): nobody is left to tell
-        with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), streams.stdout.fileno())
-        return 141
-    except Exception as e:
-        if options.verbose:
-            traceback.print_exc(file=streams.stderr)
-        streams.stderr.write(f"piton: internal error: {type(e).__name__}: {e} (--verbose shows the trace)\n")
-        return 1
+    if options.input_format == "stream-json":  # the client's messages come on stdin: no prompt needed
+        from piton.cli.control import run_control
+
+        return run_control(options, provider=provider, tools=tools, streams=streams)
+    out = streams
+    return run_guarded(
+        lambda: _run(options, provider, tools, out),
+        stdout=out.stdout,
+        stderr=out.stderr,
+        verbose=options.verbose,
+    )
 
 
 def _run(

@@ -41,9 +41,9 @@ def main() -> None:
     try:
         from typer.exceptions import TyperException
 
-        from piton.cli.app import app
+        from piton.cli.app import app, expand_lists
 
-        code = app(standalone_mode=False)
+        code = app(args=expand_lists(sys.argv[1:]), standalone_mode=False)
     except KeyboardInterrupt:  # Ctrl-C before the run started: nothing to save, nothing to show
         sys.stderr.write("piton: interrupted\n")
         sys.exit(130)
@@ -68,11 +68,32 @@ _PRINT_OPTIONS: dict[str, tuple[str, ...] | None] = {
     "--output-format": ("text", "json", "stream-json"),
     "--model": (),
     "--max-turns": (),
+    "--system-prompt": (),
+    "--system-prompt-file": (),
     "--append-system-prompt": (),
+    "--input-format": ("text", "stream-json"),
+    "--include-partial-messages": None,
+    "--replay-user-messages": None,
+    "--permission-prompt-tool": (),
+    "--tools": (),
+    "--setting-sources": (),
+    "--settings": (),
+    "--session-id": (),
+    "--fork-session": None,
+    "--max-budget-usd": (),
+    "--fallback-model": (),
+    "--dangerously-skip-permissions": None,
+    "--json-schema": (),
+    "--effort": ("low", "medium", "high", "max"),
+    "--agents": (),
+    "--plugin-dir": (),
+    "--max-thinking-tokens": (),
+    "--mcp-config": (),
+    "--strict-mcp-config": None,
     "-r": (),
     "--resume": (),
-    "--thinking": ("on", "off"),
-    "--permission-mode": ("default", "acceptEdits", "plan", "bypassPermissions"),
+    "--thinking": ("on", "off", "adaptive", "disabled"),
+    "--permission-mode": ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"),
     "--allowedTools": (),
     "--allowed-tools": (),
     "--disallowedTools": (),
@@ -116,6 +137,8 @@ def _print_without_credentials(args: list[str]) -> bool:
 def _accepts(name: str, value: str) -> bool:
     if name == "--max-turns":
         return value.isdigit() and int(value) >= 1
+    if name in ("--max-thinking-tokens", "--max-budget-usd", "-r", "--resume"):
+        return False  # a number's form, or a value that may be absent: the parser judges
     allowed = _PRINT_OPTIONS[name]
     return not allowed or value in allowed
 

@@ -10,6 +10,8 @@ import json
 import os
 import re
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
 from piton import __version__
@@ -22,10 +24,15 @@ from piton.core.conversation.events import (
     SessionStarted,
     StreamRetry,
     SubagentEvent,
+    TextDelta,
+    ThinkingDelta,
     ToolFinished,
+    ToolInputDelta,
     ToolResultsMessage,
     ToolStarted,
+    ToolUseStart,
 )
+from piton.core.conversation.messages import TextBlock, ToolResultBlock
 from piton.core.display import Display, FileDiff, TodoList
 from piton.core.providers.waits import say_seconds
 
@@ -76,8 +83,8 @@ def result_to_dict(result: Result) -> dict[str, Any]:
         "stop_reason": result.stop_reason,
         "uuid": str(uuid.uuid4()),
     }
-    if result.errors:
-        out["errors"] = list(result.errors)
+    if result.errors or result.is_error:  # Claude Code's error results always say what went wrong
+        out["errors"] = list(result.errors) or [result.result]
     out["metrics"] = result.metrics
     return out
 
@@ -178,16 +185,49 @@ class JsonWriter(_Base):
         self.stdout.flush()
 
 
+@dataclass(slots=True)
+class Catalogue:
+    """What the `system/init` line lists beside the tools: slash commands, skills, subagent types."""
+
+    slash_commands: list[str] = field(default_factory=list)
+    skills: list[str] = field(default_factory=list)
+    agents: list[str] = field(default_factory=list)
+
+
 class StreamJsonWriter(_Base):
-    def __init__(self, stdout: TextIO, stderr: TextIO, verbose: bool) -> None:
+    def __init__(
+        self,
+        stdout: TextIO,
+        stderr: TextIO,
+        verbose: bool,
+        *,
+        partial: bool = False,
+        catalogue: Catalogue | None = None,
+    ) -> None:
         super().__init__(stdout, stderr, verbose)
         self.session_id = ""
+        self.catalogue = catalogue or Catalogue()
+        self._partial = _PartialEvents(self._stream_event) if partial else None
+        self._finished: dict[str, ToolFinished] = {}  # results of this batch, for `tool_use_result`
+
+    def _stream_event(self, event: dict[str, Any]) -> None:
+        self._line(
+            {
+                "type": "stream_event",
+                "uuid": str(uuid.uuid4()),
+                "session_id": self.session_id,
+                "event": event,
+                "parent_tool_use_id": None,
+            }
+        )
 
     def _line(self, data: dict[str, Any]) -> None:
         self.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
         self.stdout.flush()
 
     def _result(self, result: Result) -> None:
+        if self._partial is not None:
+            self._partial.reset()  # an interrupted message never gets its message_stop
         self._line(result_to_dict(result))
 
     def _event(self, event: AgentEvent, indent: str = "") -> None:
@@ -205,18 +245,29 @@ class StreamJsonWriter(_Base):
                     "tools": list(event.tools),
                     "mcp_servers": [],
                     "model": event.model,
-                    "permissionMode": "default",
-                    "slash_commands": [],
+                    "permissionMode": event.permission_mode,
+                    "slash_commands": list(self.catalogue.slash_commands),
+                    "agents": list(self.catalogue.agents),
+                    "skills": list(self.catalogue.skills),
                     "apiKeySource": "ANTHROPIC_API_KEY" if os.environ.get("ANTHROPIC_API_KEY") else "none",
                     "output_style": "default",
+                    # SDKs read Claude Code's version field to judge what the CLI supports
+                    "claude_code_version": __version__,
                     "piton_version": __version__,
                     "uuid": str(uuid.uuid4()),
                 }
             )
+        elif isinstance(event, TextDelta | ThinkingDelta | ToolUseStart | ToolInputDelta):
+            if self._partial is not None:
+                self._partial.delta(event)
         elif isinstance(event, MessageDone):
+            if self._partial is not None:
+                self._partial.done(event)
             self._message_line("assistant", _assistant_message(event))
+        elif isinstance(event, ToolFinished):
+            self._finished[event.tool_use_id] = event
         elif isinstance(event, ToolResultsMessage):
-            self._message_line("user", event.message.to_wire())
+            self._message_line("user", event.message.to_wire(), extra=self._tool_use_result(event))
         elif isinstance(event, Compacted):
             self._line(
                 {
@@ -228,7 +279,23 @@ class StreamJsonWriter(_Base):
                 }
             )
 
+    def _tool_use_result(self, event: ToolResultsMessage) -> dict[str, Any]:
+        """Claude Code attaches the tool's own result to a user line; ours is its text, or what it
+        showed people (a diff, a task list) when it had that."""
+        ids = [b.tool_use_id for b in event.message.content if isinstance(b, ToolResultBlock)]
+        finished = [self._finished.pop(i) for i in ids if i in self._finished]
+        if not finished:
+            return {}
+        result = finished[0].result
+        shown = display_text(result.display)
+        if shown:
+            return {"tool_use_result": shown}
+        text = result.content if isinstance(result.content, str) else _text_of(result.content)
+        return {"tool_use_result": f"Error: {text}" if result.is_error else text}
+
     def _retry(self, event: StreamRetry, parent_tool_use_id: str | None = None) -> None:
+        if self._partial is not None and parent_tool_use_id is None:
+            self._partial.reset()  # what the failed attempt streamed is void
         # Claude Code's shape, so parsers written for it read ours; `reason` says it in words
         self._line(
             {
@@ -254,7 +321,13 @@ class StreamJsonWriter(_Base):
         elif isinstance(inner, ToolResultsMessage):
             self._message_line("user", inner.message.to_wire(), event.parent_tool_use_id)
 
-    def _message_line(self, kind: str, message: dict[str, Any], parent: str | None = None) -> None:
+    def _message_line(
+        self,
+        kind: str,
+        message: dict[str, Any],
+        parent: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
         self._line(
             {
                 "type": kind,
@@ -262,8 +335,88 @@ class StreamJsonWriter(_Base):
                 "parent_tool_use_id": parent,
                 "session_id": self.session_id,
                 "uuid": str(uuid.uuid4()),
+                **(extra or {}),
             }
         )
+
+
+def _text_of(blocks: list[Any]) -> str:
+    return "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+
+
+class _PartialEvents:
+    """The Messages API's raw stream events, rebuilt from the agent's typed deltas: the events carry
+    text, thinking and tool input as they arrive; block boundaries are inferred from a change of kind."""
+
+    def __init__(self, emit: Callable[[dict[str, Any]], None]) -> None:
+        self._emit = emit
+        self._started = False
+        self._index = -1
+        self._open: str | None = None  # kind of the open block: text | thinking | tool_use
+
+    def reset(self) -> None:
+        self._started, self._index, self._open = False, -1, None
+
+    def _start_message(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        self._emit(
+            {
+                "type": "message_start",
+                "message": {
+                    "id": f"msg_{uuid.uuid4().hex[:24]}",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [],
+                    "model": "",
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 0, "output_tokens": 0},
+                },
+            }
+        )
+
+    def _close(self) -> None:
+        if self._open is not None:
+            self._emit({"type": "content_block_stop", "index": self._index})
+            self._open = None
+
+    def _block(self, kind: str, block: dict[str, Any]) -> None:
+        self._close()
+        self._index += 1
+        self._open = kind
+        self._emit({"type": "content_block_start", "index": self._index, "content_block": block})
+
+    def delta(self, event: TextDelta | ThinkingDelta | ToolUseStart | ToolInputDelta) -> None:
+        self._start_message()
+        if isinstance(event, ToolUseStart):
+            self._block("tool_use", {"type": "tool_use", "id": event.id, "name": event.name, "input": {}})
+            return
+        if isinstance(event, TextDelta):
+            kind, delta = "text", {"type": "text_delta", "text": event.text}
+            if self._open != kind:
+                self._block(kind, {"type": "text", "text": ""})
+        elif isinstance(event, ThinkingDelta):
+            kind, delta = "thinking", {"type": "thinking_delta", "thinking": event.thinking}
+            if self._open != kind:
+                self._block(kind, {"type": "thinking", "thinking": "", "signature": ""})
+        else:
+            delta = {"type": "input_json_delta", "partial_json": event.partial_json}
+        self._emit({"type": "content_block_delta", "index": self._index, "delta": delta})
+
+    def done(self, event: MessageDone) -> None:
+        self._start_message()
+        self._close()
+        self._emit(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": event.stop_reason, "stop_sequence": None},
+                "usage": event.usage.to_dict(),
+            }
+        )
+        self._emit({"type": "message_stop"})
+        self.reset()
 
 
 def _assistant_message(event: MessageDone) -> dict[str, Any]:

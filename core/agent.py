@@ -76,6 +76,7 @@ class AgentConfig:
     context_window: int | None = None  # None: the model table's
     max_output_tokens: int | None = None  # None: the model table's
     skills_listing: str = ""  # the part of the system prompt that lists the skills (for /context)
+    max_budget_usd: float | None = None  # the run stops before a turn once it has cost more
 
 
 @dataclass
@@ -196,6 +197,9 @@ class Agent:
         limit = self.config.max_turns
         if limit is not None and self._stats.turns >= limit:
             raise _Stop("error_max_turns", f"Stopped after reaching the maximum of {limit} turns.")
+        budget = self.config.max_budget_usd
+        if budget is not None and self._stats.usage.cost_usd > budget:
+            raise _Stop("error_max_budget_usd", f"Stopped after spending more than the budget of ${budget}.")
         if self.compactor is not None:
             async for event in self._counted(self.compactor.before_request(_AgentConversation(self))):
                 yield event

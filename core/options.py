@@ -24,3 +24,11 @@ class RunOptions:
     trust_workspace: bool = False  # --trust-workspace: the folder's own grants count for this run
     # "stdio": permission questions go to the client that drives Piton over the control protocol
     permission_prompt_tool: str | None = None
+    system_prompt: str | None = None  # --system-prompt: replaces Piton's own ("" leaves none)
+    tools: list[str] | None = None  # --tools: the built-in tools offered (None: all of them)
+    setting_sources: list[str] | None = None  # --setting-sources: user, project, local (None: all)
+    settings: str | None = None  # --settings: one more layer, a file or inline JSON, above the files
+    session_id: str | None = None  # --session-id: the id a new session takes
+    fork_session: bool = False  # with a resumed session: go on in a new one with the same history
+    max_budget_usd: float | None = None  # stop the run once it has cost more
+    agents: str | None = None  # --agents: JSON {name: {description, prompt, tools, model}}

@@ -6,6 +6,7 @@ themselves are built by `piton.factory`."""
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,23 +16,31 @@ from piton.core.agent import Agent, AgentConfig
 from piton.core.context.compaction import CompactionSettings
 from piton.core.context.result_store import FileResultStore
 from piton.core.conversation.messages import ContentBlock, Message
-from piton.core.conversation.session import SessionLog, SessionStore, state_dir
+from piton.core.conversation.session import SessionError, SessionLog, SessionStore, load_session, state_dir
 from piton.core.models import DEFAULT_MODEL, resolve_alias
 from piton.core.options import RunOptions
-from piton.core.project.settings import MODE_STRICTNESS, SANDBOX_STRICTNESS, Settings, load_settings
+from piton.core.project.settings import (
+    MODE_STRICTNESS,
+    SANDBOX_STRICTNESS,
+    Settings,
+    SettingsFlagError,
+    load_settings,
+)
 from piton.core.project.system_prompt import build_system_prompt, environment_section
 from piton.core.project.trust import Grant, Trust, TrustStore, decide
 from piton.core.providers import Provider
 from piton.core.safety.permissions import (
     PERMISSION_MODES,
     Approver,
+    Decision,
     DenyAll,
     PermissionGate,
+    PermissionRequest,
     Permissions,
     Rule,
 )
 from piton.core.safety.policy import SANDBOX_MODES, PolicyError, SandboxPolicy, real
-from piton.core.safety.sandbox import make_sandbox
+from piton.core.safety.sandbox import Sandbox, make_sandbox
 from piton.core.safety.sandbox.limits import configure as configure_limits
 from piton.core.subagents import AgentType, SubagentRunner
 from piton.core.tools import AnyTool, ToolContext, ToolResult
@@ -85,6 +94,30 @@ def default_tools() -> list[AnyTool]:
     return builtin_tools()
 
 
+# Claude Code's modes that Piton's permission rules do not name: each runs as `default`, and the
+# runtime gives it its meaning (dontAsk: nobody is asked; auto: no classifier here, so people are)
+EXTRA_MODES = ("dontAsk", "auto")
+
+
+class DontAsk:
+    """The approver of `--permission-mode dontAsk`: what the rules do not allow is refused unasked."""
+
+    async def __call__(self, request: PermissionRequest) -> Decision:
+        return Decision(
+            "deny",
+            f"{request.reason}; permission mode dontAsk refuses what the rules do not allow "
+            f'(--allowedTools "{request.suggestion}" would allow it)',
+        )
+
+
+def run_settings(options: RunOptions) -> Settings:
+    """The settings files `--setting-sources` names, and the `--settings` layer above them."""
+    try:
+        return load_settings(options.cwd, sources=options.setting_sources, extra=options.settings)
+    except SettingsFlagError as e:
+        raise SetupError(str(e)) from e
+
+
 def _valid_rules(texts: list[str], where: str, notices: list[str]) -> list[str]:
     good = []
     for text in texts:
@@ -101,13 +134,12 @@ def _permissions(options: RunOptions, settings: Settings, trust: Trust, notices:
     """The rules of the user's files and flags, the project's deny and ask rules, and the project's
     allow rules that the folder's trust covers; the mode the user chose, or a stricter one the
     project asks for."""
-    if options.permission_mode is not None and options.permission_mode not in PERMISSION_MODES:
-        raise SetupError(
-            f"unknown permission mode {options.permission_mode!r} (one of {', '.join(PERMISSION_MODES)})"
-        )
-    mode = settings.narrowed(
-        ("permissions", "defaultMode"), MODE_STRICTNESS, options.permission_mode, "default"
-    )
+    chosen = options.permission_mode
+    if chosen is not None and chosen not in (*PERMISSION_MODES, *EXTRA_MODES):
+        modes = ", ".join((*PERMISSION_MODES, *EXTRA_MODES))
+        raise SetupError(f"unknown permission mode {chosen!r} (one of {modes})")
+    flag = "default" if chosen in EXTRA_MODES else chosen
+    mode = settings.narrowed(("permissions", "defaultMode"), MODE_STRICTNESS, flag, "default")
     for text in [*options.allowed_tools, *options.disallowed_tools]:
         try:
             Rule.parse(text)
@@ -191,7 +223,15 @@ def _open_session(
             notices.append("no earlier session in this directory; starting a new one")
     log: SessionLog | None = None
     earlier: list[Path] = []
-    if session_id is not None:
+    if options.session_id is not None:
+        _check_new_id(options.session_id, store, options.cwd)
+    if session_id is not None and options.fork_session:
+        loaded = load_session(store.find(session_id, options.cwd), session_id)
+        history, session_model = loaded.messages, loaded.model
+        records.update(loaded.records)
+        notices.extend(loaded.warnings)
+        earlier.append(loaded.path.with_suffix("") / "tool-results")
+    elif session_id is not None:
         # a session another piton is writing goes on in a new one: nothing is lost, nobody waits
         loaded, log = store.open(session_id, options.cwd, if_busy="fork")
         history, session_model = loaded.messages, loaded.model
@@ -202,7 +242,37 @@ def _open_session(
     model = resolve_alias(
         options.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or session_model or DEFAULT_MODEL
     )
-    return _Session(log or store.create(options.cwd, model), history, model, records, earlier)
+    if log is None:
+        log = _new_log(options, store, model, forked_from=session_id if options.fork_session else None)
+        for message in history:  # a fork: the new session starts with the history it came from
+            log.append_message(message)
+        for kind, entry in records.items():
+            log.record(
+                kind, **{k: v for k, v in entry.items() if k not in ("schema_version", "type", "timestamp")}
+            )
+    return _Session(log, history, model, records, earlier)
+
+
+def _check_new_id(session_id: str, store: SessionStore, cwd: Path) -> None:
+    """`--session-id` names a new session: a UUID, as Claude Code requires, that no session has."""
+    try:
+        uuid.UUID(session_id)
+    except ValueError:
+        raise SetupError(f"--session-id {session_id!r}: not a UUID") from None
+    try:
+        store.find(session_id, cwd)
+    except SessionError:
+        return
+    raise SetupError(f"--session-id {session_id}: a session with this id exists (--resume continues it)")
+
+
+def _new_log(options: RunOptions, store: SessionStore, model: str, forked_from: str | None) -> SessionLog:
+    extra = {} if forked_from is None else {"forked_from": forked_from}
+    if options.session_id is None:
+        return store.create(options.cwd, model, **extra)
+    log = SessionLog(store.project_dir(options.cwd) / f"{options.session_id}.jsonl", options.session_id)
+    log.start(cwd=options.cwd, model=model, **extra)
+    return log
 
 
 def _where(cwd: Path, path: Path) -> str:
@@ -235,7 +305,7 @@ def workspace_trust(
     skills' and commands' allowed-tools — and which of it the user's trust covers."""
     from piton.skills.catalog import discover
 
-    settings = settings if settings is not None else load_settings(options.cwd)
+    settings = settings if settings is not None else run_settings(options)
     catalog = catalog if catalog is not None else discover(options.cwd)
     grants = [
         _rule_grant(options.cwd, path, rule)
@@ -264,10 +334,10 @@ def build_runtime(
     """Raises `SessionError` for a session that cannot be opened, `SetupError` for bad options.
     Trust comes from `trust_store` (the user's answers; the REPL asks before it builds)."""
     from piton.core.project.memory import load_memory
-    from piton.skills.agents import discover_agent_types
+    from piton.skills.agents import agent_types_from_json, discover_agent_types
     from piton.skills.catalog import discover
 
-    settings = load_settings(options.cwd)
+    settings = run_settings(options)
     catalog = discover(options.cwd)
     trust = workspace_trust(options, settings=settings, catalog=catalog, trust_store=trust_store)
     catalog.granted = {s.path for s in catalog.granting() if trust.honours(_skill_grant(options.cwd, s))}
@@ -279,6 +349,11 @@ def build_runtime(
     log = session.log
     results = SessionStore.session_dir(log) / "tool-results"
     agent_types, type_warnings = discover_agent_types(options.cwd)
+    if options.agents is not None:
+        try:  # the run's own definitions win over the files' of the same name
+            agent_types.update(agent_types_from_json(options.agents))
+        except ValueError as e:
+            raise SetupError(f"--agents: {e}") from e
     shared = [s.directory for s in catalog.skills.values() if s.directory is not None and s.source == "user"]
     policy = _policy(options, settings, permissions, [results, *session.earlier_results], shared)
     notices += configure_limits(settings.sandbox_limits)  # before any sandbox is made (the git probe)
@@ -290,6 +365,10 @@ def build_runtime(
     config = _agent_config(options, settings, session, policy, sections)
     notices.extend(w for w in settings.warnings if w not in notices)  # reading values may have added some
     context = ToolContext(cwd=options.cwd, session_id=log.session_id, policy=policy, record=log.record)
+    if options.permission_mode == "dontAsk":
+        approver = DontAsk()
+    elif options.permission_mode == "auto":
+        notices.append("permission mode auto: Piton has no classifier to decide; asking as in default mode")
     gate = PermissionGate(permissions, approver or DenyAll())
     factory = AgentFactory(
         provider,
@@ -308,6 +387,7 @@ def build_runtime(
     runner = SubagentRunner(spawn, agent_types, subagent_directory(log))
     tool_list = default_tools() if tools is None else list(tools)
     tool_list += _extension_tools(catalog, runner)
+    tool_list = _chosen_tools(tool_list, options.tools, notices)
     for tool in tool_list:
         tool.restore(context, session.records)
     agent = factory.build(config, tool_list, context, gate=gate, transcript=log, history=session.history)
@@ -326,17 +406,37 @@ def _agent_config(
     window, max_output = settings.model_limits(session.model)
     return AgentConfig(
         model=session.model,
-        system_prompt=build_system_prompt(
-            options.cwd, append=options.append_system_prompt, sandbox=git_sandbox, sections=sections
-        ),
+        system_prompt=_system_prompt(options, git_sandbox, sections),
         cwd=options.cwd,
         session_id=session.log.session_id,
         max_turns=options.max_turns,
         thinking=True if thinking is None else thinking,
         context_window=window,
         max_output_tokens=max_output,
-        skills_listing=sections[-1],
+        skills_listing=sections[-1] if options.system_prompt is None else "",
+        max_budget_usd=options.max_budget_usd,
     )
+
+
+def _system_prompt(options: RunOptions, git_sandbox: Sandbox | None, sections: list[str]) -> str:
+    """Piton's prompt, or the one `--system-prompt` gives in its place (as Claude Code does, whole:
+    the project's memory and the skills listing go with Piton's own prompt); then what is appended."""
+    if options.system_prompt is None:
+        return build_system_prompt(
+            options.cwd, append=options.append_system_prompt, sandbox=git_sandbox, sections=sections
+        )
+    parts = (options.system_prompt, options.append_system_prompt or "")
+    return "\n\n".join(p.strip() for p in parts if p.strip())
+
+
+def _chosen_tools(tools: list[AnyTool], names: list[str] | None, notices: list[str]) -> list[AnyTool]:
+    """The tools `--tools` names ("default" among them: all of them)."""
+    if names is None or "default" in names:
+        return tools
+    known = {tool.name for tool in tools}
+    if unknown := [n for n in names if n not in known]:
+        notices.append(f"--tools: no tool named {', '.join(unknown)}; ignored")
+    return [tool for tool in tools if tool.name in names]
 
 
 def _extension_tools(catalog: Catalog, runner: SubagentRunner) -> list[AnyTool]:

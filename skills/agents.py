@@ -61,3 +61,39 @@ def discover_agent_types(cwd: Path, home: Path | None = None) -> tuple[dict[str,
     for builtin in builtin_types():
         types.setdefault(builtin.name, builtin)
     return types, warnings
+
+
+def agent_types_from_json(text: str) -> dict[str, AgentType]:
+    """`--agents '{"name": {"description": …, "prompt": …, "tools": […], "model": …}}'`, Claude
+    Code's inline definitions. ValueError, in one line, for one that cannot be used."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not valid JSON ({e})") from e
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object of agents by name")
+    types: dict[str, AgentType] = {}
+    for name, spec in data.items():
+        if not isinstance(spec, dict):
+            raise ValueError(f"{name}: expected an object")
+        description, prompt = spec.get("description"), spec.get("prompt")
+        if not isinstance(description, str) or not description.strip():
+            raise ValueError(f"{name}: 'description' is required")
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError(f"{name}: 'prompt' is required")
+        tools, model = spec.get("tools"), spec.get("model")
+        if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):
+            raise ValueError(f"{name}: 'tools' should be a list of tool names")
+        if model is not None and not isinstance(model, str):
+            raise ValueError(f"{name}: 'model' should be a model name")
+        types[name] = AgentType(
+            name=name,
+            description=description.strip(),
+            prompt=prompt.strip(),
+            tools=tuple(t for t in tools if t != TASK_TOOL) if tools is not None else None,
+            model=None if model in (None, "inherit") else model,
+            source="flag",
+        )
+    return types

@@ -13,6 +13,7 @@ from piton.core.conversation.messages import (
     ContentBlock,
     Message,
     ToolResultBlock,
+    ToolUseBlock,
 )
 
 
@@ -64,6 +65,23 @@ def repair(history: Sequence[Message]) -> list[Message]:
     return repair_reporting(history)[0]
 
 
+def _without_repeated_calls(message: Message) -> Message:
+    """`message` with a tool_use whose id an earlier block of it already has left out: the API takes
+    one call per id (only a damaged log can hold two)."""
+    ids = [b.id for b in message.tool_uses]
+    if len(ids) == len(set(ids)):
+        return message
+    seen: set[str] = set()
+    content = []
+    for block in message.content:
+        if isinstance(block, ToolUseBlock):
+            if block.id in seen:
+                continue
+            seen.add(block.id)
+        content.append(block)
+    return Message(role="assistant", content=content)
+
+
 def repair_reporting(history: Sequence[Message]) -> tuple[list[Message], RepairReport]:
     """`repair`, and what it changed."""
     out: list[Message] = []
@@ -77,6 +95,7 @@ def repair_reporting(history: Sequence[Message]) -> tuple[list[Message], RepairR
             if not out:
                 leading += 1
                 continue
+            message = _without_repeated_calls(message)
             out.append(message)
             pending = [b.id for b in message.tool_uses]
             continue

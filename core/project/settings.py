@@ -264,9 +264,17 @@ def _brief(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def load_settings(cwd: Path) -> Settings:
+SETTING_SOURCES = ("user", "project", "local")  # Claude Code's names, one per file of `settings_files`
+
+
+def load_settings(cwd: Path, *, sources: list[str] | None = None, extra: str | None = None) -> Settings:
+    """The settings files that `sources` names (all of them by default), and `extra` (`--settings`: a
+    file or inline JSON) as the last layer: given on the command line, it ranks like a flag, and is
+    the user's own choice, trusted as their file is."""
     settings = Settings(base=cwd)
     for index, path in enumerate(settings_files(cwd)):
+        if sources is not None and SETTING_SOURCES[index] not in sources:
+            continue
         try:
             data = read(path)
         except (FileNotFoundError, NotADirectoryError):
@@ -280,5 +288,37 @@ def load_settings(cwd: Path) -> Settings:
         settings.layers.append(data)
         settings.trusted.append(index == 0)
         settings.paths.append(path)
+    if extra is not None:
+        data, path = extra_layer(extra, cwd)
+        settings.layers.append(data)
+        settings.trusted.append(True)
+        settings.paths.append(path)
     settings.check_project_files()
     return settings
+
+
+class SettingsFlagError(ValueError):
+    """`--settings` names no readable JSON object; the message is one line for people."""
+
+
+def extra_layer(value: str, cwd: Path) -> tuple[dict[str, Any], Path]:
+    """`--settings` as a layer: inline JSON when it looks like an object, else a file's path."""
+    import json
+
+    if value.lstrip().startswith("{"):
+        try:
+            data = json.loads(value)
+        except json.JSONDecodeError as e:
+            raise SettingsFlagError(f"--settings: not valid JSON ({e})") from e
+        path = cwd / "--settings"
+    else:
+        path = cwd / os.path.expanduser(value)
+        try:
+            data = read(path)
+        except (FileNotFoundError, NotADirectoryError) as e:
+            raise SettingsFlagError(f"--settings: no file {path}") from e
+        except JsonFileError as e:
+            raise SettingsFlagError(f"--settings {path}: {e}") from e
+    if not isinstance(data, dict):
+        raise SettingsFlagError("--settings: expected a JSON object")
+    return data, path

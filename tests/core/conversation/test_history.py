@@ -148,3 +148,12 @@ def test_any_history_repairs_into_one_the_api_accepts(body: list[Message], first
     repaired = repair(history)
     assert api_problem(repaired) is None
     assert is_valid(repaired)  # repairing twice changes nothing
+
+
+def test_a_call_repeated_under_one_id_is_kept_once() -> None:
+    call = ToolUseBlock(id="toolu_1", name="Read", input={})
+    history = [Message.user("go"), Message(role="assistant", content=[call, call])]
+    repaired = repair(history)
+    assert [b.id for b in repaired[1].tool_uses] == ["toolu_1"]
+    assert [b.tool_use_id for b in repaired[2].tool_results] == ["toolu_1"]
+    assert is_valid(repaired)

@@ -1,0 +1,360 @@
+"""`--input-format stream-json`: a conversation driven over stdin/stdout, as the Claude Agent SDK
+drives `claude`.
+
+Each `user` line on stdin is one turn of one long-lived agent; its events go out as stream-json
+lines. `control_request` lines go both ways: the client initializes, interrupts, changes the
+permission mode or the model; Piton asks the client whether a tool may run (`can_use_tool`, with
+`--permission-prompt-tool stdio`) and what its PreToolUse hooks say (`hook_callback`). Every line
+on stdout is JSON; notices go to stderr. The run ends when stdin closes and the queued turns are done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
+
+from piton.cli.guarded import run_guarded
+
+if TYPE_CHECKING:
+    from piton.cli.output import StreamJsonWriter
+    from piton.core.activation import Activation
+    from piton.core.conversation.messages import ContentBlock
+    from piton.core.options import RunOptions
+    from piton.core.providers import Provider
+    from piton.core.tools import AnyTool
+    from piton.runtime import Runtime
+
+INTERRUPTED = "[Request interrupted by the user]"
+
+
+class HeadlessOptions(Protocol):
+    """What of `piton.cli.headless.HeadlessOptions` a conversation uses (that module starts this one,
+    so it is not imported back)."""
+
+    @property
+    def run(self) -> RunOptions: ...
+
+    @property
+    def verbose(self) -> bool: ...
+
+    @property
+    def include_partial_messages(self) -> bool: ...
+
+    @property
+    def replay_user_messages(self) -> bool: ...
+
+
+class Streams(Protocol):
+    @property
+    def stdin(self) -> TextIO | None: ...
+
+    @property
+    def stdout(self) -> TextIO: ...
+
+    @property
+    def stderr(self) -> TextIO: ...
+
+
+@dataclass(slots=True)
+class _StandardStreams:
+    stdin: TextIO | None = field(default_factory=lambda: sys.stdin)
+    stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    stderr: TextIO = field(default_factory=lambda: sys.stderr)
+
+
+def run_control(
+    options: HeadlessOptions,
+    *,
+    provider: Provider | None = None,
+    tools: list[AnyTool] | None = None,
+    streams: Streams | None = None,
+) -> int:
+    """Serve the conversation on `streams`; `provider` and `tools` replace the Anthropic provider
+    and the built-in tools."""
+    out = streams or _StandardStreams()
+    return run_guarded(
+        lambda: _start(options, provider, tools, out),
+        stdout=out.stdout,
+        stderr=out.stderr,
+        verbose=options.verbose,
+    )
+
+
+def _start(
+    options: HeadlessOptions, provider: Provider | None, tools: list[AnyTool] | None, streams: Streams
+) -> int:
+    from piton.core.providers import ProviderError
+
+    if provider is None:
+        from piton.core.providers.credentials import NO_API_KEY, credential_source
+
+        if credential_source() is None:
+            streams.stderr.write(f"piton: {NO_API_KEY}\n")
+            return 1
+        from piton.core.providers.anthropic import AnthropicProvider
+
+        provider = AnthropicProvider()
+    try:
+        provider.check()
+    except ProviderError as e:
+        streams.stderr.write(f"piton: {e}\n")
+        return 1
+    from piton.cli.control_gate import ClientApprover
+    from piton.core.conversation.session import SessionError
+    from piton.runtime import SetupError, build_runtime
+
+    session = ControlSession(options, streams)
+    approver = ClientApprover(session.request) if options.run.permission_prompt_tool == "stdio" else None
+    try:
+        runtime = build_runtime(options.run, provider, tools=tools, approver=approver)
+    except (SessionError, SetupError) as e:
+        streams.stderr.write(f"piton: {e}\n")
+        return 1
+    if approver is not None:
+        approver.gate = runtime.agent.gate
+    session.attach(runtime)
+    try:
+        asyncio.run(session.serve())
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        with contextlib.suppress(OSError):
+            runtime.log.sync()
+        runtime.log.close()
+    return 0
+
+
+class ControlSession:
+    """One agent, the lines that drive it, and the control requests in flight either way."""
+
+    def __init__(self, options: HeadlessOptions, streams: Streams) -> None:
+        self.options = options
+        self.streams = streams
+        self._runtime: Runtime | None = None
+        self._writer: StreamJsonWriter | None = None
+        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._counter = 0
+        self._closed = False  # stdin ended: nobody will answer a new question
+        self._turn: asyncio.Task[None] | None = None
+        self._turns: asyncio.Queue[dict[str, Any] | None] | None = None
+        self._model_after_turn: str | None = None
+
+    @property
+    def runtime(self) -> Runtime:
+        assert self._runtime is not None, "attach() a runtime first"
+        return self._runtime
+
+    @property
+    def writer(self) -> StreamJsonWriter:
+        assert self._writer is not None, "attach() a runtime first"
+        return self._writer
+
+    def attach(self, runtime: Runtime) -> None:
+        from piton.cli.output import Catalogue, StreamJsonWriter
+
+        self._runtime = runtime
+        catalog = runtime.catalog
+        catalogue = Catalogue(
+            slash_commands=[s.name for s in catalog.for_user()] if catalog else [],
+            skills=[s.name for s in catalog.for_model() if s.kind == "skill"] if catalog else [],
+            agents=sorted(runtime.agent_types),
+        )
+        verbose, partial = self.options.verbose, self.options.include_partial_messages
+        self._writer = StreamJsonWriter(
+            self.streams.stdout, self.streams.stderr, verbose, partial=partial, catalogue=catalogue
+        )
+        for notice in runtime.notices:
+            self._writer.notice(notice)
+        runtime.log.report_to(self._writer.notice)
+
+    # -- lines ------------------------------------------------------------------------------------
+
+    def _write(self, data: dict[str, Any]) -> None:
+        self.streams.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+        self.streams.stdout.flush()
+
+    def _read(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue[str | None]) -> None:
+        """On a thread: stdin blocks, and the loop must go on answering while it waits."""
+        stdin = self.streams.stdin
+        try:
+            while stdin is not None and (line := stdin.readline()):
+                loop.call_soon_threadsafe(lines.put_nowait, line)
+        except (OSError, ValueError):
+            pass
+        with contextlib.suppress(RuntimeError):  # the loop may have ended already
+            loop.call_soon_threadsafe(lines.put_nowait, None)
+
+    async def serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._turns = asyncio.Queue()
+        threading.Thread(target=self._read, args=(loop, lines), daemon=True, name="piton-stdin").start()
+        worker = asyncio.create_task(self._work())
+        try:
+            while (line := await lines.get()) is not None:
+                if line.strip():
+                    self._dispatch(line)
+        finally:
+            self._closed = True
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(ConnectionError("the client closed its input"))
+            self._turns.put_nowait(None)
+            try:
+                await worker
+            finally:
+                await self.runtime.agent.provider.aclose()
+
+    def _dispatch(self, line: str) -> None:
+        try:
+            message = json.loads(line)
+        except json.JSONDecodeError as e:
+            self.writer.notice(f"ignored a line that is not JSON: {e}")
+            return
+        kind = message.get("type") if isinstance(message, dict) else None
+        if kind == "control_request":
+            self._control(message)
+        elif kind == "control_response":
+            self._answered(message.get("response") or {})
+        elif kind == "user":
+            assert self._turns is not None
+            self._turns.put_nowait(message)
+        elif kind not in ("keep_alive", "control_cancel_request"):
+            self.writer.notice(f"ignored a line of type {kind!r}")
+
+    # -- control requests from the client ----------------------------------------------------------
+
+    def _control(self, message: dict[str, Any]) -> None:
+        from piton.cli.control_answers import answer
+
+        request_id = message.get("request_id")
+        request = message.get("request")
+        try:
+            if not isinstance(request, dict):
+                raise ValueError("a control request without a request object")
+            payload = answer(self, request)
+        except Exception as e:  # an unknown or bad request is an error answer, never the end of the run
+            self._write(
+                {
+                    "type": "control_response",
+                    "response": {"subtype": "error", "request_id": request_id, "error": str(e)},
+                }
+            )
+            return
+        self._write(
+            {
+                "type": "control_response",
+                "response": {"subtype": "success", "request_id": request_id, "response": payload},
+            }
+        )
+
+    def interrupt(self) -> None:
+        if self._turn is not None and not self._turn.done():
+            self._turn.cancel()
+
+    def set_model(self, model: str) -> None:
+        self.runtime.agent.config.model = model
+        if self._turn is not None and not self._turn.done():
+            self._model_after_turn = model  # a turn puts back the model it started with
+
+    # -- control requests to the client ------------------------------------------------------------
+
+    async def request(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Ask the client; its `response` object, or an exception when it answers with an error."""
+        if self._closed:
+            raise ConnectionError("the client closed its input")
+        self._counter += 1
+        request_id = f"piton_req_{self._counter}_{os.urandom(4).hex()}"
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        self._write({"type": "control_request", "request_id": request_id, "request": payload})
+        try:
+            return await future
+        finally:
+            self._pending.pop(request_id, None)
+
+    def _answered(self, response: dict[str, Any]) -> None:
+        future = self._pending.get(str(response.get("request_id")))
+        if future is None or future.done():
+            return
+        if response.get("subtype") == "error":
+            future.set_exception(
+                RuntimeError(str(response.get("error") or "the client answered with an error"))
+            )
+        else:
+            payload = response.get("response")
+            future.set_result(payload if isinstance(payload, dict) else {})
+
+    # -- turns -------------------------------------------------------------------------------------
+
+    async def _work(self) -> None:
+        assert self._turns is not None
+        while (message := await self._turns.get()) is not None:
+            if self.options.replay_user_messages:
+                self._write(message)
+            prompt, skill = self._prompt(message)
+            started = time.monotonic()
+            self._turn = asyncio.create_task(self._run_turn(prompt, skill))
+            await asyncio.wait([self._turn])
+            if self._turn.cancelled():
+                self._interrupted(started)
+            elif (error := self._turn.exception()) is not None:
+                self.writer.notice(f"the turn failed: {type(error).__name__}: {error}")
+                self._failed(started, error)
+            if self._model_after_turn is not None:
+                self.runtime.agent.config.model, self._model_after_turn = self._model_after_turn, None
+
+    def _prompt(self, message: dict[str, Any]) -> tuple[str | list[ContentBlock], Activation | None]:
+        from pydantic import ValidationError
+
+        from piton.core.conversation.messages import Message
+
+        content = (message.get("message") or {}).get("content", "")
+        if isinstance(content, str):
+            catalog = self.runtime.catalog
+            return content, catalog.invocation(content) if catalog is not None else None
+        try:
+            return list(Message.model_validate({"role": "user", "content": content}).content), None
+        except ValidationError:
+            texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+            return "\n\n".join(texts), None
+
+    async def _run_turn(self, prompt: str | list[ContentBlock], skill: Activation | None) -> None:
+        async for event in self.runtime.agent.run(prompt, skill=skill):
+            self.writer.handle(event)
+
+    def _interrupted(self, started: float) -> None:
+        self._end(started, "error_during_execution", INTERRUPTED, ())
+
+    def _failed(self, started: float, error: BaseException) -> None:
+        text = f"{type(error).__name__}: {error}"
+        self._end(started, "error_during_execution", text, (text,))
+
+    def _end(self, started: float, subtype: str, text: str, errors: tuple[str, ...]) -> None:
+        """The result line of a turn that ended without the agent's own (the client waits for one)."""
+        from piton.core.context.usage import Usage
+        from piton.core.conversation.events import Result
+
+        agent = self.runtime.agent
+        self.writer.handle(
+            Result(
+                subtype=subtype,
+                is_error=True,
+                result=text,
+                session_id=agent.config.session_id,
+                num_turns=0,
+                duration_ms=round((time.monotonic() - started) * 1000),
+                duration_api_ms=0,
+                usage=Usage(),
+                model_usage={},
+                total_cost_usd=0.0,
+                errors=errors,
+            )
+        )

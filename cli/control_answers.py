@@ -1,0 +1,114 @@
+"""Answers to the control requests a client sends (`initialize`, `interrupt`, `set_permission_mode`,
+`set_model`, …), in the shapes the Claude Agent SDK reads."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Protocol
+
+from piton.core.models import ALIASES, DEFAULT_MODEL, resolve_alias
+from piton.core.safety.permissions import PERMISSION_MODES
+
+if TYPE_CHECKING:
+    from piton.runtime import Runtime
+
+
+class ControlSession(Protocol):
+    """The conversation a request is about (`piton.cli.control.ControlSession`)."""
+
+    @property
+    def runtime(self) -> Runtime: ...
+
+    def interrupt(self) -> None: ...
+
+    def set_model(self, model: str) -> None: ...
+
+    async def request(self, payload: dict[str, Any]) -> dict[str, Any]: ...
+
+
+class UnsupportedRequest(ValueError):
+    pass
+
+
+def answer(session: ControlSession, request: dict[str, Any]) -> dict[str, Any]:
+    """The `response` object of a success answer; raises for an error answer."""
+    subtype = request.get("subtype")
+    if subtype == "initialize":
+        return _initialize(session, request)
+    if subtype == "interrupt":
+        session.interrupt()
+        return {}
+    if subtype == "set_permission_mode":
+        return _set_permission_mode(session, request.get("mode"))
+    if subtype == "set_model":
+        model = request.get("model")
+        session.set_model(resolve_alias(model) if isinstance(model, str) and model else DEFAULT_MODEL)
+        return {}
+    if subtype == "mcp_status":
+        return {"mcpServers": []}
+    if subtype == "mcp_message":
+        raise UnsupportedRequest("MCP is not supported yet")
+    raise UnsupportedRequest(f"unsupported control request: {subtype!r}")
+
+
+def _set_permission_mode(session: ControlSession, mode: Any) -> dict[str, Any]:
+    gate = session.runtime.agent.gate
+    if mode not in PERMISSION_MODES:
+        raise UnsupportedRequest(f"unknown permission mode {mode!r} (one of {', '.join(PERMISSION_MODES)})")
+    if gate is None:
+        raise UnsupportedRequest("this session has no permission checks to change")
+    gate.permissions.mode = mode
+    return {}
+
+
+def _initialize(session: ControlSession, request: dict[str, Any]) -> dict[str, Any]:
+    runtime = session.runtime
+    hooks = request.get("hooks") or {}
+    pre_tool_use = hooks.get("PreToolUse") if isinstance(hooks, dict) else None
+    if pre_tool_use:
+        _install_hooks(session, [m for m in pre_tool_use if isinstance(m, dict)])
+    catalog = runtime.catalog
+    commands = [
+        {"name": s.name, "description": s.description, "argumentHint": s.argument_hint or ""}
+        for s in (catalog.for_user() if catalog is not None else [])
+    ]
+    agents = [
+        {"name": t.name, "description": t.description, **({"model": t.model} if t.model else {})}
+        for t in runtime.agent_types.values()
+    ]
+    models = [
+        {"value": alias, "displayName": alias.capitalize(), "description": model}
+        for alias, model in ALIASES.items()
+    ]
+    return {
+        "commands": commands,
+        "agents": agents,
+        "output_style": "default",
+        "available_output_styles": ["default"],
+        "models": models,
+        "account": {},
+        "pid": os.getpid(),
+        "hook_on_failure_supported": True,
+        "hooks_applied": True,
+    }
+
+
+def _install_hooks(session: ControlSession, matchers: list[dict[str, Any]]) -> None:
+    """The client's PreToolUse hooks, asked before each call of the main agent."""
+    from piton.cli.control_gate import HookedGate
+
+    agent = session.runtime.agent
+    if agent.gate is None:
+        return
+    gate = agent.gate
+    if isinstance(gate, HookedGate):  # a second initialize replaces the hooks
+        gate.hooks = matchers
+        return
+    agent.gate = HookedGate.around(
+        gate,
+        hooks=matchers,
+        ask=session.request,
+        session_id=agent.config.session_id,
+        cwd=str(agent.config.cwd),
+        mode=lambda: str(gate.permissions.mode),
+    )

@@ -1,0 +1,180 @@
+"""Permission questions and PreToolUse hooks answered by the client that drives Piton over the
+control protocol (the Claude Agent SDK's `can_use_tool` and `hook_callback` requests)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from piton.core.safety.permissions import Decision, GovernedTool, PermissionGate, PermissionRequest, Rule
+
+# sends one control request and waits for the client's answer (raises when it answers with an error)
+Ask = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def suggestions(request: PermissionRequest) -> list[dict[str, Any]]:
+    """The rule a person would add, in the SDK's PermissionUpdate shape."""
+    try:
+        rule = Rule.parse(request.suggestion)
+    except ValueError:
+        return []
+    entry: dict[str, Any] = {"toolName": rule.tool}
+    if rule.specifier is not None:
+        entry["ruleContent"] = rule.specifier
+    return [{"type": "addRules", "rules": [entry], "behavior": "allow", "destination": "session"}]
+
+
+def _session_rules(updates: Any) -> list[str]:
+    """Allow rules the client granted for the rest of the session (other updates are not kept)."""
+    rules: list[str] = []
+    for update in updates if isinstance(updates, list) else []:
+        if (
+            not isinstance(update, dict)
+            or update.get("type") != "addRules"
+            or update.get("behavior") != "allow"
+        ):
+            continue
+        for rule in update.get("rules") or []:
+            if isinstance(rule, dict) and isinstance(rule.get("toolName"), str):
+                content = rule.get("ruleContent")
+                rules.append(f"{rule['toolName']}({content})" if content else rule["toolName"])
+    return rules
+
+
+@dataclass(slots=True)
+class ClientApprover:
+    """Asks the client (`--permission-prompt-tool stdio`) whenever the rules say ask."""
+
+    ask: Ask
+    gate: PermissionGate | None = None  # where rules granted for the session go
+
+    async def __call__(self, request: PermissionRequest) -> Decision:
+        try:
+            answer = await self.ask(
+                {
+                    "subtype": "can_use_tool",
+                    "tool_name": request.tool.name,
+                    "input": request.input,
+                    "permission_suggestions": suggestions(request),
+                    "tool_use_id": request.tool_use_id,
+                    "decision_reason": request.reason,
+                }
+            )
+        except Exception as e:  # a client that cannot answer has not said yes
+            return Decision("deny", f"the client could not answer the permission question: {e}")
+        if answer.get("behavior") == "allow":
+            if self.gate is not None:
+                for rule in _session_rules(answer.get("updatedPermissions")):
+                    try:
+                        self.gate.allow_for_session(rule)
+                    except ValueError:
+                        continue
+            return Decision("allow", "the client allowed it")
+        message = answer.get("message") or "the client denied it"
+        return Decision("deny", str(message))
+
+
+def _matches(matcher: Any, tool_name: str) -> bool:
+    """Claude Code's matchers: none, empty or `*` match every tool; else a tool name, `A|B`, or a regex."""
+    if matcher in (None, "", "*"):
+        return True
+    if not isinstance(matcher, str):
+        return False
+    try:
+        return re.fullmatch(matcher, tool_name) is not None
+    except re.error:
+        return matcher == tool_name
+
+
+def hook_verdict(output: dict[str, Any]) -> tuple[str | None, str]:
+    """`("deny" | "allow" | None, reason)` from a hook's answer, in either of Claude Code's forms."""
+    specific = output.get("hookSpecificOutput")
+    if isinstance(specific, dict) and specific.get("permissionDecision") in ("deny", "allow", "ask"):
+        decision = specific["permissionDecision"]
+        reason = specific.get("permissionDecisionReason") or output.get("reason") or ""
+        return (None if decision == "ask" else decision), str(reason)
+    if output.get("decision") == "block" or output.get("continue") is False:
+        return "deny", str(output.get("reason") or output.get("stopReason") or "")
+    if output.get("decision") == "approve":
+        return "allow", str(output.get("reason") or "")
+    return None, ""
+
+
+@dataclass(slots=True)
+class HookedGate(PermissionGate):
+    """The session's gate, with the client's PreToolUse hooks asked before the rules decide: a hook
+    that blocks refuses the call whatever the rules say; one that allows skips the question."""
+
+    hooks: list[dict[str, Any]] = field(default_factory=list)  # matchers: {"matcher", "hookCallbackIds"}
+    ask: Ask | None = None
+    session_id: str = ""
+    cwd: str = ""
+    mode: Callable[[], str] = lambda: "default"
+
+    @classmethod
+    def around(cls, gate: PermissionGate, **kwargs: Any) -> HookedGate:
+        """A gate sharing `gate`'s rules, approver and denials, so both see the same session."""
+        return cls(gate.permissions, gate.approver, gate.denials, gate.skill_allow, **kwargs)
+
+    async def check(
+        self,
+        tool: GovernedTool,
+        content: str | None,
+        tool_use_id: str,
+        tool_input: dict[str, Any],
+        preview: Callable[[], str | None] | None = None,
+        looks: bool = False,
+    ) -> Decision:
+        verdict, reason = await self._pre_tool_use(tool.name, tool_use_id, tool_input)
+        if verdict == "deny":
+            self.denials.append(
+                {"tool_name": tool.name, "tool_use_id": tool_use_id, "tool_input": tool_input}
+            )
+            return Decision(
+                "deny", f"a PreToolUse hook blocked it: {reason}" if reason else "a hook blocked it"
+            )
+        if verdict == "allow" and self.permissions.decide(tool, content, looks=looks).behavior != "deny":
+            return Decision("allow", "a PreToolUse hook allowed it")
+        return await PermissionGate.check(self, tool, content, tool_use_id, tool_input, preview, looks)
+
+    async def _pre_tool_use(
+        self, tool_name: str, tool_use_id: str, tool_input: dict[str, Any]
+    ) -> tuple[str | None, str]:
+        if self.ask is None:
+            return None, ""
+        allowed: tuple[str | None, str] = (None, "")
+        for matcher in self.hooks:
+            if not _matches(matcher.get("matcher"), tool_name):
+                continue
+            for callback_id in matcher.get("hookCallbackIds") or []:
+                hook_input = {
+                    "hook_event_name": "PreToolUse",
+                    "session_id": self.session_id,
+                    "transcript_path": "",
+                    "cwd": self.cwd,
+                    "permission_mode": self.mode(),
+                    "tool_name": tool_name,
+                    "tool_input": tool_input,
+                    "tool_use_id": tool_use_id,
+                }
+                try:
+                    output = await self.ask(
+                        {
+                            "subtype": "hook_callback",
+                            "callback_id": callback_id,
+                            "input": hook_input,
+                            "tool_use_id": tool_use_id,
+                        }
+                    )
+                except Exception as e:  # onFailure "block" (or an unknown value): a failed guard refuses
+                    if matcher.get("onFailure", "continue") == "continue":
+                        continue
+                    return "deny", f"the hook failed: {e}"
+                verdict = hook_verdict(output)
+                if verdict[0] == "deny":
+                    return verdict
+                if verdict[0] == "allow":
+                    allowed = verdict
+        return allowed

@@ -1,0 +1,189 @@
+"""Piton driven by the real Claude Agent SDK, as a drop-in for `claude`: the SDK spawns the `piton`
+executable (stream-json in and out, the control protocol both ways) against the fake Messages API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+sdk = pytest.importorskip("claude_agent_sdk")
+
+from claude_agent_sdk import (  # noqa: E402
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    HookContext,
+    HookMatcher,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    ResultMessage,
+    StreamEvent,
+    SystemMessage,
+    TextBlock,
+    ToolPermissionContext,
+    query,
+)
+
+from piton.testing.script import ToolCall, reply  # noqa: E402
+from tests.fakes.fake_api import FakeAnthropicAPI, Stall  # noqa: E402
+
+PITON = Path(sys.executable).parent / "piton"
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+def options(project: Path, **kwargs: Any) -> ClaudeAgentOptions:
+    return ClaudeAgentOptions(cli_path=str(PITON), cwd=str(project), **kwargs)
+
+
+async def collect(messages: AsyncIterator[Any]) -> list[Any]:
+    return [m async for m in messages]
+
+
+async def last_result(client: ClaudeSDKClient) -> ResultMessage:
+    """The messages of the current turn up to its result, which must end it."""
+    messages = [m async for m in client.receive_response()]
+    assert isinstance(messages[-1], ResultMessage), messages
+    return messages[-1]
+
+
+def sent_text(body: dict[str, Any]) -> str:
+    return json.dumps(body["messages"])
+
+
+def test_query_one_shot_returns_the_answer(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(reply("Four."))
+    messages = run(collect(query(prompt="2+2?", options=options(project))))
+    init = next(m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init")
+    assert init.data["claude_code_version"] and init.data["permissionMode"] == "default"
+    texts = [
+        b.text
+        for m in messages
+        if isinstance(m, AssistantMessage)
+        for b in m.content
+        if isinstance(b, TextBlock)
+    ]
+    assert texts == ["Four."]
+    result = messages[-1]
+    assert isinstance(result, ResultMessage) and result.subtype == "success" and result.result == "Four."
+    assert "2+2?" in sent_text(fake_api.bodies[0])
+
+
+def test_client_multi_turn_with_an_interrupt(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(reply("Paris."), Stall(reply("a long story"), after=3, seconds=30), reply("Lyon."))
+
+    async def talk() -> tuple[ResultMessage, ResultMessage, ResultMessage]:
+        async with ClaudeSDKClient(options(project)) as client:
+            await client.query("Capital of France?")
+            first = await last_result(client)
+            await client.query("Tell me a long story.")
+            await asyncio.sleep(1.0)  # the reply has begun and stalls
+            await client.interrupt()
+            stopped = await last_result(client)
+            await client.query("Another city?")
+            third = await last_result(client)
+            return first, stopped, third
+
+    first, stopped, third = run(talk())
+    assert first.result == "Paris." and third.result == "Lyon."
+    assert stopped.is_error and stopped.subtype == "error_during_execution"
+    last = sent_text(fake_api.bodies[2])
+    assert "Capital of France?" in last and "Paris." in last and "interrupted" in last
+
+
+def test_can_use_tool_allows_one_write_and_denies_another(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(
+        reply(ToolCall("Write", {"file_path": str(project / "yes.txt"), "content": "ok"})),
+        reply(ToolCall("Write", {"file_path": str(project / "no.txt"), "content": "no"})),
+        reply("Done."),
+    )
+    asked: list[str] = []
+
+    async def can_use_tool(
+        name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResultAllow | PermissionResultDeny:
+        asked.append(tool_input["file_path"])
+        if tool_input["file_path"].endswith("yes.txt"):
+            return PermissionResultAllow()
+        return PermissionResultDeny(message="no.txt is off limits")
+
+    async def talk() -> ResultMessage:
+        async with ClaudeSDKClient(options(project, can_use_tool=can_use_tool)) as client:
+            await client.query("write two files")
+            return await last_result(client)
+
+    result = run(talk())
+    assert result.result == "Done."
+    assert (project / "yes.txt").read_text() == "ok"
+    assert not (project / "no.txt").exists()
+    assert [Path(p).name for p in asked] == ["yes.txt", "no.txt"]
+    assert "no.txt is off limits" in sent_text(fake_api.bodies[2])
+
+
+def test_a_pre_tool_use_hook_blocks_a_tool(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(
+        reply(ToolCall("Write", {"file_path": str(project / "x.txt"), "content": "x"})),
+        reply("Understood."),
+    )
+    seen: list[dict[str, Any]] = []
+
+    async def guard(hook_input: Any, tool_use_id: str | None, context: HookContext) -> dict[str, Any]:
+        seen.append(dict(hook_input))
+        return {"decision": "block", "reason": "writes are frozen today"}
+
+    hooks = {"PreToolUse": [HookMatcher(matcher="Write", hooks=[guard])]}  # type: ignore[list-item]
+    opts = options(project, hooks=hooks, permission_mode="bypassPermissions")
+
+    async def talk() -> ResultMessage:
+        async with ClaudeSDKClient(opts) as client:
+            await client.query("write x")
+            return await last_result(client)
+
+    result = run(talk())
+    assert result.result == "Understood."
+    assert not (project / "x.txt").exists()
+    assert seen and seen[0]["tool_name"] == "Write" and seen[0]["hook_event_name"] == "PreToolUse"
+    assert "writes are frozen today" in sent_text(fake_api.bodies[1])
+
+
+def test_partial_messages_arrive_as_stream_events(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(reply("Streamed words."))
+    messages = run(collect(query(prompt="hi", options=options(project, include_partial_messages=True))))
+    events = [m.event for m in messages if isinstance(m, StreamEvent)]
+    assert [e["type"] for e in events][:2] == ["message_start", "content_block_start"]
+    deltas = "".join(e["delta"].get("text", "") for e in events if e["type"] == "content_block_delta")
+    assert deltas == "Streamed words."
+    assert isinstance(messages[-1], ResultMessage)
+
+
+def test_set_permission_mode_applies_to_the_next_turn(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(
+        reply("one"),
+        reply(ToolCall("Write", {"file_path": str(project / "plan.txt"), "content": "p"})),
+        reply("Plan mode refused it."),
+    )
+
+    async def talk() -> list[Any]:
+        async with ClaudeSDKClient(options(project)) as client:
+            await client.query("first")
+            messages = [m async for m in client.receive_response()]
+            await client.set_permission_mode("plan")
+            await client.query("write plan.txt")
+            return messages + [m async for m in client.receive_response()]
+
+    messages = run(talk())
+    modes = [
+        m.data["permissionMode"] for m in messages if isinstance(m, SystemMessage) and m.subtype == "init"
+    ]
+    assert modes == ["default", "plan"]
+    assert not (project / "plan.txt").exists()
+    assert "plan mode" in sent_text(fake_api.bodies[2])
