@@ -85,7 +85,7 @@ def split_rules(values: list[str] | None) -> list[str]:
 # What follows is taken as another value only while it looks like a tool rule, so a prompt after
 # the list stays the prompt.
 LIST_OPTIONS = ("--allowedTools", "--allowed-tools", "--disallowedTools", "--disallowed-tools", "--tools")
-_RULE = re.compile(r"(mcp__[\w-]+|[A-Z]\w*)(\(.*\))?")
+_RULE = re.compile(r"(mcp__[\w*-]+|[A-Z]\w*)(\(.*\))?")
 
 
 def expand_lists(args: list[str]) -> list[str]:
@@ -164,6 +164,12 @@ def piton(
             "--input-format", help="With -p: text, or stream-json (messages and control requests on stdin)."
         ),
     ] = InputFormat.text,
+    include_hook_events: Annotated[
+        bool,
+        typer.Option(
+            "--include-hook-events", help="stream-json: a hook_response line for each hook that ran."
+        ),
+    ] = False,
     include_partial_messages: Annotated[
         bool,
         typer.Option("--include-partial-messages", help="stream-json: also the API's raw stream events."),
@@ -297,7 +303,7 @@ def piton(
         system_prompt = _read_text(system_prompt_file)
     if dangerously_skip_permissions:
         permission_mode = PermissionMode.bypassPermissions
-    _tell_unsupported(fallback_model, json_schema, plugin_dir, mcp_config, strict_mcp_config)
+    _tell_unsupported(fallback_model, json_schema, plugin_dir)
     options = RunOptions(
         cwd=Path.cwd(),
         model=model,
@@ -323,6 +329,8 @@ def piton(
         agents=agents,
         machine_is_sandbox=machine_is_sandbox(),
         effort=effort.value if effort is not None else None,
+        mcp_config=list(mcp_config or []),
+        strict_mcp_config=strict_mcp_config,
     )
     # a client speaking stream-json (the Agent SDK passes no -p) is never a terminal session
     if not print_mode and input_format is InputFormat.text:
@@ -342,6 +350,7 @@ def piton(
         verbose,
         input_format=input_format.value,
         include_partial_messages=include_partial_messages,
+        include_hook_events=include_hook_events,
         replay_user_messages=replay_user_messages,
     )
     raise typer.Exit(run_headless(headless))
@@ -382,8 +391,6 @@ def _tell_unsupported(
     fallback_model: str | None,
     json_schema: str | None,
     plugin_dir: list[str] | None,
-    mcp_config: list[str] | None,
-    strict_mcp_config: bool,
 ) -> None:
     """Claude Code's flags that Piton accepts and cannot honour yet: said, one line each, so that a
     client passing them runs on and its user knows what did not apply."""
@@ -393,8 +400,6 @@ def _tell_unsupported(
         _note("--json-schema is not supported yet: the answer is not checked against the schema")
     if plugin_dir:
         _note("--plugin-dir is not supported yet: plugins are not loaded")
-    if mcp_config or strict_mcp_config:
-        _note("--mcp-config is not supported yet: no MCP servers are started")
 
 
 def _note(text: str) -> None:

@@ -276,8 +276,13 @@ async def _status(c: Commands, _: str) -> None:
         sandbox_line,
         f"API: {os.environ.get('ANTHROPIC_BASE_URL') or 'https://api.anthropic.com'}",
         "Settings: "
-        + (", ".join(str(p) for p in settings_files(c.ui.options.cwd) if p.is_file()) or "(none)"),
+        + (", ".join(str(f.path) for f in settings_files(c.ui.options.cwd) if f.path.is_file()) or "(none)"),
     ]
+    if runtime.hooks is not None:
+        events = sorted({h.event for h in runtime.hooks.commands})
+        lines.append(f"Hooks: {len(runtime.hooks.commands)} ({', '.join(events)})")
+    if runtime.unsupported:
+        lines.append("Settings not applied (Piton has no such setting): " + ", ".join(runtime.unsupported))
     for line in lines:
         c.say(line)
 
@@ -317,6 +322,14 @@ async def _memory(c: Commands, _: str) -> None:
         c.say(warning, "yellow")
 
 
+async def _mcp(c: Commands, _: str) -> None:
+    runtime = await c.ui.ready()
+    from piton.cli.mcp_command import status_lines
+
+    for text, style in status_lines(runtime.mcp.states() if runtime.mcp is not None else []):
+        c.say(text, style)
+
+
 async def _exit(c: Commands, _: str) -> None:
     c.ui.exit()
 
@@ -335,6 +348,7 @@ BUILTIN = (
     Command("skills", "the skills, custom commands and subagent types found", _skills),
     Command("memory", "the instruction files loaded (AGENTS.md, CLAUDE.md)", _memory),
     Command("status", "version, session, model, sandbox, API", _status),
+    Command("mcp", "the MCP servers, their status and tools", _mcp),
     Command("exit", "leave Piton", _exit),
 )
 BUILTIN_NAMES = tuple(c.name for c in BUILTIN)

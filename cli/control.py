@@ -48,6 +48,9 @@ class HeadlessOptions(Protocol):
     def include_partial_messages(self) -> bool: ...
 
     @property
+    def include_hook_events(self) -> bool: ...
+
+    @property
     def replay_user_messages(self) -> bool: ...
 
 
@@ -125,6 +128,7 @@ def _start(
     except KeyboardInterrupt:
         return 130
     finally:
+        runtime.close()  # the MCP servers stop with the session
         with contextlib.suppress(OSError):
             runtime.log.sync()
         runtime.log.close()
@@ -165,6 +169,7 @@ class ControlSession:
         self._writer = StreamJsonWriter(
             self.streams.stdout, self.streams.stderr, verbose, partial=partial, catalogue=catalogue
         )
+        self._writer.hook_events = self.options.include_hook_events
         for notice in runtime.notices:
             self._writer.notice(notice)
         runtime.log.report_to(self._writer.notice)

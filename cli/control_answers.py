@@ -102,12 +102,14 @@ def _install_post_hooks(session: ControlSession, matchers: list[dict[str, Any]])
 
     agent = session.runtime.agent
     gate = agent.gate
+    before = agent.after_tool.then if isinstance(agent.after_tool, PostToolHooks) else agent.after_tool
     agent.after_tool = PostToolHooks(
         matchers,
         session.request,
         session_id=agent.config.session_id,
         cwd=str(agent.config.cwd),
         mode=lambda: str(gate.permissions.mode) if gate is not None else "bypassPermissions",
+        then=before,
     )
 
 

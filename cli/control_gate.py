@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from piton.core.agent import AfterTool
 from piton.core.conversation.messages import TextBlock, ToolUseBlock
 from piton.core.safety.permissions import Decision, GovernedTool, PermissionGate, PermissionRequest, Rule
 from piton.core.tools import ToolResult
@@ -131,6 +132,7 @@ class HookedGate(PermissionGate):
             self.permissions,
             self.approver,
             self.denials,
+            pre_tool=self.pre_tool,
             hooks=self.hooks,
             ask=self.ask,
             session_id=self.session_id,
@@ -141,7 +143,7 @@ class HookedGate(PermissionGate):
     @classmethod
     def around(cls, gate: PermissionGate, **kwargs: Any) -> HookedGate:
         """A gate sharing `gate`'s rules, approver and denials, so both see the same session."""
-        return cls(gate.permissions, gate.approver, gate.denials, gate.skill_allow, **kwargs)
+        return cls(gate.permissions, gate.approver, gate.denials, gate.skill_allow, gate.pre_tool, **kwargs)
 
     async def check(
         self,
@@ -224,8 +226,11 @@ class PostToolHooks:
     session_id: str = ""
     cwd: str = ""
     mode: Callable[[], str] = lambda: "default"
+    then: AfterTool | None = None  # the settings' PostToolUse hooks, which run first
 
     async def __call__(self, use: ToolUseBlock, result: ToolResult) -> ToolResult:
+        if self.then is not None:
+            result = await self.then(use, result)
         notes: list[str] = []
         for matcher in self.hooks:
             if not _matches(matcher.get("matcher"), use.name):

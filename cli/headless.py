@@ -41,6 +41,7 @@ class HeadlessOptions:
     verbose: bool = False
     input_format: str = "text"  # "stream-json": user messages and control requests arrive on stdin
     include_partial_messages: bool = False  # stream-json: `stream_event` lines with the raw API events
+    include_hook_events: bool = False  # stream-json: a `hook_response` line for each hook that ran
     replay_user_messages: bool = False  # stream-json input: echo each user message back on stdout
 
 
@@ -97,7 +98,13 @@ async def _drive(
     if task is not None:
         stopper.install(asyncio.get_running_loop(), task.cancel)
     result: Result | None = None
+    hooks = agent.hooks
     try:
+        if hooks is not None and hooks.has("SessionStart"):
+            for text in await hooks.session_start("resume" if agent.history else "startup"):
+                agent.add_note(text)
+            for reported in hooks.drain():
+                writer.handle(reported)
         async for event in agent.run(prompt, skill=skill):
             try:
                 writer.handle(event)
@@ -108,6 +115,10 @@ async def _drive(
             if isinstance(event, Result):
                 result = event
     finally:
+        if hooks is not None and hooks.has("SessionEnd"):
+            await hooks.session_end("other")
+            for reported in hooks.drain():
+                writer.handle(reported)
         await agent.provider.aclose()
     if result is None:
         raise RuntimeError("the run ended without a result")
@@ -197,9 +208,12 @@ def _start(
     writer = make_writer(options.output_format, streams.stdout, streams.stderr, options.verbose)
     if isinstance(writer, StreamJsonWriter):
         writer.catalogue = Catalogue.of(runtime.catalog, runtime.agent_types)
+        writer.hook_events = options.include_hook_events
     for notice in runtime.notices:
         writer.notice(notice)
     runtime.log.report_to(writer.notice)  # a log that cannot be written says so, and the run goes on
+    if runtime.mcp is not None:  # a server that fails is told before the request that misses it
+        runtime.mcp.report_to(writer.notice)
     # `/name args` starts a skill or custom command; any other text (an unknown /x too) is a prompt
     skill = runtime.catalog.invocation(prompt) if runtime.catalog is not None else None
     stopper = Stopper()
@@ -209,6 +223,7 @@ def _start(
         say(stopper.told(runtime.log.session_id), streams.stderr)  # after a hangup, nobody may read it
         return stopper.exit_code
     finally:
+        runtime.close()  # the MCP servers stop with the run
         with contextlib.suppress(OSError):  # a disk that cannot sync still has the lines written
             runtime.log.sync()
         runtime.log.close()

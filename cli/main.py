@@ -1,4 +1,5 @@
-"""The `piton` entry point: answers `--version` without loading anything, lists skills (`piton skills`),
+"""The `piton` entry point: answers `--version` without loading anything, lists skills (`piton skills`)
+and manages MCP servers (`piton mcp`),
 tells a `-p` run that no credentials exist before loading the argument parser, then hands over to
 the app; a finished `-p` run leaves without tearing the interpreter down."""
 
@@ -26,6 +27,16 @@ def main() -> None:
         return
     if sys.argv[1:] == ["skills"]:
         sys.exit(list_skills())
+    if sys.argv[1:2] == ["mcp"]:  # `piton mcp add|add-json|list|get|remove …`
+        from piton.cli.mcp_command import main as mcp_main
+
+        sys.exit(mcp_main(sys.argv[2:]))
+    if sys.argv[1:] == ["doctor"]:
+        from pathlib import Path
+
+        from piton.cli.doctor import doctor
+
+        sys.exit(doctor(Path.cwd()))
     if _print_without_credentials(sys.argv[1:]):
         from piton.core.providers.credentials import NO_API_KEY
 
@@ -73,6 +84,7 @@ _PRINT_OPTIONS: dict[str, tuple[str, ...] | None] = {
     "--append-system-prompt": (),
     "--input-format": ("text", "stream-json"),
     "--include-partial-messages": None,
+    "--include-hook-events": None,
     "--replay-user-messages": None,
     "--permission-prompt-tool": (),
     "--tools": (),

@@ -18,6 +18,7 @@ from piton import __version__
 from piton.core.conversation.events import (
     AgentEvent,
     Compacted,
+    HookResponse,
     MessageDone,
     Notice,
     Result,
@@ -117,6 +118,14 @@ def compacted_line(event: Compacted) -> str:
     )
 
 
+def hook_line(event: HookResponse) -> str:
+    """One line for people: which hook ran, how it ended, and the first line it said."""
+    said = (event.stderr.strip() or event.stdout.strip()).splitlines()
+    how = "timed out or could not start" if event.exit_code is None else f"exit {event.exit_code}"
+    first = _CONTROL.sub("", said[0])[:160] if said else ""
+    return f"{event.hook_event} hook `{event.command}` ({how})" + (f": {first}" if first else "")
+
+
 class _Base:
     def __init__(self, stdout: TextIO, stderr: TextIO, verbose: bool) -> None:
         self.stdout = stdout
@@ -166,6 +175,8 @@ class _Base:
                 self.stderr.write("".join(f"    {line}\n" for line in safe.splitlines()))
         elif isinstance(event, Compacted):
             self.stderr.write(f"piton: {compacted_line(event)}\n")
+        elif isinstance(event, HookResponse):
+            self.stderr.write(f"piton: {hook_line(event)}\n")
         else:
             return
         self.stderr.flush()
@@ -221,6 +232,7 @@ class StreamJsonWriter(_Base):
         self.catalogue = catalogue or Catalogue()
         self._partial = _PartialEvents(self._stream_event) if partial else None
         self._finished: dict[str, ToolFinished] = {}  # results of this batch, for `tool_use_result`
+        self.hook_events = False  # --include-hook-events: a `system`/`hook_response` line per hook run
 
     def _stream_event(self, event: dict[str, Any]) -> None:
         self._line(
@@ -280,6 +292,9 @@ class StreamJsonWriter(_Base):
             self._finished[event.tool_use_id] = event
         elif isinstance(event, ToolResultsMessage):
             self._message_line("user", event.message.to_wire(), extra=self._tool_use_result(event))
+        elif isinstance(event, HookResponse):
+            if self.hook_events:
+                self._line(_hook_response(event, self.session_id))
         elif isinstance(event, Compacted):
             self._line(
                 {
@@ -350,6 +365,26 @@ class StreamJsonWriter(_Base):
                 **(extra or {}),
             }
         )
+
+
+def _hook_response(event: HookResponse, session_id: str) -> dict[str, Any]:
+    """Claude Code's line for a hook that ran (the Agent SDK reads it as a HookEventMessage)."""
+    line: dict[str, Any] = {
+        "type": "system",
+        "subtype": "hook_response",
+        "hook_id": str(uuid.uuid4()),
+        "hook_name": event.hook_event,
+        "hook_event": event.hook_event,
+        "output": event.stdout + event.stderr,
+        "stdout": event.stdout,
+        "stderr": event.stderr,
+        "outcome": event.outcome,
+        "session_id": session_id,
+        "uuid": str(uuid.uuid4()),
+    }
+    if event.exit_code is not None:
+        line["exit_code"] = event.exit_code
+    return line
 
 
 def _text_of(blocks: list[Any]) -> str:

@@ -15,11 +15,12 @@ from rich.text import Text
 
 from piton.cli.markdown_render import render_block
 from piton.cli.markdown_stream import MarkdownStream
-from piton.cli.output import TODO_MARKS, compacted_line, tool_label
+from piton.cli.output import TODO_MARKS, compacted_line, hook_line, tool_label
 from piton.core.conversation.events import (
     AgentEvent,
     Compacted,
     Compacting,
+    HookResponse,
     MessageDone,
     Notice,
     Result,
@@ -160,6 +161,10 @@ class Renderer:
             self.console.print(Text(f"✻ {compacted_line(event).capitalize()}", style="dim"))
         elif isinstance(event, SubagentEvent):
             self._subagent(event)
+        elif isinstance(event, HookResponse):
+            if self.verbose or event.outcome != "success":  # a hook that blocked or failed is always told
+                style = "dim" if event.outcome == "success" else "yellow"
+                self.console.print(Text(f"  ⎿  {hook_line(event)}", style=style))
         elif isinstance(event, Result) and event.is_error:
             self.console.print(Text(f"  ⎿  {event.result}", style="bold red"))
         elif isinstance(event, ToolResultsMessage | Result):

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.buffer import Buffer
-from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.formatted_text import ANSI, FormattedText
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.input import Input
 from prompt_toolkit.output import Output
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from piton.cli.commands import Commands
     from piton.cli.render import Renderer
+    from piton.cli.status import StatusCommand
     from piton.core.conversation.events import AgentEvent
     from piton.core.project.trust import Trust, TrustStore
     from piton.core.providers import Provider
@@ -112,6 +113,7 @@ class Repl:
         self._ticker: asyncio.Task[None] | None = None
         self._trust_store: TrustStore | None = None  # the user's answers about trusting folders
         self.stopper = Stopper()  # SIGTERM, SIGHUP, SIGQUIT: the turn is interrupted and the REPL ends
+        self.status: StatusCommand | None = None  # the settings' statusLine command
 
     # -- what commands and tests see ---------------------------------------------------------------
     @property
@@ -233,8 +235,26 @@ class Repl:
         for notice in self.runtime.notices:
             self.print_line(f"piton: {notice}", "yellow")
         self.runtime.log.report_to(self._log_problem)
+        if self.runtime.mcp is not None:  # a server that fails says so when it does
+            self.runtime.mcp.report_to(
+                lambda line: self.print_line(f"piton: {line}", "yellow"), asyncio.get_running_loop()
+            )
         with contextlib.suppress(Exception):
             self.runtime.agent.provider.check()
+        await self._opened(self.runtime, "resume" if self.runtime.agent.history else "startup")
+
+    async def _opened(self, runtime: Runtime, source: str) -> None:
+        """A session is open: its SessionStart hooks, and the settings' status line command."""
+        from piton.cli.session_hooks import session_start
+        from piton.cli.status import StatusCommand
+
+        show = self.driver.renderer.handle if self.driver.renderer is not None else lambda _: None
+        await session_start(runtime, source, show)
+        if runtime.status_command is not None:
+            self.status = StatusCommand(
+                runtime.status_command, lambda t: self.print_line(f"piton: {t}", "yellow")
+            )
+            self.status.refresh(runtime, self.totals, self._redraw)
         self._redraw()
 
     async def ready(self) -> Runtime:
@@ -252,12 +272,16 @@ class Repl:
             with contextlib.suppress(BaseException):
                 await work
         options = replace(self.options, continue_latest=False, model=old.agent.config.model, resume=resume)
+        from piton.cli.session_hooks import session_end
+
+        await session_end(old, "clear" if resume is None else "other", lambda _: None)
         old.log.close()
+        await asyncio.to_thread(old.close)  # its MCP servers; the new session starts its own
         self.runtime = await asyncio.to_thread(self._build, options, old.agent.provider)
         for notice in self.runtime.notices:
             self.print_line(f"piton: {notice}", "yellow")
         self.runtime.log.report_to(self._log_problem)
-        self._redraw()
+        await self._opened(self.runtime, "clear" if resume is None else "resume")
         return self.runtime
 
     # -- the loop ----------------------------------------------------------------------------------
@@ -318,9 +342,14 @@ class Repl:
                     await task
         if self._ready is None or not self._ready.done() or self._ready.exception() or not self.runtime:
             return None
+        from piton.cli.session_hooks import session_end
+
+        with contextlib.suppress(Exception):  # a hook cannot keep the session open
+            await session_end(self.runtime, "prompt_input_exit", lambda _: None)
         with contextlib.suppress(OSError):  # what could not be synced was still written
             self.runtime.log.sync()
         self.runtime.log.close()
+        await asyncio.to_thread(self.runtime.close)  # MCP servers stop before the terminal is given back
         with contextlib.suppress(Exception):
             await self.runtime.agent.provider.aclose()
         self.print_line(f"Resume this session with: piton --resume {self.runtime.log.session_id}", "dim")
@@ -376,6 +405,8 @@ class Repl:
             await self.driver.drive(runtime.agent.run(content, skill=skill))
         except Exception as e:
             self.print_line(f"piton: internal error: {type(e).__name__}: {e}", "bold red")
+        if self.status is not None:
+            self.status.refresh(runtime, self.totals, self._redraw)
 
     def _restore(self, text: str) -> None:
         if self.session is not None:
@@ -409,9 +440,16 @@ class Repl:
 
     async def _approve(self, request: PermissionRequest) -> Decision:
         from piton.cli.approval import approve
+        from piton.cli.session_hooks import notify
 
         assert self.runtime is not None
         async with self._asking:  # subagents working side by side ask one question at a time
+            with contextlib.suppress(Exception):  # a notification that fails must not stop the question
+                await notify(
+                    self.runtime,
+                    f"Piton needs your permission to use {request.tool.name}",
+                    "permission_prompt",
+                )
             return await approve(request, self.console, self.ask, self.runtime.agent.gate)
 
     # -- drawing -----------------------------------------------------------------------------------
@@ -457,6 +495,8 @@ class Repl:
             return FormattedText([("", " Press Ctrl-C again to exit")])
         if self.runtime is None:
             return FormattedText([("", " starting…")])
+        if self.status is not None and self.status.text is not None:
+            return FormattedText(ANSI(" " + self.status.text).__pt_formatted_text__())
         from piton.cli.status import status_line
 
         return FormattedText([("", status_line(self.runtime, self.totals, len(self.queue)))])

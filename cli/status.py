@@ -1,8 +1,18 @@
-"""The status line under the prompt: model, permission mode, sandbox, context used, cost."""
+"""The status line under the prompt: model, permission mode, sandbox, context used, cost; or what
+the settings' `statusLine` command prints."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from piton import __version__
 
 if TYPE_CHECKING:
     from piton.cli.turns import SessionTotals
@@ -21,3 +31,80 @@ def status_line(runtime: Runtime, totals: SessionTotals, queued: int = 0) -> str
     if queued:
         parts.append(f"{queued} queued")
     return " " + " · ".join(parts)
+
+
+class StatusCommand:
+    """The settings' `statusLine` command: run with Claude Code's JSON on stdin when something
+    changed (at start, after each turn), its first line of output shown in place of Piton's own
+    status line. A command that fails or hangs leaves Piton's line in place, and says why once."""
+
+    TIMEOUT_S = 5.0
+
+    def __init__(self, command: str, say: Callable[[str], None]) -> None:
+        self.command = command
+        self.text: str | None = None
+        self._say = say
+        self._told = False
+        self._running: asyncio.Task[None] | None = None
+
+    def refresh(self, runtime: Runtime, totals: SessionTotals, redraw: Callable[[], None]) -> None:
+        """Run the command again in the background (unless it is still running)."""
+        if self._running is not None and not self._running.done():
+            return
+        self._running = asyncio.ensure_future(self._run(_status_input(runtime, totals), runtime, redraw))
+
+    async def _run(self, payload: dict[str, Any], runtime: Runtime, redraw: Callable[[], None]) -> None:
+        env = {**os.environ, "CLAUDE_PROJECT_DIR": str(runtime.agent.config.cwd)}
+        try:
+            process = await asyncio.create_subprocess_exec(
+                "/bin/sh",
+                "-c",
+                self.command,
+                cwd=runtime.agent.config.cwd,
+                env=env,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as e:
+            return self._fail(f"could not start ({e.strerror or e})")
+        try:
+            out, _ = await asyncio.wait_for(process.communicate(json.dumps(payload).encode()), self.TIMEOUT_S)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+            return self._fail(f"took longer than {self.TIMEOUT_S:g} s")
+        if process.returncode != 0:
+            return self._fail(f"failed (exit {process.returncode})")
+        lines = out.decode("utf-8", errors="replace").strip().splitlines()
+        # its colours are its own business; other control sequences would move the cursor
+        self.text = _UNSAFE.sub("", lines[0])[:400] if lines else ""
+        redraw()
+
+    def _fail(self, why: str) -> None:
+        self.text = None
+        if not self._told:
+            self._told = True
+            self._say(f"the statusLine command `{self.command}` {why}; showing Piton's own")
+
+
+_UNSAFE = re.compile(r"\x1b\[[0-9;?]*[A-Za-ln-z]|\x1b[^\[]|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f]")
+
+
+def _status_input(runtime: Runtime, totals: SessionTotals) -> dict[str, Any]:
+    """Claude Code's statusLine input."""
+    agent = runtime.agent
+    cwd = str(agent.config.cwd)
+    return {
+        "hook_event_name": "Status",
+        "session_id": runtime.log.session_id,
+        "transcript_path": str(runtime.log.path),
+        "cwd": cwd,
+        "model": {"id": agent.config.model, "display_name": agent.config.model},
+        "workspace": {"current_dir": cwd, "project_dir": cwd},
+        "version": __version__,
+        "output_style": {"name": "default"},
+        "cost": {"total_cost_usd": round(totals.cost_usd, 6)},
+    }

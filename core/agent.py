@@ -25,6 +25,7 @@ from piton.core.conversation.endings import cut_off, describe_error, ending_noti
 from piton.core.conversation.events import (
     AgentEvent,
     Compacted,
+    Compacting,
     MessageDone,
     Notice,
     Result,
@@ -44,6 +45,7 @@ from piton.core.conversation.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from piton.core.hooks.session import Hooks
 from piton.core.models import model_info, resolve_alias
 from piton.core.providers import ModelRequest, Provider, ProviderError
 from piton.core.safety.permissions import PermissionGate
@@ -129,6 +131,8 @@ class Agent:
         self.context = context or ToolContext(cwd=config.cwd, session_id=config.session_id)
         self.gate = gate  # None: every call is allowed (tests, and callers that decided already)
         self.after_tool: AfterTool | None = None
+        self.hooks: Hooks | None = None  # the settings' hooks (Stop, UserPromptSubmit, PreCompact…)
+        self.agent_id: str | None = None  # a subagent's id (its stop is a SubagentStop)
         self.capper = capper
         self.compactor = compactor
         self.meter = ContextMeter()
@@ -158,8 +162,20 @@ class Agent:
         yield SessionStarted(
             self.config.session_id, self.config.model, str(self.config.cwd), self.tools.names(), mode
         )
-        self._append(Message(role="user", content=content))
         try:
+            if self.hooks is not None and self.agent_id is None:
+                verdict = await self.hooks.user_prompt(_prompt_text(content))
+                for event in self.hooks.drain():
+                    yield event
+                if verdict.blocked is not None:
+                    raise _Stop(
+                        "error_during_execution",
+                        f"A UserPromptSubmit hook blocked the prompt: {verdict.blocked}",
+                        errors=(verdict.blocked,),
+                    )
+                content += [TextBlock(text=text) for text in verdict.context]
+            self._append(Message(role="user", content=content))
+            stop_hook_active = False
             while True:
                 done: MessageDone | None = None
                 async for event in self._query():
@@ -172,8 +188,17 @@ class Agent:
                     notice = ending_notice(done, self._max_output())
                     if notice is not None:
                         yield Notice(notice)
-                    raise _Stop("success", done.message.text, done.stop_reason)
+                    go_on = await self._stop_hooks(stop_hook_active)
+                    for event in self.hooks.drain() if self.hooks is not None else ():
+                        yield event
+                    if go_on is None:
+                        raise _Stop("success", done.message.text, done.stop_reason)
+                    self._append(Message.user(f"Stop hook feedback:\n{go_on}"))
+                    stop_hook_active = True
+                    continue
                 async for event in self._execute(done):
+                    yield event
+                for event in self.hooks.drain() if self.hooks is not None else ():
                     yield event
         except _Stop as stop:
             yield self._result(stop)
@@ -203,7 +228,21 @@ class Agent:
             self.config.model = resolve_alias(skill.model)
         return None
 
+    async def _stop_hooks(self, active: bool) -> str | None:
+        """Why the hooks want the agent to go on instead of stopping (None: stop)."""
+        if self.hooks is None:
+            return None
+        reason = await self.hooks.stop(
+            active=active, subagent=self.agent_id is not None, agent_id=self.agent_id or ""
+        )
+        halt = self.hooks.take_halt()
+        if halt is not None:
+            raise _Stop("success", halt, "hook_stopped")
+        return reason
+
     async def _query(self) -> AsyncIterator[AgentEvent]:
+        if self.hooks is not None and (halt := self.hooks.take_halt()) is not None:
+            raise _Stop("success", halt, "hook_stopped")
         limit = self.config.max_turns
         if limit is not None and self._stats.turns >= limit:
             raise _Stop("error_max_turns", f"Stopped after reaching the maximum of {limit} turns.")
@@ -216,6 +255,7 @@ class Agent:
             if self.capper is not None:  # a window still this full gets briefer previews of big results
                 full = self.context_used() >= self.context_limit()
                 self.capper.cap = BRIEF_CAP if full else INLINE_CAP
+        await self.tools.refresh()  # tools that come and go (MCP servers') change between requests
         request = ModelRequest(
             model=self.config.model,
             system=self.config.system_prompt,
@@ -392,11 +432,18 @@ class Agent:
     async def compact(self, instructions: str | None = None) -> AsyncIterator[AgentEvent]:
         """Compact now (/compact), whatever the context's size."""
         compactor = self.compactor or Compactor()
-        async for event in self._counted(compactor.run(_AgentConversation(self), "manual", instructions)):
+        run = compactor.run(_AgentConversation(self), "manual", instructions)
+        async for event in self._counted(run, instructions):
             yield event
 
-    async def _counted(self, events: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
+    async def _counted(
+        self, events: AsyncIterator[AgentEvent], instructions: str | None = None
+    ) -> AsyncIterator[AgentEvent]:
         async for event in events:
+            if isinstance(event, Compacting) and self.hooks is not None:
+                await self.hooks.pre_compact(event.trigger, instructions)
+                for reported in self.hooks.drain():
+                    yield reported
             if isinstance(event, Compacted):
                 self.metrics.compactions += 1
             yield event
@@ -437,6 +484,10 @@ class Agent:
                 total_cost_usd=result.total_cost_usd,
             )
         return result
+
+
+def _prompt_text(content: list[ContentBlock]) -> str:
+    return "\n".join(b.text for b in content if isinstance(b, TextBlock))
 
 
 def _batches(calls: list[Call]) -> list[list[Call]]:

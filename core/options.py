@@ -35,3 +35,5 @@ class RunOptions:
     machine_is_sandbox: bool = False
     effort: str | None = None  # --effort: low, medium, high, xhigh or max, for models that take it
     agents: str | None = None  # --agents: JSON {name: {description, prompt, tools, model}}
+    mcp_config: list[str] = field(default_factory=list)  # --mcp-config: files or inline JSON
+    strict_mcp_config: bool = False  # --strict-mcp-config: only the servers of --mcp-config

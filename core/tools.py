@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,12 +156,26 @@ class ToolRegistry:
     def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
         self._tools: dict[str, AnyTool] = {}
         self._specs: list[dict[str, Any]] | None = None
+        self._refreshers: list[Callable[[ToolRegistry], Awaitable[None]]] = []
         for tool in tools:
             self.register(tool)
 
     def register(self, tool: AnyTool) -> None:
         self._tools[tool.name] = tool
         self._specs = None
+
+    def unregister(self, name: str) -> None:
+        self._tools.pop(name, None)
+        self._specs = None
+
+    def on_refresh(self, hook: Callable[[ToolRegistry], Awaitable[None]]) -> None:
+        """Run `hook` before each model request: tools that come and go (an MCP server's) are
+        added or removed there, between requests."""
+        self._refreshers.append(hook)
+
+    async def refresh(self) -> None:
+        for hook in self._refreshers:
+            await hook(self)
 
     def __iter__(self) -> Iterator[AnyTool]:
         return iter(self._tools.values())

@@ -88,6 +88,7 @@ class AgentFactory:
             config, tools_for(agent_type, list(parent.tools)), context, gate=gate, transcript=transcript
         )
         agent.after_tool = parent.after_tool
+        agent.hooks, agent.agent_id = parent.hooks, agent_id  # its end is a SubagentStop
         return agent
 
 

@@ -46,9 +46,14 @@ from piton.core.safety.sandbox import Sandbox, make_sandbox
 from piton.core.safety.sandbox.limits import configure as configure_limits
 from piton.core.subagents import AgentType, SubagentRunner
 from piton.core.tools import AnyTool, ToolContext, ToolResult
+from piton.extensions import apply_user_env, hook_commands, make_hooks, status_command
+from piton.extensions import grants as extension_grants
 from piton.factory import AgentFactory, subagent_directory
 
 if TYPE_CHECKING:
+    from piton.core.hooks.session import Hooks
+    from piton.core.mcp.config import Found, Selection
+    from piton.core.mcp.manager import McpManager
     from piton.core.project.memory import Memory
     from piton.skills.catalog import Catalog, Skill
 
@@ -69,6 +74,27 @@ class Runtime:
     memory: Memory | None = None  # the AGENTS.md / CLAUDE.md files loaded
     agent_types: dict[str, AgentType] = field(default_factory=dict)
     trust: Trust | None = None  # what the folder's own files may grant
+    mcp: McpManager | None = None  # the MCP servers, running beside the agent
+    hooks: Hooks | None = None  # the settings' hooks (the CLI fires SessionStart and SessionEnd)
+    status_command: str | None = None  # the settings' statusLine command
+    unsupported: list[str] = field(default_factory=list)  # settings keys Piton does not apply
+
+    async def start_hooks(self, source: str) -> None:
+        """SessionStart hooks (`startup`, `resume`, `clear`): what they print is context for the
+        model's next turn."""
+        if self.hooks is not None and self.hooks.has("SessionStart"):
+            for text in await self.hooks.session_start(source):
+                self.agent.add_note(text)
+
+    async def end_hooks(self, reason: str) -> None:
+        """SessionEnd hooks (`clear`, `prompt_input_exit`, `other`…); they cannot stop anything."""
+        if self.hooks is not None and self.hooks.has("SessionEnd"):
+            await self.hooks.session_end(reason)
+
+    def close(self) -> None:
+        """Stop what runs beside the agent (the MCP servers and their processes). Idempotent."""
+        if self.mcp is not None:
+            self.mcp.close()
 
     async def run_shell(self, command: str) -> ToolResult:
         """A command the user typed (`!cmd`), run in the session's sandbox like the model's
@@ -145,6 +171,11 @@ def _permissions(options: RunOptions, settings: Settings, trust: Trust, notices:
         raise SetupError(f"unknown permission mode {chosen!r} (one of {modes})")
     flag = "default" if chosen in EXTRA_MODES else chosen
     mode = settings.narrowed(("permissions", "defaultMode"), MODE_STRICTNESS, flag, "default")
+    if mode == "bypassPermissions" and settings.bypass_disabled:
+        notices.append(
+            "bypassPermissions is disabled by the settings (disableBypassPermissionsMode); default"
+        )
+        mode = "default"
     for text in [*options.allowed_tools, *options.disallowed_tools]:
         try:
             Rule.parse(text)
@@ -211,6 +242,7 @@ def _policy(
         private_paths=[state_dir(), *_harness_folder(options.cwd)],
         shared_dirs=shared,
         extra_credentials=settings.credential_paths,
+        env=settings.env(),
     )
 
 
@@ -349,6 +381,7 @@ def workspace_trust(
         if _valid_rules([rule], "settings", [])
     ]
     grants += [_skill_grant(options.cwd, skill) for skill in catalog.granting()]
+    grants += extension_grants(options.cwd, settings, hook_commands(settings, []))
     return decide(
         options.cwd,
         grants,
@@ -380,8 +413,12 @@ def build_runtime(
     notices = list(settings.warnings)
     if (ignored := trust.notice()) is not None:
         notices.append(ignored)
+    notices += apply_user_env(settings)  # before the model is chosen: ANTHROPIC_MODEL may come from it
     permissions = _permissions(options, settings, trust, notices)
-    session = _open_session(options, settings, store or SessionStore(), notices)
+    store = store or SessionStore()
+    if (days := settings.cleanup_period_days) is not None:
+        store.max_age_days = days
+    session = _open_session(options, settings, store, notices)
     log = session.log
     results = SessionStore.session_dir(log) / "tool-results"
     agent_types, type_warnings = discover_agent_types(options.cwd)
@@ -392,6 +429,10 @@ def build_runtime(
             raise SetupError(f"--agents: {e}") from e
     shared = [s.directory for s in catalog.skills.values() if s.directory is not None and s.source == "user"]
     policy = _policy(options, settings, permissions, [results, *session.earlier_results], shared, notices)
+    if settings.auto_allow_sandboxed_bash and policy.mode != "danger-full-access":
+        permissions.allow.append(
+            Rule("Bash")
+        )  # sandbox.autoAllowBashIfSandboxed: deny and ask rules still apply
     notices += configure_limits(settings.sandbox_limits)  # before any sandbox is made (the git probe)
     memory = load_memory(options.cwd, refuse=_import_refusal(policy))
     notices += [*catalog.warnings, *type_warnings, *memory.warnings]
@@ -439,7 +480,83 @@ def build_runtime(
         config, tool_list, context, gate=gate, transcript=transcript, history=session.history
     )
     main.append(agent)
-    return Runtime(agent, log, notices, catalog=catalog, memory=memory, agent_types=agent_types, trust=trust)
+    hooks = make_hooks(
+        options.cwd,
+        settings,
+        trust,
+        hook_commands(settings, notices),
+        session_id=log.session_id,
+        transcript_path=str(mirror.path if mirror is not None else log.path),
+        mode=lambda: str(gate.permissions.mode),
+        notices=notices,
+    )
+    if hooks is not None:
+        gate.pre_tool = hooks.pre_tool_use if hooks.has("PreToolUse") else None
+        agent.hooks = hooks
+        if hooks.has("PostToolUse"):
+            agent.after_tool = hooks.post_tool_use
+    mcp = _mcp_servers(options, settings, trust, notices)
+    if mcp is not None:
+        mcp.attach(agent.tools)
+    return Runtime(
+        agent,
+        log,
+        notices,
+        catalog=catalog,
+        memory=memory,
+        agent_types=agent_types,
+        trust=trust,
+        mcp=mcp,
+        hooks=hooks,
+        status_command=status_command(options.cwd, settings, trust),
+        unsupported=settings.unsupported_keys(),
+    )
+
+
+def mcp_selection(options: RunOptions, settings: Settings, trust: Trust) -> tuple[Found, Selection]:
+    """The configured MCP servers and which of them may start: the user's own, `--mcp-config`'s, and
+    those of the project's `.mcp.json` the user approved (workspace trust, or the user's
+    `enabledMcpjsonServers`); `disabledMcpjsonServers` always wins."""
+    from piton.core.mcp.config import McpConfigError, load, select
+
+    try:
+        found = load(
+            options.cwd,
+            settings_servers=getattr(settings, "mcp_servers", None),
+            flags=options.mcp_config,
+            strict=options.strict_mcp_config,
+        )
+    except McpConfigError as e:
+        raise SetupError(str(e)) from e
+    chosen = select(
+        found,
+        approved=lambda server: trust.honours(Grant(server.grant_where, server.grant_what)),
+        enable_all=bool(getattr(settings, "enable_all_project_mcp_servers", False)),
+        enabled=getattr(settings, "enabled_mcpjson_servers", ()),
+        disabled=getattr(settings, "disabled_mcpjson_servers", ()),
+    )
+    return found, chosen
+
+
+def _mcp_servers(
+    options: RunOptions, settings: Settings, trust: Trust, notices: list[str]
+) -> McpManager | None:
+    """The session's MCP servers, started in the background; None when there are none (the SDK is
+    then never imported)."""
+    found, chosen = mcp_selection(options, settings, trust)
+    notices += found.warnings
+    notices += [
+        f"MCP server {s.name} of .mcp.json not started: it runs outside the sandbox, so it starts only "
+        "once you trust this folder or list it in enabledMcpjsonServers in your settings"
+        for s in chosen.pending
+    ]
+    if not (chosen.active or chosen.pending):
+        return None
+    from piton.core.mcp.manager import McpManager
+
+    manager = McpManager(chosen.active, cwd=options.cwd, pending=chosen.pending, disabled=chosen.disabled)
+    manager.start()
+    return manager
 
 
 def _agent_config(

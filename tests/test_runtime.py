@@ -112,7 +112,7 @@ def test_project_settings_cannot_widen_the_sandbox(project: Path, tmp_path: Path
     assert [e for e in policy.read_exceptions if ".ssh" in e] == []
     assert runtime.agent.gate.permissions.mode == "default"
     ignored = [n for n in runtime.notices if n.startswith("ignored ")]
-    assert len(ignored) == 4 and all("only ~/.piton/settings.json" in n for n in ignored)
+    assert len(ignored) == 4 and all("only your own settings (~/.piton, ~/.claude)" in n for n in ignored)
     assert any("sandbox.mode='danger-full-access'" in n and "never widen" in n for n in ignored)
 
 

@@ -138,6 +138,19 @@ class Compacted:
 
 
 @dataclass(frozen=True, slots=True)
+class HookResponse:
+    """A hook command ran (Claude Code's `system`/`hook_response` line)."""
+
+    hook_event: str  # PreToolUse, Stop, …
+    command: str
+    exit_code: int | None  # None: it timed out or could not start
+    stdout: str
+    stderr: str
+    outcome: str  # success | blocked | error
+    tool_use_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResultsMessage:
     """The user message carrying every tool result of one turn, as appended to the history."""
 
@@ -173,5 +186,6 @@ AgentEvent = (
     | SubagentEvent
     | Compacting
     | Compacted
+    | HookResponse
     | Result
 )

@@ -82,12 +82,13 @@ class SessionStore:
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root if root is not None else state_dir() / "projects"
+        self.max_age_days: float = PRUNE_AGE_DAYS  # the settings' cleanupPeriodDays
 
     def project_dir(self, cwd: Path) -> Path:
         return self.root / project_key(cwd)
 
     def create(self, cwd: Path, model: str | None, **extra: object) -> SessionLog:
-        self.prune()
+        self.prune(max_age_days=self.max_age_days)
         session_id = str(uuid.uuid4())
         log = SessionLog(self.project_dir(cwd) / f"{session_id}.jsonl", session_id)
         log.start(cwd=cwd, model=model, **extra)

@@ -1,25 +1,37 @@
-"""Settings from `~/.piton/settings.json`, `.piton/settings.json` and `.piton/settings.local.json`.
+"""Settings: Piton's and Claude Code's files, merged with Claude Code's precedence
+(`core/project/settings_sources` says which files, in which order, and which speak for the user).
 
 Later files override earlier ones key by key, except permission rules and added directories, which
-add up across files (as Claude Code's do). A file or value that cannot be used is skipped with a
-warning; it never stops Piton from starting. Project files come with the code (anyone who can
-commit can write them): what would widen the sandbox is taken from the user's own file only; the
-sandbox mode and the permission mode are the user's choice, which a project may narrow and never
-widen; and the project's allow rules grant only in a folder the user trusts (`core/project/trust`).
+add up across files (as Claude Code's do); a deny rule beats an ask rule beats an allow rule
+whichever file names it. A file or value that cannot be used is skipped with a warning; it never
+stops Piton from starting, and a key Piton does not apply is named (`unsupported`). Project files
+come with the code (anyone who can commit can write them): what would widen the sandbox is taken
+from the user's own files only; the sandbox mode and the permission mode are the user's choice,
+which a project may narrow and never widen (and managed policy narrows whatever the user chose);
+and the project's allow rules, hooks and environment grant only in a folder the user trusts
+(`core/project/trust`).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from piton.core.project.jsonfile import JsonFileError, read
+from piton.core.project.settings_keys import ExtensionSettings
+from piton.core.project.settings_layers import at, brief
+from piton.core.project.settings_sources import (
+    MANAGED_FILES,
+    SETTING_SOURCES,
+    Source,
+    settings_files,
+    shown,
+    user_config_dir,
+)
 
-
-def user_config_dir() -> Path:
-    return Path.home() / ".piton"
+__all__ = ["SETTING_SOURCES", "Settings", "load_settings", "settings_files", "user_config_dir"]
 
 
 # Values from the strictest to the widest: a project may move the user's choice left, never right.
@@ -31,52 +43,27 @@ MODE_STRICTNESS = ("plan", "default", "acceptEdits", "bypassPermissions")
 _UNKNOWN_READS_AS: dict[tuple[str, ...], str] = {("sandbox", "mode"): SANDBOX_STRICTNESS[0]}
 
 
-def settings_files(cwd: Path) -> list[Path]:
-    project = cwd / ".piton"
-    return [user_config_dir() / "settings.json", project / "settings.json", project / "settings.local.json"]
-
-
-def _at(layer: dict[str, Any], keys: tuple[str, ...]) -> Any:
-    value: Any = layer
-    for key in keys:
-        value = value.get(key) if isinstance(value, dict) else None
+def _mode_value(layer: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    """The value at `keys`; for the sandbox mode, Claude Code's `"sandbox": {"enabled": false}` too
+    (no sandbox: danger-full-access)."""
+    value = at(layer, keys)
+    if value is None and keys == ("sandbox", "mode") and at(layer, ("sandbox", "enabled")) is False:
+        return "danger-full-access"
     return value
 
 
 @dataclass(slots=True)
-class Settings:
-    layers: list[dict[str, Any]] = field(default_factory=list)  # one per file read, lowest precedence first
-    # per layer: the user's own file (`trusted_only` reads only it); project files are the others
-    trusted: list[bool] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    paths: list[Path] = field(default_factory=list)  # per layer: the file it was read from
-    base: Path | None = None  # the working directory, which relative paths in the files start from
-
-    def _last(self, *keys: str, trusted_only: bool = False) -> Any:
-        """The value at `keys` in the last file that sets it."""
-        for layer, trusted in zip(reversed(self.layers), reversed(self.trusted), strict=True):
-            value = _at(layer, keys)
-            if value is not None and (trusted or not trusted_only):
-                return value
-        return None
-
-    def _all(self, *keys: str, trusted_only: bool = False) -> list[str]:
-        """String list items at `keys`, from every file, in precedence order."""
-        out: list[str] = []
-        for layer, trusted in zip(self.layers, self.trusted, strict=True):
-            value = _at(layer, keys)
-            if isinstance(value, list) and (trusted or not trusted_only):
-                out += [v for v in value if isinstance(v, str)]
-        return out
+class Settings(ExtensionSettings):
+    """Every settings file read for a run, and what they decide together."""
 
     def _widening(self, keys: tuple[str, ...], widens: Any) -> None:
         """Warn when a project file tries to set `keys` to a value that only the user's file may."""
         for layer, trusted in zip(self.layers, self.trusted, strict=True):
-            value = _at(layer, keys)
+            value = at(layer, keys)
             if not trusted and value is not None and widens(value):
                 self.warnings.append(
-                    f"ignored {'.'.join(keys)}={_brief(value)} from the project's settings: only "
-                    "~/.piton/settings.json or a command-line flag may widen what Piton may do"
+                    f"ignored {'.'.join(keys)}={brief(value)} from the project's settings: only your "
+                    "own settings (~/.piton, ~/.claude) or a command-line flag may widen what Piton may do"
                 )
 
     @property
@@ -101,17 +88,10 @@ class Settings:
         """The project files' rules of one behavior, each with the file that names it."""
         out: list[tuple[Path, str]] = []
         for layer, trusted, path in zip(self.layers, self.trusted, self._paths(), strict=True):
-            value = _at(layer, ("permissions", behavior))
+            value = at(layer, ("permissions", behavior))
             if not trusted and isinstance(value, list):
                 out += [(path, v) for v in value if isinstance(v, str)]
         return out
-
-    def _paths(self) -> list[Path]:
-        return self.paths if len(self.paths) == len(self.layers) else [Path("settings")] * len(self.layers)
-
-    def _warn(self, text: str) -> None:
-        if text not in self.warnings:
-            self.warnings.append(text)
 
     def narrowed(self, keys: tuple[str, str], order: tuple[str, ...], flag: str | None, default: str) -> str:
         """A setting whose values run from strictest to widest (`order`): the user's choice (`flag`,
@@ -126,36 +106,39 @@ class Settings:
                 return str(value)
             reading = f"read as {unknown_as!r}, the strictest" if unknown_as else "ignored"
             self._warn(
-                f"unknown {name}={_brief(value)} in {_shown(path)} (one of {', '.join(order)}): {reading}"
+                f"unknown {name}={brief(value)} in {shown(path)} (one of {', '.join(order)}): {reading}"
             )
             return unknown_as
 
+        layers = list(zip(self.layers, self.trusted, self._paths(), self._scopes(), strict=True))
         user = flag
         if user is None:
-            for layer, trusted, path in zip(self.layers, self.trusted, self._paths(), strict=True):
-                value = _at(layer, keys)
-                if trusted and value is not None:
+            for layer, trusted, path, scope in layers:
+                value = _mode_value(layer, keys)
+                if trusted and scope != "managed" and value is not None:
                     user = known(value, path)
         chosen = user or default
         asked: tuple[str, Path, bool] | None = None  # the project's value, by the files' own precedence
-        for layer, trusted, path in zip(self.layers, self.trusted, self._paths(), strict=True):
-            value = _at(layer, keys)
-            if trusted or value is None:
+        for layer, trusted, path, scope in layers:
+            value = _mode_value(layer, keys)
+            if (trusted and scope != "managed") or value is None:
                 continue
             if (reading := known(value, path)) is not None:
+                if scope == "managed" and asked is not None and order.index(asked[0]) < order.index(reading):
+                    continue  # policy narrows; it does not widen what a project narrowed
                 asked = (reading, path, reading != value)
         if asked is None:
             return chosen
         value, path, unknown = asked
         if order.index(value) < order.index(chosen):
             if user is not None and not unknown:  # an unknown value was said once already
-                self._warn(f"{_shown(path)} narrows {name} to {value!r} (you chose {chosen!r})")
+                self._warn(f"{shown(path)} narrows {name} to {value!r} (you chose {chosen!r})")
             return value
-        if order.index(value) > order.index(chosen):
+        if order.index(value) > order.index(chosen) and path.name != "managed-settings.json":
             self._warn(
-                f"ignored {name}={value!r} from {_shown(path)}: a project's settings may narrow your "
-                f"choice ({chosen!r}), never widen it; only ~/.piton/settings.json or a command-line "
-                "flag may widen it"
+                f"ignored {name}={value!r} from {shown(path)}: a project's settings may narrow your "
+                f"choice ({chosen!r}), never widen it; only your own settings (~/.piton, ~/.claude) or "
+                "a command-line flag may widen it"
             )
         return chosen
 
@@ -175,17 +158,17 @@ class Settings:
         file and the key: a setting, unlike a flag, does not stop Piton from starting."""
         found: list[str] = []
         for layer, trusted, path in zip(self.layers, self.trusted, self._paths(), strict=True):
-            value = _at(layer, ("permissions", "additionalDirectories"))
+            value = at(layer, ("permissions", "additionalDirectories"))
             if not trusted or not isinstance(value, list):
                 continue
             for entry in value:
                 if not isinstance(entry, str) or not entry.strip():
                     self._warn(
-                        f"ignored permissions.additionalDirectories entry {_brief(entry)} in {_shown(path)}"
+                        f"ignored permissions.additionalDirectories entry {brief(entry)} in {shown(path)}"
                     )
                 elif self.base is not None and not (self.base / os.path.expanduser(entry)).is_dir():
                     self._warn(
-                        f"ignored permissions.additionalDirectories entry {entry!r} in {_shown(path)}: "
+                        f"ignored permissions.additionalDirectories entry {entry!r} in {shown(path)}: "
                         "not a directory"
                     )
                 else:
@@ -213,7 +196,7 @@ class Settings:
             fraction = value / 100 if value > 1 else float(value)
             if 0.1 <= fraction <= 0.95:
                 return fraction
-        self._warn(f"ignored autoCompactThreshold={_brief(value)}: use a share of the window, 0.1 to 0.95")
+        self._warn(f"ignored autoCompactThreshold={brief(value)}: use a share of the window, 0.1 to 0.95")
         return None
 
     def model_limits(self, model: str) -> tuple[int | None, int | None]:
@@ -225,7 +208,7 @@ class Settings:
             if value is None and key == "contextWindow":
                 value = self._last(key)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1_024):
-                self._warn(f"ignored {key}={_brief(value)} for {model}: expected a whole number of tokens")
+                self._warn(f"ignored {key}={brief(value)} for {model}: expected a whole number of tokens")
                 value = None
             found.append(value)
         return found[0], found[1]
@@ -251,48 +234,38 @@ class Settings:
         return value if isinstance(value, dict) else {}
 
 
-def _shown(path: Path) -> str:
-    """A settings file as people know it: `.piton/settings.json`, `~/.piton/settings.json`."""
-    if path.parent == user_config_dir():
-        return f"~/{path.parent.name}/{path.name}"
-    return f"{path.parent.name}/{path.name}"
-
-
-def _brief(value: Any) -> str:
-    """A value for a one-line warning: a file can hold a megabyte where a word was expected."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-SETTING_SOURCES = ("user", "project", "local")  # Claude Code's names, one per file of `settings_files`
-
-
-def load_settings(cwd: Path, *, sources: list[str] | None = None, extra: str | None = None) -> Settings:
-    """The settings files that `sources` names (all of them by default), and `extra` (`--settings`: a
-    file or inline JSON) as the last layer: given on the command line, it ranks like a flag, and is
-    the user's own choice, trusted as their file is."""
+def load_settings(
+    cwd: Path,
+    *,
+    sources: list[str] | None = None,
+    extra: str | None = None,
+    managed: tuple[Path, ...] = MANAGED_FILES,
+) -> Settings:
+    """The settings files that `sources` names (all of them by default; managed policy always),
+    and `extra` (`--settings`: a file or inline JSON) above them: given on the command line, it
+    ranks like a flag, and is the user's own choice, trusted as their files are."""
     settings = Settings(base=cwd)
-    for index, path in enumerate(settings_files(cwd)):
-        if sources is not None and SETTING_SOURCES[index] not in sources:
+    files = settings_files(cwd, managed=managed)
+    if extra is not None:
+        data, path = extra_layer(extra, cwd)
+        files.insert(next(i for i, f in enumerate(files) if f.scope == "managed"), Source(path, "flag"))
+    for source in files:
+        if source.scope in SETTING_SOURCES and sources is not None and source.scope not in sources:
+            continue
+        if source.scope == "flag":
+            settings.add(data, source)
             continue
         try:
-            data = read(path)
+            layer = read(source.path)
         except (FileNotFoundError, NotADirectoryError):
             continue
         except JsonFileError as e:
-            settings.warnings.append(f"ignored {path}: {e}")
+            settings.warnings.append(f"ignored {source.path}: {e}")
             continue
-        if not isinstance(data, dict):
-            settings.warnings.append(f"ignored {path}: expected a JSON object")
+        if not isinstance(layer, dict):
+            settings.warnings.append(f"ignored {source.path}: expected a JSON object")
             continue
-        settings.layers.append(data)
-        settings.trusted.append(index == 0)
-        settings.paths.append(path)
-    if extra is not None:
-        data, path = extra_layer(extra, cwd)
-        settings.layers.append(data)
-        settings.trusted.append(True)
-        settings.paths.append(path)
+        settings.add(layer, source)
     settings.check_project_files()
     return settings
 

@@ -44,7 +44,7 @@ class GovernedTool(Protocol):
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 PERMISSION_MODES: tuple[PermissionMode, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
 Behavior = Literal["allow", "ask", "deny"]
-_RULE = re.compile(r"^\s*([A-Za-z0-9_.:-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+_RULE = re.compile(r"^\s*([A-Za-z0-9_.:*-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 # A rule named after one tool covers its whole family: Edit rules govern every tool that edits files.
 _FAMILY = {"edit": "Edit", "read": "Read"}
 
@@ -103,6 +103,15 @@ def _may_run(spec: str, start: str) -> bool:
     return literal == start or literal.startswith(start + " ")
 
 
+def _names_server(rule: str, tool: str) -> bool:
+    """Claude Code's server rules: `mcp__github` and `mcp__github__*` name every tool of that MCP
+    server (`mcp__github__create_issue`), and no tool of another (`mcp__git` is not `mcp__github`)."""
+    if not rule.startswith("mcp__"):
+        return False
+    server = rule.removesuffix("__*")
+    return server.count("__") == 1 and len(server) > 5 and tool.startswith(server + "__")
+
+
 @dataclass(slots=True)
 class Permissions:
     mode: PermissionMode = "default"
@@ -148,7 +157,7 @@ class Permissions:
 
     def _matches(self, rule: Rule, tool: GovernedTool, content: str | None, part: str | None = None) -> bool:
         family = _FAMILY.get(tool.kind)
-        if rule.tool != tool.name and rule.tool != family:
+        if rule.tool != tool.name and rule.tool != family and not _names_server(rule.tool, tool.name):
             return False
         if rule.specifier is None:
             return True
@@ -253,6 +262,15 @@ class Approver(Protocol):
     async def __call__(self, request: PermissionRequest) -> Decision: ...
 
 
+class PreToolHook(Protocol):
+    """Commands the user set to run before a tool call (Claude Code's PreToolUse hooks): a verdict
+    ("allow", "deny", "ask" or None for no opinion), why, and an input to run instead."""
+
+    async def __call__(
+        self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str
+    ) -> tuple[str | None, str, dict[str, Any] | None]: ...
+
+
 class DenyAll:
     """The approver of `-p` runs: nobody is there to answer, so asking means no."""
 
@@ -273,11 +291,12 @@ class PermissionGate:
     approver: Approver = field(default_factory=DenyAll)
     denials: list[dict[str, Any]] = field(default_factory=list)
     skill_allow: list[Rule] = field(default_factory=list)  # allowed-tools of the skills of this turn
+    pre_tool: PreToolHook | None = None  # the settings' PreToolUse hooks, asked before the rules
 
     def fork(self) -> PermissionGate:
-        """The gate of a subagent: the same rules, approver and list of refusals, and grants of its
-        own (a skill it loads grants nothing to the agent that started it)."""
-        return PermissionGate(self.permissions, self.approver, self.denials)
+        """The gate of a subagent: the same rules, approver, hooks and list of refusals, and grants
+        of its own (a skill it loads grants nothing to the agent that started it)."""
+        return PermissionGate(self.permissions, self.approver, self.denials, pre_tool=self.pre_tool)
 
     async def check(
         self,
@@ -288,7 +307,53 @@ class PermissionGate:
         preview: Callable[[], str | None] | None = None,
         looks: bool = False,
     ) -> Decision:
+        edited: dict[str, Any] | None = None
+        forced_ask: str | None = None
+        if self.pre_tool is not None:
+            verdict, why, edited = await self.pre_tool(tool.name, tool_input, tool_use_id)
+            if verdict == "deny":
+                self.denials.append(
+                    {"tool_name": tool.name, "tool_use_id": tool_use_id, "tool_input": tool_input}
+                )
+                return Decision(
+                    "deny", f"a PreToolUse hook blocked it: {why}" if why else "a hook blocked it"
+                )
+            if verdict == "allow" and self.permissions.decide(tool, content, looks=looks).behavior != "deny":
+                return Decision("allow", "a PreToolUse hook allowed it", updated_input=edited)
+            if verdict == "ask":
+                forced_ask = f"a PreToolUse hook asks first: {why}" if why else "a PreToolUse hook asks first"
+        decision = self._decide(tool, content, looks, forced_ask)
+        if decision.behavior == "ask":
+            shown = None
+            if preview is not None:
+                with contextlib.suppress(Exception):  # a preview is a courtesy: it must not stop the question
+                    shown = preview()
+            request = PermissionRequest(
+                tool,
+                tool_use_id,
+                edited or tool_input,
+                content,
+                decision.reason,
+                suggest_rule(tool, content),
+                shown,
+            )
+            decision = await self.approver(request)
+        if decision.behavior != "allow":
+            self.denials.append(
+                {"tool_name": tool.name, "tool_use_id": tool_use_id, "tool_input": tool_input}
+            )
+        elif edited is not None and decision.updated_input is None:
+            return Decision(decision.behavior, decision.reason, decision.rule, updated_input=edited)
+        return decision
+
+    def _decide(
+        self, tool: GovernedTool, content: str | None, looks: bool, forced_ask: str | None
+    ) -> Decision:
+        """The rules' decision, a skill's allowed-tools waiving the default question, and a hook's
+        wish to ask (which a deny rule still beats)."""
         decision = self.permissions.decide(tool, content, looks=looks)
+        if forced_ask is not None and decision.behavior == "allow":
+            return Decision("ask", forced_ask)
         if decision.default and self.skill_allow:
             # a skill's allowed-tools waive the default question, never a deny or an ask rule
             granted = Permissions(
@@ -298,19 +363,6 @@ class PermissionGate:
                 decision = Decision(
                     "allow", f"the skill's allowed-tools ({granted.rule}) allow it", granted.rule
                 )
-        if decision.behavior == "ask":
-            shown = None
-            if preview is not None:
-                with contextlib.suppress(Exception):  # a preview is a courtesy: it must not stop the question
-                    shown = preview()
-            request = PermissionRequest(
-                tool, tool_use_id, tool_input, content, decision.reason, suggest_rule(tool, content), shown
-            )
-            decision = await self.approver(request)
-        if decision.behavior != "allow":
-            self.denials.append(
-                {"tool_name": tool.name, "tool_use_id": tool_use_id, "tool_input": tool_input}
-            )
         return decision
 
     def allow_for_session(self, rule: str) -> None:

@@ -135,6 +135,7 @@ class SandboxPolicy:
     # under ~/.claude/skills, whose files their instructions refer to)
     shared_dirs: tuple[Path, ...] = ()
     extra_credentials: tuple[str, ...] = ()  # more paths under each home, from the settings
+    env: tuple[tuple[str, str], ...] = ()  # the settings' `env`: variables commands get as listed
 
     @classmethod
     def create(
@@ -149,6 +150,7 @@ class SandboxPolicy:
         private_paths: tuple[Path, ...] | list[Path] = (),
         shared_dirs: tuple[Path, ...] | list[Path] = (),
         extra_credentials: tuple[str, ...] | list[str] = (),
+        env: dict[str, str] | None = None,
     ) -> SandboxPolicy:
         return cls(
             mode=mode,
@@ -163,6 +165,7 @@ class SandboxPolicy:
             extra_credentials=tuple(
                 p.removeprefix("~/").strip("/") for p in extra_credentials if p.strip("~/")
             ),
+            env=tuple(sorted((env or {}).items())),
         )
 
     def read_only(self) -> SandboxPolicy:

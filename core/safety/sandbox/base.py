@@ -33,9 +33,11 @@ _FIXED = {
 
 
 def command_env(environ: Mapping[str, str], policy: SandboxPolicy) -> dict[str, str]:
-    """The environment a sandboxed command sees: the allowlist, minus anything named like a secret."""
+    """The environment a sandboxed command sees: the allowlist, minus anything named like a secret,
+    and what the settings' `env` lists (a value written there is given as written, on purpose)."""
     env = {k: environ[k] for k in _PASSED if k in environ and not _SECRET_NAME.search(k)}
     env.setdefault("LANG", "C.UTF-8")
+    env.update(policy.env)
     env.update(_FIXED)
     env["PITON_SANDBOX"] = policy.mode
     return env

@@ -1,0 +1,95 @@
+"""Claude Code's hook configuration: which commands run at which event, for which tools.
+
+    "hooks": {"PreToolUse": [{"matcher": "Bash|Edit", "hooks": [{"type": "command",
+              "command": "./check.sh", "timeout": 30}]}]}
+
+A matcher names tools (`Bash`, `Edit|Write`, a regular expression such as `mcp__.*`, or `*` and
+the empty string for every tool); events without tools match on what they carry (SessionStart on
+its source, PreCompact on its trigger, Notification on its type) or ignore the matcher. An entry
+that cannot be used is skipped with a warning naming its file and event.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+EVENTS = (
+    "PreToolUse",
+    "PostToolUse",
+    "UserPromptSubmit",
+    "Stop",
+    "SubagentStop",
+    "SessionStart",
+    "SessionEnd",
+    "PreCompact",
+    "Notification",
+)
+DEFAULT_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class HookCommand:
+    event: str
+    matcher: str  # "" matches everything
+    command: str
+    timeout: float
+    source: Path  # the settings file that names it
+    trusted: bool  # from the user's own files (else the project's: it runs only in a trusted folder)
+
+    @property
+    def grant(self) -> str:
+        """What the hook grants, as the trust question shows it."""
+        on = f" ({self.matcher})" if self.matcher else ""
+        return f"hook {self.event}{on}: {self.command}"
+
+    def matches(self, value: str | None) -> bool:
+        """Whether the hook runs for a tool (or source, trigger…) named `value`."""
+        if self.matcher in ("", "*") or value is None:
+            return True
+        if re.fullmatch(r"[A-Za-z0-9_|-]+", self.matcher):  # plain names: exact, no regex surprises
+            return value in self.matcher.split("|")
+        try:
+            return re.fullmatch(self.matcher, value) is not None
+        except re.error:
+            return self.matcher == value
+
+
+def parse_hooks(source: Path, trusted: bool, value: dict[str, Any], warn: list[str]) -> list[HookCommand]:
+    """The command hooks of one settings file's `"hooks"` object."""
+    found: list[HookCommand] = []
+    for event, entries in value.items():
+        if event not in EVENTS:
+            warn.append(f"ignored hooks.{event} in {source}: Piton runs {', '.join(EVENTS)}")
+            continue
+        if not isinstance(entries, list):
+            warn.append(f"ignored hooks.{event} in {source}: expected a list of matchers")
+            continue
+        for entry in entries:
+            found += _entry(event, entry, source, trusted, warn)
+    return found
+
+
+def _entry(event: str, entry: Any, source: Path, trusted: bool, warn: list[str]) -> list[HookCommand]:
+    matcher = entry.get("matcher", "") if isinstance(entry, dict) else None
+    hooks = entry.get("hooks") if isinstance(entry, dict) else None
+    if not isinstance(matcher, str) or not isinstance(hooks, list):
+        warn.append(f'ignored an entry of hooks.{event} in {source}: expected {{"matcher", "hooks": [...]}}')
+        return []
+    found = []
+    for hook in hooks:
+        if not isinstance(hook, dict) or hook.get("type", "command") != "command":
+            kind = hook.get("type") if isinstance(hook, dict) else None
+            warn.append(f"ignored a hook of {event} in {source}: only command hooks run (not {kind!r})")
+            continue
+        command, timeout = hook.get("command"), hook.get("timeout", DEFAULT_TIMEOUT_S)
+        if not isinstance(command, str) or not command.strip():
+            warn.append(f"ignored a hook of {event} in {source}: it names no command")
+            continue
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+            warn.append(f"hook {command!r} in {source}: timeout {timeout!r} is not a number of seconds; 60 s")
+            timeout = DEFAULT_TIMEOUT_S
+        found.append(HookCommand(event, matcher.strip(), command, float(timeout), source, trusted))
+    return found

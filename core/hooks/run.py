@@ -1,0 +1,141 @@
+"""Running hook commands: the event's JSON on stdin, exit code and output read back.
+
+Hooks are the user's own commands (or a trusted folder's) and run as the user, outside the bash
+sandbox, as Claude Code runs them: through `sh -c`, in the project folder, with
+`$CLAUDE_PROJECT_DIR` set and the settings' `env` added. Every hook of one event runs at the same
+time. A hook that hangs is killed (its whole process group) at its timeout; one that crashes or
+prints garbage is reported and changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from piton.core.hooks.config import HookCommand
+
+MAX_OUTPUT = 1_000_000  # bytes kept of each stream: a hook that prints a gigabyte is not read whole
+
+
+@dataclass(frozen=True, slots=True)
+class HookRun:
+    """One hook's answer."""
+
+    hook: HookCommand
+    exit_code: int | None  # None: it did not finish (timeout) or could not start
+    stdout: str
+    stderr: str
+    problem: str | None = None  # why it has no usable answer (timed out, could not start)
+
+    @property
+    def output(self) -> dict[str, Any] | None:
+        """The JSON object it printed on a clean exit, if it printed one."""
+        if self.exit_code != 0:
+            return None
+        text = self.stdout.strip()
+        if not text.startswith("{"):
+            return None
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    @property
+    def blocks(self) -> bool:
+        """Exit code 2: Claude Code's blocking error (stderr goes to whoever it concerns)."""
+        return self.exit_code == 2
+
+    @property
+    def outcome(self) -> str:
+        if self.problem is not None:
+            return "error"
+        return "success" if self.exit_code == 0 else "blocked" if self.blocks else "error"
+
+    def failure(self) -> str | None:
+        """One line for people when the hook failed without blocking (a crash, a timeout)."""
+        if self.problem is not None:
+            return f"{self.hook.event} hook `{self.hook.command}` {self.problem}"
+        if self.exit_code not in (0, 2):
+            tail = (self.stderr.strip().splitlines() or [""])[-1][:200]
+            return f"{self.hook.event} hook `{self.hook.command}` failed (exit {self.exit_code})" + (
+                f": {tail}" if tail else ""
+            )
+        if self.exit_code == 0 and self.stdout.strip().startswith("{") and self.output is None:
+            return f"{self.hook.event} hook `{self.hook.command}` printed output that is not a JSON object"
+        return None
+
+
+async def run_hooks(
+    hooks: Sequence[HookCommand], payload: dict[str, Any], cwd: Path, env: Mapping[str, str]
+) -> list[HookRun]:
+    """Run `hooks` side by side (each distinct command once), all given `payload` on stdin."""
+    unique = list({h.command: h for h in hooks}.values())
+    data = json.dumps(payload).encode()
+    return list(await asyncio.gather(*(_run(h, data, cwd, env) for h in unique)))
+
+
+async def _run(hook: HookCommand, data: bytes, cwd: Path, env: Mapping[str, str]) -> HookRun:
+    try:
+        process = await asyncio.create_subprocess_exec(
+            "/bin/sh",
+            "-c",
+            hook.command,
+            cwd=cwd,
+            env=dict(env),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,  # its own process group, so a timeout ends all it started
+        )
+    except OSError as e:
+        return HookRun(hook, None, "", "", problem=f"could not start ({e.strerror or e})")
+    try:
+        stdout, stderr = await asyncio.wait_for(_communicate(process, data), hook.timeout)
+    except TimeoutError:
+        _kill(process)
+        await process.wait()
+        return HookRun(hook, None, "", "", problem=f"timed out after {hook.timeout:g} s and was stopped")
+    except asyncio.CancelledError:
+        _kill(process)
+        with contextlib.suppress(Exception):
+            await asyncio.shield(process.wait())
+        raise
+    return HookRun(hook, process.returncode, _text(stdout), _text(stderr))
+
+
+async def _communicate(process: asyncio.subprocess.Process, data: bytes) -> tuple[bytes, bytes]:
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a hook need not read its input
+        process.stdin.write(data)
+        await process.stdin.drain()
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        process.stdin.close()
+    stdout, stderr = await asyncio.gather(_bounded(process.stdout), _bounded(process.stderr))
+    await process.wait()
+    return stdout, stderr
+
+
+async def _bounded(stream: asyncio.StreamReader) -> bytes:
+    """What a stream says, up to `MAX_OUTPUT` bytes (the rest is read and dropped)."""
+    kept = bytearray()
+    while chunk := await stream.read(65536):
+        if len(kept) < MAX_OUTPUT:
+            kept += chunk[: MAX_OUTPUT - len(kept)]
+    return bytes(kept)
+
+
+def _kill(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")

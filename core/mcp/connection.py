@@ -1,0 +1,291 @@
+"""One MCP server's connection, on the MCP thread's event loop: start it, keep its transport and
+session open in one task (the SDK's anyio context managers must be entered and left in the same
+task), list its tools, follow `tools/list_changed`, serve calls, restart it after it died.
+
+Every method here runs on the MCP loop; other threads read `state` (plain attribute reads of
+immutable values) and call through `piton.core.mcp.manager`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TextIO, cast
+
+import anyio
+
+from piton.core.mcp.config import ServerConfig
+from piton.core.mcp.tool import Caller, McpCallError, McpTool
+
+Status = Literal["starting", "connected", "failed", "pending", "disabled", "stopped"]
+# the API credentials are Piton's, not a server's business
+_PRIVATE_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+_STDERR_TAIL = 300
+
+
+@dataclass(slots=True)
+class ServerState:
+    """What people see of a server: `/mcp`, `piton mcp list`, the start-up report."""
+
+    config: ServerConfig
+    status: Status = "starting"
+    error: str | None = None
+    tools: tuple[McpTool, ...] = ()
+    instructions: str | None = None
+    restarts: int = 0
+    reported: bool = field(default=False)  # a failure is told once
+
+
+def server_env(config: ServerConfig) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _PRIVATE_ENV}
+    return env | config.env
+
+
+def _tail(errlog: TextIO | None) -> str:
+    """The last few lines the server wrote to stderr, on one line."""
+    if errlog is None:
+        return ""
+    with contextlib.suppress(OSError, ValueError):
+        errlog.flush()
+        errlog.seek(0, os.SEEK_END)
+        size = errlog.tell()
+        errlog.seek(max(0, size - 4 * _STDERR_TAIL))
+        text = errlog.read()
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return " | ".join(lines[-3:])[-_STDERR_TAIL:]
+    return ""
+
+
+def _describe(error: BaseException) -> str:
+    from mcp.shared.exceptions import MCPError
+
+    if isinstance(error, MCPError):
+        return error.error.message
+    if isinstance(error, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in error.exceptions[:3])
+    if isinstance(error, FileNotFoundError):
+        return f"command not found: {error.filename or error}"
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def _closed(client: Any) -> bool:
+    """Whether the session's connection has ended (the server exited or hung up). The SDK keeps this
+    on its dispatcher only; read it defensively, as a private attribute."""
+    dispatcher = getattr(client.session, "_dispatcher", None)
+    return bool(getattr(dispatcher, "_closed", False))
+
+
+class Connection:
+    def __init__(
+        self,
+        config: ServerConfig,
+        caller: Caller,
+        *,
+        cwd: Path,
+        connect_timeout: float,
+        changed: Callable[[], None],
+    ) -> None:
+        self.config = config
+        self.state = ServerState(config)
+        self._caller = caller
+        self._cwd = cwd
+        self._connect_timeout = connect_timeout
+        self._changed = changed  # the manager hears of every change of state or tools
+        self._client: Any = None
+        self._stopping = False
+        self._done = anyio.Event()  # ends the current session (stop, or the server died)
+        self._wake = anyio.Event()  # starts the server again after it died
+        self._settled = anyio.Event()  # the current start has connected or failed
+        self._restartable = False
+        self._list_changed = anyio.Event()
+
+    # -- the task that owns the session -----------------------------------------------------------
+    async def serve(self) -> None:
+        while not self.stopping():
+            await self._session()
+            if self.stopping():
+                break
+            await self._wake.wait()
+            self._wake = anyio.Event()
+        if self.state.status != "failed":  # a failure stays on record for whoever asks later
+            self._set("stopped")
+
+    def stopping(self) -> bool:
+        return self._stopping
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._done.set()
+        self._wake.set()
+
+    def _set(self, status: Status, error: str | None = None) -> None:
+        self.state.status, self.state.error = status, error
+        if status != "starting":
+            self._settled.set()
+        self._changed()
+
+    def _transport(self, errlog: TextIO | None) -> Any:
+        config = self.config
+        if config.transport == "stdio":
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(
+                command=config.command, args=list(config.args), env=server_env(config), cwd=self._cwd
+            )
+            return stdio_client(params, errlog=errlog) if errlog is not None else stdio_client(params)
+        if config.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            return sse_client(config.url, headers=dict(config.headers), timeout=self._connect_timeout)
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        return streamable_http_client(config.url, http_client=create_mcp_http_client(dict(config.headers)))
+
+    async def _session(self) -> None:
+        # `_settled` is made new by whoever starts the server, so that a waiter never holds a stale one
+        self._done, self._list_changed = anyio.Event(), anyio.Event()
+        self._set("starting")
+        stdio = self.config.transport == "stdio"
+        # a stdio server's stderr is kept off the terminal; its tail explains a failure
+        with contextlib.ExitStack() as files:
+            errlog: TextIO | None = None
+            if stdio:  # a text file, which is what stdio_client takes
+                errlog = cast(
+                    TextIO,
+                    files.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")),
+                )
+            deadline = anyio.CancelScope(deadline=anyio.current_time() + self._connect_timeout)
+            try:
+                with deadline:
+                    await self._connected(errlog, deadline)
+                if deadline.cancelled_caught and self.state.status == "starting":
+                    self._fail(f"did not start within {self._connect_timeout:g} s (MCP_TIMEOUT)", errlog)
+            except Exception as e:  # a server that cannot start is reported; the others go on
+                self._fail(_describe(e), errlog)
+            finally:
+                self._client = None
+
+    def _fail(self, reason: str, errlog: TextIO | None) -> None:
+        tail = _tail(errlog)
+        self._set("failed", f"{reason} (stderr: {tail})" if tail else reason)
+
+    async def _connected(self, errlog: TextIO | None, deadline: anyio.CancelScope) -> None:
+        from mcp import Client
+        from mcp_types import Implementation
+
+        from piton import __version__
+
+        async with AsyncExitStack() as stack:
+            client = Client(
+                self._transport(errlog),
+                message_handler=self._on_message,
+                client_info=Implementation(name="piton", version=__version__),
+                cache=None,  # every listing is asked afresh: list_changed must see the new tools
+            )
+            await stack.enter_async_context(client)
+            self.state.instructions = client.instructions
+            await self._list_tools(client)
+            deadline.deadline = math.inf
+            self._client = client
+            self._restartable = True
+            self._set("connected")
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._follow_changes, client)
+                await self._done.wait()
+                tasks.cancel_scope.cancel()
+            if not self._stopping:
+                self._set("failed", "the server exited; it is started again at the next call of its tools")
+
+    async def _list_tools(self, client: Any) -> None:
+        tools, cursor = [], None
+        for _ in range(100):  # a server that pages forever is cut off
+            page = await client.list_tools(cursor=cursor)
+            tools += page.tools
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        self.state.tools = tuple(McpTool(self.config.name, tool, self._caller) for tool in tools)
+        self._changed()
+
+    async def _on_message(self, message: Any) -> None:
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            self._list_changed.set()
+
+    async def _follow_changes(self, client: Any) -> None:
+        """Relist the tools when the server says they changed. A 2026-era connection sends that only
+        to a client that listens for it."""
+        async with anyio.create_task_group() as tasks:
+            if _modern(client):
+                tasks.start_soon(self._listen, client)
+            while True:
+                await self._list_changed.wait()
+                self._list_changed = anyio.Event()
+                with contextlib.suppress(Exception):  # the old list stays; the next change tries again
+                    await self._list_tools(client)
+
+    async def _listen(self, client: Any) -> None:
+        with contextlib.suppress(Exception):  # only the notice of changes is lost
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _ in subscription:
+                    pass  # each event also reaches `_on_message`
+
+    # -- calls ------------------------------------------------------------------------------------
+    async def _usable(self) -> Any:
+        if self.state.status == "connected" and self._client is not None and _closed(self._client):
+            self._settled = anyio.Event()
+            self._done.set()
+            await self._settled.wait()  # the session winds down and says the server exited
+        if self.state.status == "failed" and self._restartable and not self._stopping:
+            self._restartable = False  # one new start per death: a server that cannot start stays down
+            self.state.restarts += 1
+            self._settled = anyio.Event()
+            self._wake.set()
+        if self.state.status in ("starting", "failed") and not self._settled.is_set():
+            with anyio.move_on_after(self._connect_timeout + 1):
+                await self._settled.wait()
+        if self.state.status != "connected" or self._client is None:
+            why = self.state.error or self.state.status
+            raise McpCallError(f"The MCP server {self.config.name} is not available: {why}")
+        return self._client
+
+    async def call(self, tool: str, arguments: dict[str, Any], limit: float | None) -> Any:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        client = await self._usable()
+        name = self.config.name
+        try:
+            with anyio.fail_after(limit if limit is not None else math.inf):
+                return await client.call_tool(tool, arguments)
+        except TimeoutError:
+            raise McpCallError(
+                f"The MCP server {name} did not answer {tool} within {limit:g} s (MCP_TOOL_TIMEOUT)"
+            ) from None
+        except MCPError as e:
+            if e.code == CONNECTION_CLOSED:
+                self._done.set()
+                raise McpCallError(
+                    f"The MCP server {name} closed the connection during the call of {tool}; it is "
+                    "started again at the next call"
+                ) from None
+            raise McpCallError(
+                f"The MCP server {name} refused the call of {tool}: {e.error.message}"
+            ) from None
+        except Exception as e:  # a result the SDK cannot read, a broken stream: the model is told
+            raise McpCallError(
+                f"The call of {tool} on the MCP server {name} failed: {_describe(e)}"
+            ) from None
+
+
+def _modern(client: Any) -> bool:
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    tools = getattr(client.server_capabilities, "tools", None)
+    return client.protocol_version in MODERN_PROTOCOL_VERSIONS and bool(getattr(tools, "list_changed", False))

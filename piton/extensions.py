@@ -1,0 +1,95 @@
+"""What the settings add to a session beyond rules: the `env` variables, the hooks, the status line
+command, and the trust grants those make for a project's own files."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from piton.core.hooks.config import HookCommand, parse_hooks
+from piton.core.hooks.session import Hooks
+from piton.core.project.claude_home import CONFIG_DIR_VAR, MACHINE_SANDBOX_VAR
+from piton.core.project.settings import Settings
+from piton.core.project.settings_sources import shown
+from piton.core.project.trust import Grant, Trust
+
+# what the settings' env may not set in Piton's own process: what says where the user's Claude Code
+# files are and whether the machine is a sandbox comes from whoever started Piton, never from a file
+_NOT_FROM_FILES = frozenset({CONFIG_DIR_VAR, MACHINE_SANDBOX_VAR, "HOME", "PATH"})
+
+
+def apply_user_env(settings: Settings) -> list[str]:
+    """The `env` of the user's own files (and `--settings`, and managed policy) set in Piton's own
+    process, as Claude Code does (`ANTHROPIC_MODEL`, `API_TIMEOUT_MS`…); a project's `env` reaches
+    only the sandboxed commands, and the hooks of a trusted folder. Returns what was refused."""
+    refused = []
+    for name, value in settings.env(trusted_only=True).items():
+        if name in _NOT_FROM_FILES:
+            refused.append(
+                f"ignored env {name} from the settings: it comes from the environment Piton starts in"
+            )
+            continue
+        os.environ[name] = value
+    return refused
+
+
+def hook_commands(settings: Settings, warnings: list[str]) -> list[HookCommand]:
+    found: list[HookCommand] = []
+    for path, trusted, value in settings.hook_layers():
+        found += parse_hooks(path, trusted, value, warnings)
+    return found
+
+
+def grants(cwd: Path, settings: Settings, hooks: list[HookCommand]) -> list[Grant]:
+    """What a project's files would run outside the sandbox: its hooks, its status line and the MCP
+    servers its `.mcp.json` names (approved one by one: a new server is a new grant)."""
+    from piton.core.mcp.config import project_servers
+
+    out = [Grant(_where(cwd, h.source), h.grant) for h in hooks if not h.trusted]
+    out += [Grant(s.grant_where, s.grant_what) for s in project_servers(cwd)]
+    line = settings.status_line()
+    if line is not None and not line[1]:
+        out.append(Grant(_where(cwd, line[0]), f"statusLine: {line[2]['command']}"))
+    return out
+
+
+def make_hooks(
+    cwd: Path,
+    settings: Settings,
+    trust: Trust,
+    commands: list[HookCommand],
+    *,
+    session_id: str,
+    transcript_path: str,
+    mode: Callable[[], str],
+    notices: list[str],
+) -> Hooks | None:
+    """The session's hooks: the user's, and the project's that the folder's trust covers. They get
+    Piton's environment with the settings' `env` (a project's only in a trusted folder)."""
+    chosen = [h for h in commands if h.trusted or trust.honours(Grant(_where(cwd, h.source), h.grant))]
+    if not chosen:
+        return None
+    env = {**os.environ, **settings.env(trusted_only=not trust.trusted)}
+    if skipped := len(commands) - len(chosen):
+        notices.append(f"{skipped} hook(s) of the project's settings do not run: the folder is not trusted")
+    return Hooks(chosen, cwd, env, session_id=session_id, transcript_path=transcript_path, mode=mode)
+
+
+def status_command(cwd: Path, settings: Settings, trust: Trust) -> str | None:
+    """The statusLine command to run, if the file that names it may (a project's needs trust)."""
+    line = settings.status_line()
+    if line is None:
+        return None
+    path, trusted, value = line
+    command = str(value["command"])
+    if trusted or trust.honours(Grant(_where(cwd, path), f"statusLine: {command}")):
+        return command
+    return None
+
+
+def _where(cwd: Path, path: Path) -> str:
+    for base in (cwd, Path(os.path.realpath(cwd))):
+        if path.is_relative_to(base):
+            return str(path.relative_to(base))
+    return shown(path)

@@ -1,0 +1,231 @@
+"""The MCP manager against real servers: the fixture server over stdio and HTTP (the SDK's own
+MCPServer), a command that does not exist, one that never answers, one killed mid-session."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from piton.core.conversation.messages import ImageBlock, ToolUseBlock
+from piton.core.mcp.config import ServerConfig
+from piton.core.mcp.manager import McpManager
+from piton.core.tools import ToolContext, ToolRegistry, ToolResult
+from tests.fixtures.mcp_http import serve
+
+SERVER = str(Path(__file__).parents[2] / "fixtures" / "mcp_server.py")
+CTX = ToolContext(cwd=Path("."), session_id="test")
+
+
+def fixture(name: str = "fixture") -> ServerConfig:
+    return ServerConfig(name, "stdio", command=sys.executable, args=(SERVER,))
+
+
+def hanging() -> ServerConfig:
+    script = "import sys, time; print('stuck on purpose', file=sys.stderr, flush=True); time.sleep(30)"
+    return ServerConfig("hang", "stdio", command=sys.executable, args=("-c", script))
+
+
+@contextlib.contextmanager
+def running(*servers: ServerConfig, **options: Any) -> Iterator[McpManager]:
+    manager = McpManager(servers, cwd=Path.cwd(), **options)
+    manager.start()
+    try:
+        yield manager
+    finally:
+        manager.close()
+
+
+async def synced(manager: McpManager) -> ToolRegistry:
+    registry = ToolRegistry()
+    manager.attach(registry)
+    await registry.refresh()
+    return registry
+
+
+async def call(registry: ToolRegistry, name: str, **args: Any) -> ToolResult:
+    return await registry.call(ToolUseBlock(id="toolu_1", name=name, input=args), CTX)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def shared() -> Iterator[McpManager]:
+    """One fixture server for the tests that leave it as they found it."""
+    with running(fixture(), connect_timeout=20) as manager:
+        yield manager
+
+
+def test_tools_arrive_with_their_schema_and_read_only_hint(shared: McpManager) -> None:
+    registry = asyncio.run(synced(shared))
+    tools = {t.name: t for t in registry}
+    assert {"mcp__fixture__echo", "mcp__fixture__picture", "mcp__fixture__big"} <= set(tools)
+    echo = tools["mcp__fixture__echo"]
+    assert echo.read_only and not tools["mcp__fixture__broken"].read_only
+    assert echo.kind == "other"
+    spec = echo.spec()
+    assert spec["input_schema"]["properties"]["text"]["type"] == "string"
+    assert spec["input_schema"]["required"] == ["text"] and spec["description"] == "Say the text back."
+
+
+def test_results_become_text_images_json_and_errors(shared: McpManager) -> None:
+    async def go() -> list[ToolResult]:
+        registry = await synced(shared)
+        return [
+            await call(registry, "mcp__fixture__echo", text="hi"),
+            await call(registry, "mcp__fixture__picture"),
+            await call(registry, "mcp__fixture__stats", n=21),
+            await call(registry, "mcp__fixture__broken"),
+            await call(registry, "mcp__fixture__echo", text=5),  # the server's schema says string
+        ]
+
+    echo, picture, stats, broken, invalid = asyncio.run(go())
+    assert (echo.content, echo.is_error) == ("echo: hi", False)
+    assert isinstance(picture.content, list) and isinstance(picture.content[0], ImageBlock)
+    assert picture.content[0].source.media_type == "image/png"  # type: ignore[union-attr]
+    assert stats.content == '{\n  "n": 21,\n  "double": 42\n}'
+    assert (broken.content, broken.is_error) == ("the widget is jammed", True)
+    assert invalid.is_error and "valid string" in str(invalid.content)
+
+
+def test_a_tool_call_that_takes_too_long_is_an_error_and_the_server_goes_on() -> None:
+    async def go() -> tuple[ToolResult, ToolResult]:
+        registry = await synced(manager)
+        slow = await call(registry, "mcp__fixture__slow", seconds=5)
+        return slow, await call(registry, "mcp__fixture__echo", text="still here")
+
+    with running(fixture(), connect_timeout=20, call_timeout=0.5) as manager:
+        started = time.monotonic()
+        slow, after = asyncio.run(go())
+    assert slow.is_error and "MCP_TOOL_TIMEOUT" in str(slow.content)
+    assert time.monotonic() - started < 15
+    assert after.content == "echo: still here"
+
+
+def test_a_cancelled_call_leaves_the_server_usable(shared: McpManager) -> None:
+    async def go() -> ToolResult:
+        registry = await synced(shared)
+        task = asyncio.ensure_future(call(registry, "mcp__fixture__slow", seconds=10))
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return await call(registry, "mcp__fixture__echo", text="again")
+
+    assert asyncio.run(go()).content == "echo: again"
+
+
+def test_failing_and_hanging_servers_are_reported_once_and_the_rest_work(tmp_path: Path) -> None:
+    missing = ServerConfig("missing", "stdio", command=str(tmp_path / "no-such-command"))
+    told: list[str] = []
+
+    async def go() -> ToolResult:
+        registry = await synced(manager)
+        return await call(registry, "mcp__fixture__echo", text="fine")
+
+    with running(fixture(), missing, hanging(), connect_timeout=2) as manager:
+        manager.report_to(told.append)
+        started = time.monotonic()
+        result = asyncio.run(go())
+        assert time.monotonic() - started < 10
+        deadline = time.monotonic() + 10
+        while len(told) < 2 and time.monotonic() < deadline:
+            asyncio.run(synced(manager))  # the lines are told at the next sync
+            time.sleep(0.1)
+        states = {s.config.name: s for s in manager.states()}
+    assert result.content == "echo: fine"
+    assert states["missing"].status == "failed" and "not found" in str(states["missing"].error)
+    assert states["hang"].status == "failed"
+    assert "did not start within 2 s" in str(states["hang"].error)
+    assert "stuck on purpose" in str(states["hang"].error)  # the tail of its stderr
+    assert sorted(line.split(" failed")[0] for line in told) == ["MCP server hang", "MCP server missing"]
+
+
+def test_a_server_killed_mid_session_is_started_again_at_the_next_call() -> None:
+    async def go() -> tuple[str, ToolResult, str]:
+        registry = await synced(manager)
+        first = str((await call(registry, "mcp__fixture__pid")).content)
+        os.kill(int(first), signal.SIGKILL)
+        await asyncio.sleep(0.3)
+        again = await call(registry, "mcp__fixture__echo", text="back")
+        return first, again, str((await call(registry, "mcp__fixture__pid")).content)
+
+    with running(fixture(), connect_timeout=20) as manager:
+        first, again, second = asyncio.run(go())
+        [state] = manager.states()
+        status = state.status
+    assert again.content == "echo: back" and not again.is_error
+    assert first != second and state.restarts == 1 and status == "connected"
+
+
+def test_a_server_that_exits_during_a_call_gives_an_error_then_comes_back() -> None:
+    async def go() -> tuple[ToolResult, ToolResult]:
+        registry = await synced(manager)
+        died = await call(registry, "mcp__fixture__exit")
+        return died, await call(registry, "mcp__fixture__echo", text="revived")
+
+    with running(fixture(), connect_timeout=20) as manager:
+        died, revived = asyncio.run(go())
+    assert died.is_error and "closed the connection during the call of exit" in str(died.content)
+    assert revived.content == "echo: revived"
+
+
+def test_closing_leaves_no_server_process_behind() -> None:
+    async def pids() -> list[int]:
+        registry = await synced(manager)
+        return [int(str((await call(registry, f"mcp__{n}__pid")).content)) for n in ("one", "two")]
+
+    with running(fixture("one"), fixture("two"), connect_timeout=20) as manager:
+        started = asyncio.run(pids())
+        assert all(alive(pid) for pid in started)
+    assert not any(alive(pid) for pid in started)
+
+
+def test_a_changed_tool_list_reaches_the_registry(shared: McpManager) -> None:
+    async def go() -> bool:
+        registry = await synced(shared)
+        await call(registry, "mcp__fixture__grow")
+        for _ in range(50):
+            await registry.refresh()
+            if "mcp__fixture__fresh" in registry.names():
+                return (await call(registry, "mcp__fixture__fresh")).content == "fresh!"
+            await asyncio.sleep(0.1)
+        return False
+
+    assert asyncio.run(go())
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+def test_remote_servers_over_http(transport: str) -> None:
+    async def go() -> ToolResult:
+        registry = await synced(manager)
+        return await call(registry, "mcp__web__echo", text="over the wire")
+
+    with (
+        serve(transport) as url,
+        running(ServerConfig("web", transport, url=url), connect_timeout=20) as manager,
+    ):  # type: ignore[arg-type]
+        result = asyncio.run(go())
+    assert result.content == "echo: over the wire"
+
+
+def test_an_unreachable_http_server_fails_with_a_reason() -> None:
+    dead = ServerConfig("dead", "http", url="http://127.0.0.1:9/mcp")
+    with running(dead, connect_timeout=5) as manager:
+        asyncio.run(manager.wait_started())
+        [state] = manager.states()
+    assert state.status == "failed" and state.error
