@@ -1,5 +1,6 @@
 """`@path` mentions in what the user types: the files' content attached to the prompt, read the way
-Read reads them (the same policy, and counted as read so an Edit can follow)."""
+Read reads them (the same policy, and counted as read so an Edit can follow); and `@server:uri`
+mentions: an MCP server's resource (`resources/read`), attached like a file, within the same caps."""
 
 from __future__ import annotations
 
@@ -7,13 +8,19 @@ import base64
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from piton.builtin_tools.files import decode, image_type, looks_binary, open_readable, remember
 from piton.core.conversation.messages import Base64ImageSource, ContentBlock, ImageBlock, TextBlock
 from piton.core.safety.policy import PolicyError
 from piton.core.tools import ToolContext
 
+if TYPE_CHECKING:
+    from piton.core.mcp.manager import McpManager
+
 _MENTION = re.compile(r"(?<![\w@])@(\S+)")
+# `@github:repo://issues/1`: a server's name, then a URI (Claude Code's form)
+_RESOURCE = re.compile(r"(?<![\w@])@([A-Za-z0-9_.-]+):(\S+)")
 MAX_CHARS = 200_000  # per file; the rest is left out with a note
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 
@@ -61,3 +68,65 @@ def attach(ctx: ToolContext, prompt: str, warn: Callable[[str], None]) -> str | 
         else:
             blocks += attached
     return [TextBlock(text=prompt), *blocks] if blocks else prompt
+
+
+def resource_mentions(prompt: str, servers: list[str]) -> list[tuple[str, str]]:
+    """(server, uri) for each `@server:uri` in `prompt` that names a configured server, or that looks
+    like a resource (`scheme://` after the colon) of a server that is not configured."""
+    found: list[tuple[str, str]] = []
+    for server, uri in _RESOURCE.findall(prompt):
+        uri = uri.rstrip(".,;:!?)")
+        if (server in servers or "://" in uri) and (server, uri) not in found:
+            found.append((server, uri))
+    return found
+
+
+def _resource_blocks(server: str, uri: str, contents: list[Any]) -> list[ContentBlock]:
+    out: list[ContentBlock] = []
+    for item in contents:
+        shown = str(getattr(item, "uri", "") or uri)
+        text, mime = getattr(item, "text", None), getattr(item, "mime_type", None)
+        if isinstance(text, str):
+            if len(text) > MAX_CHARS:
+                text = text[:MAX_CHARS] + f"\n[... {len(text) - MAX_CHARS:,} more characters not attached]"
+            out.append(TextBlock(text=f'<resource server="{server}" uri="{shown}">\n{text}\n</resource>'))
+            continue
+        blob = str(getattr(item, "blob", "") or "")
+        size = len(blob) * 3 // 4
+        if mime in ("image/jpeg", "image/png", "image/gif", "image/webp") and size <= MAX_IMAGE_BYTES:
+            out.append(TextBlock(text=f"(The image {shown} of the MCP server {server}:)"))
+            out.append(ImageBlock(source=Base64ImageSource(media_type=mime, data=blob)))
+        else:
+            what = "an image over 5 MB" if mime and mime.startswith("image/") else mime or "binary data"
+            out.append(
+                TextBlock(text=f"[resource {shown} of {server}: {what}, about {size:,} bytes, not shown]")
+            )
+    return out
+
+
+async def attach_resources(
+    manager: McpManager | None,
+    prompt: str,
+    content: str | list[ContentBlock],
+    warn: Callable[[str], None],
+) -> str | list[ContentBlock]:
+    """`content` (the prompt, with any files attached) followed by the resources `prompt` mentions as
+    `@server:uri`; `warn` hears, in one line each, of an unknown server or a read that failed."""
+    from piton.core.mcp.tool import McpCallError
+
+    servers = manager.server_names() if manager is not None else []
+    blocks: list[ContentBlock] = []
+    for server, uri in resource_mentions(prompt, servers):
+        if manager is None or server not in servers:
+            warn(f"  (not attached: @{server}:{uri}: no MCP server named {server})")
+            continue
+        try:
+            result = await manager.read_resource(server, uri)
+        except McpCallError as e:
+            warn(f"  (not attached: @{server}:{uri}: {e})")
+            continue
+        blocks += _resource_blocks(server, uri, list(result.contents))
+    if not blocks:
+        return content
+    head = [TextBlock(text=content)] if isinstance(content, str) else list(content)
+    return [*head, *blocks]

@@ -1,6 +1,7 @@
 """Slash commands in the REPL: /help, /clear, /compact, /context, /cost, /model, /resume,
 /permissions, /skills, /memory, /status, /exit. Skills and custom commands register through the
-same table (a built-in keeps its name)."""
+same table (a built-in keeps its name); the MCP servers' prompts (`/mcp__<server>__<prompt>`) come
+and go with their servers, so they are asked for each time."""
 
 from __future__ import annotations
 
@@ -53,10 +54,21 @@ class Commands:
         self.table[command.name] = command
 
     def names(self) -> list[tuple[str, str]]:
-        return [(c.name, c.summary) for c in self.table.values()]
+        return [(c.name, c.summary) for c in self.table.values()] + [
+            (name, summary) for name, summary, _ in self._prompts()
+        ]
+
+    def _prompts(self) -> list[tuple[str, str, str]]:
+        from piton.cli.mcp_turn import prompt_commands
+
+        runtime = self.ui.runtime
+        return prompt_commands(runtime.mcp if runtime is not None else None)
 
     async def run(self, line: str) -> None:
         name, _, args = line[1:].partition(" ")
+        if name.startswith("mcp__"):  # an MCP prompt: the turn fetches it, or says it is unknown
+            await _invoke(self, line)
+            return
         command = self.table.get(name) or self.table.get(_ALIASES.get(name, ""))
         if command is None:
             close = difflib.get_close_matches(name, list(self.table), n=3, cutoff=0.5)
@@ -77,6 +89,8 @@ async def _help(c: Commands, _: str) -> None:
     table = Table(show_header=False, box=None, padding=(0, 2))
     for command in c.table.values():
         table.add_row(f"/{command.name} {command.usage}".strip(), command.summary)
+    for name, summary, usage in c._prompts():
+        table.add_row(f"/{name} {usage}".strip(), summary)
     console = c.console
     console.print(table)
     console.print(

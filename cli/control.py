@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from piton.cli.guarded import run_guarded
+from piton.core.mcp.sdk import SdkHost
 
 if TYPE_CHECKING:
     from piton.cli.output import StreamJsonWriter
@@ -116,7 +117,9 @@ def _start(
     session = ControlSession(options, streams)
     approver = ClientApprover(session.request) if options.run.permission_prompt_tool == "stdio" else None
     try:
-        runtime = build_runtime(options.run, provider, tools=tools, approver=approver)
+        runtime = build_runtime(
+            options.run, provider, tools=tools, approver=approver, sdk_host=session.sdk_host
+        )
     except (SessionError, SetupError) as e:
         streams.stderr.write(f"piton: {e}\n")
         return 1
@@ -149,6 +152,7 @@ class ControlSession:
         self._turn: asyncio.Task[None] | None = None
         self._turns: asyncio.Queue[dict[str, Any] | None] | None = None
         self._model_after_turn: str | None = None
+        self.sdk_host = SdkHost()  # the client's in-process MCP servers, reached through `request`
 
     @property
     def runtime(self) -> Runtime:
@@ -161,6 +165,7 @@ class ControlSession:
         return self._writer
 
     def attach(self, runtime: Runtime) -> None:
+        from piton.cli.mcp_turn import follow
         from piton.cli.output import Catalogue, StreamJsonWriter
 
         self._runtime = runtime
@@ -170,6 +175,7 @@ class ControlSession:
             self.streams.stdout, self.streams.stderr, verbose, partial=partial, catalogue=catalogue
         )
         self._writer.hook_events = self.options.include_hook_events
+        follow(self._writer, runtime.mcp)
         for notice in runtime.notices:
             self._writer.notice(notice)
         runtime.log.report_to(self._writer.notice)
@@ -196,6 +202,7 @@ class ControlSession:
         lines: asyncio.Queue[str | None] = asyncio.Queue()
         self._turns = asyncio.Queue()
         threading.Thread(target=self._read, args=(loop, lines), daemon=True, name="piton-stdin").start()
+        self.sdk_host.bind(loop, self.request)
         worker = asyncio.create_task(self._work())
         try:
             while (line := await lines.get()) is not None:
@@ -327,7 +334,23 @@ class ControlSession:
             return "\n\n".join(texts), None
 
     async def _run_turn(self, prompt: str | list[ContentBlock], skill: Activation | None) -> None:
-        async for event in self.runtime.agent.run(prompt, skill=skill):
+        from piton.cli.mcp_turn import is_prompt_command, turn_content
+
+        runtime = self.runtime
+        if runtime.mcp is not None:  # as Claude Code: `system/init` tells the servers as they started
+            await runtime.agent.tools.refresh()
+        if isinstance(prompt, str) and (runtime.mcp is not None or is_prompt_command(prompt)):
+            said: list[str] = []
+
+            def warn(line: str) -> None:
+                said.append(line.strip())
+                self.writer.notice(line.strip())
+
+            content = await turn_content(runtime, prompt, prompt, warn)
+            if content is None:  # the error result names why
+                raise LookupError(said[-1] if said else "the MCP prompt made no turn")
+            prompt = content
+        async for event in runtime.agent.run(prompt, skill=skill):
             self.writer.handle(event)
 
     def _interrupted(self, started: float) -> None:

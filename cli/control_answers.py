@@ -45,9 +45,12 @@ def answer(session: ControlSession, request: dict[str, Any]) -> dict[str, Any]:
         session.set_model(resolve_alias(model) if isinstance(model, str) and model else DEFAULT_MODEL)
         return {}
     if subtype == "mcp_status":
-        return {"mcpServers": []}
-    if subtype == "mcp_message":
-        raise UnsupportedRequest("MCP is not supported yet")
+        from piton.cli.mcp_turn import client_status
+
+        mcp = session.runtime.mcp
+        return {"mcpServers": [client_status(s) for s in (mcp.states() if mcp is not None else [])]}
+    if subtype == "mcp_message":  # Piton sends these (to reach the client's servers); it serves none
+        raise UnsupportedRequest("Piton hosts no in-process MCP servers; mcp_message goes to the client")
     raise UnsupportedRequest(f"unsupported control request: {subtype!r}")
 
 

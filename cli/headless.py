@@ -24,11 +24,11 @@ from piton.core.options import RunOptions
 if TYPE_CHECKING:  # loaded once a run is known to be possible (a missing key is told without them)
     from piton.cli.output import Writer
     from piton.core.activation import Activation
-    from piton.core.agent import Agent
     from piton.core.conversation.events import Result
     from piton.core.providers import Provider
     from piton.core.providers.anthropic import AnthropicProvider
     from piton.core.tools import AnyTool
+    from piton.runtime import Runtime
 
 STDIN_PATIENCE_S = 3.0
 
@@ -88,24 +88,33 @@ def read_prompt(
 
 
 async def _drive(
-    agent: Agent, prompt: str, writer: Writer, stopper: Stopper, skill: Activation | None = None
-) -> Result:
+    runtime: Runtime, prompt: str, writer: Writer, stopper: Stopper, skill: Activation | None = None
+) -> Result | None:
+    """The run's result; None when the prompt made no turn (an unknown `/mcp__…` command)."""
     import asyncio
 
+    from piton.cli.mcp_turn import turn_content
     from piton.core.conversation.events import Result
 
+    agent = runtime.agent
     task = asyncio.current_task()
     if task is not None:
         stopper.install(asyncio.get_running_loop(), task.cancel)
     result: Result | None = None
     hooks = agent.hooks
+    if runtime.mcp is not None:  # as Claude Code: `system/init` tells the servers as they started
+        await agent.tools.refresh()
+    content = await turn_content(runtime, prompt, prompt, lambda line: writer.notice(line.strip()))
+    if content is None:
+        await agent.provider.aclose()
+        return None
     try:
         if hooks is not None and hooks.has("SessionStart"):
             for text in await hooks.session_start("resume" if agent.history else "startup"):
                 agent.add_note(text)
             for reported in hooks.drain():
                 writer.handle(reported)
-        async for event in agent.run(prompt, skill=skill):
+        async for event in agent.run(content, skill=skill):
             try:
                 writer.handle(event)
             except OSError as e:  # the terminal hung up before its SIGHUP came: stop as it will
@@ -207,8 +216,11 @@ def _start(
         return 1
     writer = make_writer(options.output_format, streams.stdout, streams.stderr, options.verbose)
     if isinstance(writer, StreamJsonWriter):
+        from piton.cli.mcp_turn import follow
+
         writer.catalogue = Catalogue.of(runtime.catalog, runtime.agent_types)
         writer.hook_events = options.include_hook_events
+        follow(writer, runtime.mcp)
     for notice in runtime.notices:
         writer.notice(notice)
     runtime.log.report_to(writer.notice)  # a log that cannot be written says so, and the run goes on
@@ -218,7 +230,7 @@ def _start(
     skill = runtime.catalog.invocation(prompt) if runtime.catalog is not None else None
     stopper = Stopper()
     try:
-        result = asyncio.run(_drive(runtime.agent, prompt, writer, stopper, skill))
+        result = asyncio.run(_drive(runtime, prompt, writer, stopper, skill))
     except (KeyboardInterrupt, asyncio.CancelledError):
         say(stopper.told(runtime.log.session_id), streams.stderr)  # after a hangup, nobody may read it
         return stopper.exit_code
@@ -227,4 +239,4 @@ def _start(
         with contextlib.suppress(OSError):  # a disk that cannot sync still has the lines written
             runtime.log.sync()
         runtime.log.close()
-    return 1 if result.is_error else 0
+    return 1 if result is None or result.is_error else 0

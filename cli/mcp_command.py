@@ -35,6 +35,7 @@ _STATUS = {
     "pending": "⚠ Needs approval (trust this folder)",
     "disabled": "- Disabled",
     "stopped": "- Stopped",
+    "needs-auth": "⚠ Needs authentication",
 }
 
 
@@ -241,7 +242,13 @@ def status_lines(states: list[ServerState]) -> list[tuple[str, str]]:
     """`/mcp`: each server, its status and error, and its tools; (text, style) pairs."""
     if not states:
         return [("No MCP servers. Add one with: piton mcp add <name> -- <command> [args…]", "dim")]
-    styles = {"connected": "green", "failed": "red", "pending": "yellow", "starting": "yellow"}
+    styles = {
+        "connected": "green",
+        "failed": "red",
+        "pending": "yellow",
+        "starting": "yellow",
+        "needs-auth": "yellow",
+    }
     lines: list[tuple[str, str]] = []
     for state in states:
         config = state.config
@@ -264,6 +271,10 @@ def status_lines(states: list[ServerState]) -> list[tuple[str, str]]:
         if state.tools:
             names = ", ".join(t.remote_name + (" (read-only)" if t.read_only else "") for t in state.tools)
             lines.append((f"  tools: {names}", ""))
+        if state.prompts:
+            lines.append((f"  prompts: {', '.join('/' + p.command for p in state.prompts)}", ""))
+        if state.resources:
+            lines.append((f"  resources: {len(state.resources)} (attach one with @{config.name}:<uri>)", ""))
     return lines
 
 

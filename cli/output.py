@@ -56,6 +56,9 @@ def tool_label(name: str, tool_input: dict[str, Any], width: int = 60) -> str:
     first = " ".join(first.split())
     if len(first) > width:
         first = first[: width - 1] + "…"
+    if name.startswith("mcp__") and "__" in name[5:]:  # Claude Code's way: `github - create_issue (MCP)`
+        server, tool = name[5:].split("__", 1)
+        name = f"{server} - {tool} (MCP)"
     return f"{name}({first})"
 
 
@@ -233,6 +236,9 @@ class StreamJsonWriter(_Base):
         self._partial = _PartialEvents(self._stream_event) if partial else None
         self._finished: dict[str, ToolFinished] = {}  # results of this batch, for `tool_use_result`
         self.hook_events = False  # --include-hook-events: a `system`/`hook_response` line per hook run
+        # the MCP servers' state and prompts change as they connect: read when `system/init` is written
+        self.mcp_servers: Callable[[], list[dict[str, str]]] = list
+        self.mcp_commands: Callable[[], list[str]] = list
 
     def _stream_event(self, event: dict[str, Any]) -> None:
         self._line(
@@ -267,10 +273,10 @@ class StreamJsonWriter(_Base):
                     "cwd": event.cwd,
                     "session_id": event.session_id,
                     "tools": list(event.tools),
-                    "mcp_servers": [],
+                    "mcp_servers": self.mcp_servers(),
                     "model": event.model,
                     "permissionMode": event.permission_mode,
-                    "slash_commands": list(self.catalogue.slash_commands),
+                    "slash_commands": [*self.catalogue.slash_commands, *self.mcp_commands()],
                     "agents": list(self.catalogue.agents),
                     "skills": list(self.catalogue.skills),
                     "apiKeySource": "ANTHROPIC_API_KEY" if os.environ.get("ANTHROPIC_API_KEY") else "none",

@@ -149,6 +149,11 @@ class Repl:
     def command_names(self) -> list[tuple[str, str]]:
         return self.commands.names() if self.commands is not None else []
 
+    def _mentionable(self) -> list[str]:
+        """What `@` completes: the project's files, then the MCP servers' resources (`server:uri`)."""
+        mcp = self.runtime.mcp if self.runtime is not None else None
+        return self.files + ([f"{r.server}:{r.uri}" for r in mcp.resources()] if mcp is not None else [])
+
     def send(self, text: str) -> None:
         self.driver.send(text)
 
@@ -294,7 +299,7 @@ class Repl:
             bottom_toolbar=self._toolbar,
             key_bindings=bindings(self),
             history=history,
-            completer=PitonCompleter(self.command_names, lambda: self.files),
+            completer=PitonCompleter(self.command_names, self._mentionable),
             complete_while_typing=True,
             style=STYLE,
             erase_when_done=True,  # the scrollback is ours: on_input echoes what was typed
@@ -399,7 +404,15 @@ class Repl:
             return
         except Exception:  # the session did not start; that was said when it failed
             return
-        content = runtime.attach(text, lambda warning: self.print_line(warning, "yellow"))
+        from piton.cli.mcp_turn import turn_content
+
+        def warn(warning: str) -> None:
+            self.print_line(warning, "yellow")
+
+        attached = runtime.attach(text, warn)
+        content = await turn_content(runtime, text, attached, warn)
+        if content is None:  # an MCP prompt that is unknown or could not be fetched: said, nothing sent
+            return
         skill = runtime.catalog.invocation(text) if runtime.catalog is not None else None
         try:
             await self.driver.drive(runtime.agent.run(content, skill=skill))
@@ -444,12 +457,9 @@ class Repl:
 
         assert self.runtime is not None
         async with self._asking:  # subagents working side by side ask one question at a time
-            with contextlib.suppress(Exception):  # a notification that fails must not stop the question
-                await notify(
-                    self.runtime,
-                    f"Piton needs your permission to use {request.tool.name}",
-                    "permission_prompt",
-                )
+            # beside the question, not before it: a slow Notification hook must not hold it back
+            message = f"Piton needs your permission to use {request.tool.name}"
+            self._background(notify(self.runtime, message, "permission_prompt"))
             return await approve(request, self.console, self.ask, self.runtime.agent.gate)
 
     # -- drawing -----------------------------------------------------------------------------------

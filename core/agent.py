@@ -11,16 +11,17 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from piton.core.activation import Activation, ActiveSkills
+from piton.core.agent_view import AgentConversation
 from piton.core.context.compaction import Compactor, context_limit
 from piton.core.context.meter import ContextMeter
 from piton.core.context.metrics import SessionMetrics
 from piton.core.context.result_store import BRIEF_CAP, INLINE_CAP, ResultCapper
-from piton.core.context.usage import Usage, UsageTotals
+from piton.core.context.usage import Usage
 from piton.core.conversation.endings import cut_off, describe_error, ending_notice, unfinished_result
 from piton.core.conversation.events import (
     AgentEvent,
@@ -30,7 +31,6 @@ from piton.core.conversation.events import (
     Notice,
     Result,
     SessionStarted,
-    StreamEvent,
     SubagentEvent,
     ToolFinished,
     ToolResultsMessage,
@@ -48,6 +48,7 @@ from piton.core.conversation.messages import (
 from piton.core.hooks.session import Hooks
 from piton.core.models import model_info, resolve_alias
 from piton.core.providers import ModelRequest, Provider, ProviderError
+from piton.core.run_state import RunStats, Stop
 from piton.core.safety.permissions import PermissionGate
 from piton.core.tools import Call, CallScope, ToolContext, ToolRegistry, ToolResult, current_call
 
@@ -90,23 +91,7 @@ class AgentConfig:
     effort: str | None = None  # low ... max: sent to models that take an effort level
 
 
-@dataclass
-class _Stop(Exception):
-    """Ends a run; carries what the result reports."""
-
-    subtype: str
-    text: str
-    stop_reason: str | None = None
-    errors: tuple[str, ...] = ()
-
-
-@dataclass(slots=True)
-class _RunStats:
-    started: float = field(default_factory=time.monotonic)
-    api_seconds: float = 0.0
-    turns: int = 0
-    usage: UsageTotals = field(default_factory=UsageTotals)
-    denials_before: int = 0  # the gate keeps the session's denials; a run reports its own
+MAX_KEPT_GOING = 8  # Stop hooks may send the agent back to work this often in one turn
 
 
 class Agent:
@@ -137,7 +122,7 @@ class Agent:
         self.compactor = compactor
         self.meter = ContextMeter()
         self.metrics = SessionMetrics()
-        self._stats = _RunStats()
+        self._stats = RunStats()
         self._sent = 0  # messages the previous request sent (where its cache entry ends)
         self._skills = ActiveSkills()  # skills loaded in the current turn
         self._loaded: list[str] = []  # texts of skills loaded by the tool calls under way
@@ -151,7 +136,7 @@ class Agent:
         self, prompt: str | list[ContentBlock], *, skill: Activation | None = None
     ) -> AsyncIterator[AgentEvent]:
         """One turn of the user's: `prompt`, and the skill or command it invoked (`/name args`)."""
-        self._stats = _RunStats(denials_before=len(self.gate.denials) if self.gate else 0)
+        self._stats = RunStats(denials_before=len(self.gate.denials) if self.gate else 0)
         self._skills = ActiveSkills()
         model = self.config.model
         mode = self.gate.permissions.mode if self.gate else "bypassPermissions"
@@ -168,14 +153,14 @@ class Agent:
                 for event in self.hooks.drain():
                     yield event
                 if verdict.blocked is not None:
-                    raise _Stop(
+                    raise Stop(
                         "error_during_execution",
                         f"A UserPromptSubmit hook blocked the prompt: {verdict.blocked}",
                         errors=(verdict.blocked,),
                     )
                 content += [TextBlock(text=text) for text in verdict.context]
             self._append(Message(role="user", content=content))
-            stop_hook_active = False
+            kept_going = 0  # times Stop hooks kept this turn going
             while True:
                 done: MessageDone | None = None
                 async for event in self._query():
@@ -188,22 +173,24 @@ class Agent:
                     notice = ending_notice(done, self._max_output())
                     if notice is not None:
                         yield Notice(notice)
-                    go_on = await self._stop_hooks(stop_hook_active)
+                    go_on = await self._stop_hooks(kept_going > 0)
                     for event in self.hooks.drain() if self.hooks is not None else ():
                         yield event
-                    if go_on is None:
-                        raise _Stop("success", done.message.text, done.stop_reason)
+                    if go_on is None or kept_going >= MAX_KEPT_GOING:
+                        if go_on is not None:  # a hook that never lets go must not spend forever
+                            yield Notice(f"Stop hooks kept the agent going {kept_going} times; it stops now")
+                        raise Stop("success", done.message.text, done.stop_reason)
                     self._append(Message.user(f"Stop hook feedback:\n{go_on}"))
-                    stop_hook_active = True
+                    kept_going += 1
                     continue
                 async for event in self._execute(done):
                     yield event
                 for event in self.hooks.drain() if self.hooks is not None else ():
                     yield event
-        except _Stop as stop:
+        except Stop as stop:
             yield self._result(stop)
         except ProviderError as e:
-            yield self._result(_Stop("error_during_execution", str(e), errors=(str(e),)))
+            yield self._result(Stop("error_during_execution", str(e), errors=(str(e),)))
         except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
             self._append(Message.user(INTERRUPTED_REQUEST))  # so the model knows, next turn, why it stopped
             raise
@@ -237,20 +224,20 @@ class Agent:
         )
         halt = self.hooks.take_halt()
         if halt is not None:
-            raise _Stop("success", halt, "hook_stopped")
+            raise Stop("success", halt, "hook_stopped")
         return reason
 
     async def _query(self) -> AsyncIterator[AgentEvent]:
         if self.hooks is not None and (halt := self.hooks.take_halt()) is not None:
-            raise _Stop("success", halt, "hook_stopped")
+            raise Stop("success", halt, "hook_stopped")
         limit = self.config.max_turns
         if limit is not None and self._stats.turns >= limit:
-            raise _Stop("error_max_turns", f"Stopped after reaching the maximum of {limit} turns.")
+            raise Stop("error_max_turns", f"Stopped after reaching the maximum of {limit} turns.")
         budget = self.config.max_budget_usd
         if budget is not None and self._stats.usage.cost_usd > budget:
-            raise _Stop("error_max_budget_usd", f"Stopped after spending more than the budget of ${budget}.")
+            raise Stop("error_max_budget_usd", f"Stopped after spending more than the budget of ${budget}.")
         if self.compactor is not None:
-            async for event in self._counted(self.compactor.before_request(_AgentConversation(self))):
+            async for event in self._counted(self.compactor.before_request(AgentConversation(self))):
                 yield event
             if self.capper is not None:  # a window still this full gets briefer previews of big results
                 full = self.context_used() >= self.context_limit()
@@ -432,7 +419,7 @@ class Agent:
     async def compact(self, instructions: str | None = None) -> AsyncIterator[AgentEvent]:
         """Compact now (/compact), whatever the context's size."""
         compactor = self.compactor or Compactor()
-        run = compactor.run(_AgentConversation(self), "manual", instructions)
+        run = compactor.run(AgentConversation(self), "manual", instructions)
         async for event in self._counted(run, instructions):
             yield event
 
@@ -456,31 +443,15 @@ class Agent:
     def _max_output(self) -> int:
         return self.config.max_output_tokens or model_info(self.config.model).max_output_tokens
 
-    def _result(self, stop: _Stop) -> Result:
-        stats = self._stats
-        total = stats.usage.total
-        result = Result(
-            subtype=stop.subtype,
-            is_error=stop.subtype != "success",
-            result=stop.text,
-            session_id=self.config.session_id,
-            num_turns=stats.turns,
-            duration_ms=int((time.monotonic() - stats.started) * 1000),
-            duration_api_ms=int(stats.api_seconds * 1000),
-            usage=total,
-            model_usage=stats.usage.model_usage_dict(),
-            total_cost_usd=round(stats.usage.cost_usd, 6),
-            stop_reason=stop.stop_reason,
-            errors=stop.errors,
-            permission_denials=tuple(self.gate.denials[stats.denials_before :]) if self.gate else (),
-            metrics=self.metrics.to_dict(),
-        )
+    def _result(self, stop: Stop) -> Result:
+        denials = tuple(self.gate.denials[self._stats.denials_before :]) if self.gate else ()
+        result = self._stats.result(stop, self.config.session_id, denials, self.metrics.to_dict())
         if self.transcript is not None:
             self.transcript.record(
                 "result",
                 subtype=result.subtype,
                 num_turns=result.num_turns,
-                usage=total.to_dict(),
+                usage=result.usage.to_dict(),
                 total_cost_usd=result.total_cost_usd,
             )
         return result
@@ -499,43 +470,3 @@ def _batches(calls: list[Call]) -> list[list[Call]]:
         else:
             batches.append([call])
     return batches
-
-
-class _AgentConversation:
-    """The agent as compaction sees it (`Conversation`): its history and window, and the means to
-    ask the model and to swap the history."""
-
-    def __init__(self, agent: Agent) -> None:
-        self._agent = agent
-
-    @property
-    def history(self) -> Sequence[Message]:
-        return self._agent.history
-
-    @property
-    def model(self) -> str:
-        return self._agent.config.model
-
-    def used(self) -> int:
-        return self._agent.context_used()
-
-    def limit(self) -> int:
-        return self._agent.context_limit()
-
-    def tokens(self, message: Message) -> int:
-        return sum(self._agent.meter.counter.message(message))
-
-    def replace(
-        self, messages: list[Message], *, stubs: dict[str, str] | None = None, **info: object
-    ) -> None:
-        self._agent.replace_history(messages, stubs=stubs, **info)
-
-    def carry_over(self) -> list[str]:
-        return self._agent.tools.carry_over(self._agent.context)
-
-    async def ask(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        agent = self._agent
-        async for event in agent.provider.stream(request):
-            if isinstance(event, MessageDone):
-                agent.count_usage(event.model or agent.config.model, event.usage)
-            yield event

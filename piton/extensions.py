@@ -34,6 +34,19 @@ def apply_user_env(settings: Settings) -> list[str]:
     return refused
 
 
+CO_AUTHOR = "Co-Authored-By: Claude <noreply@anthropic.com>"
+
+
+def attribution(settings: Settings) -> str:
+    """`"includeCoAuthoredBy": true`: the commits the model writes credit it, as Claude Code's do."""
+    if not settings.include_co_authored_by:
+        return ""
+    return (
+        "# Commits\n"
+        f"When you write a git commit message, end it with a blank line and the trailer `{CO_AUTHOR}`."
+    )
+
+
 def hook_commands(settings: Settings, warnings: list[str]) -> list[HookCommand]:
     found: list[HookCommand] = []
     for path, trusted, value in settings.hook_layers():
@@ -43,11 +56,13 @@ def hook_commands(settings: Settings, warnings: list[str]) -> list[HookCommand]:
 
 def grants(cwd: Path, settings: Settings, hooks: list[HookCommand]) -> list[Grant]:
     """What a project's files would run outside the sandbox: its hooks, its status line and the MCP
-    servers its `.mcp.json` names (approved one by one: a new server is a new grant)."""
+    servers its `.mcp.json` and its settings files name (approved one by one: a new server is a new
+    grant)."""
     from piton.core.mcp.config import project_servers
 
     out = [Grant(_where(cwd, h.source), h.grant) for h in hooks if not h.trusted]
-    out += [Grant(s.grant_where, s.grant_what) for s in project_servers(cwd)]
+    servers = project_servers(cwd, settings_tables=settings.project_mcp_servers())
+    out += [Grant(s.grant_where, s.grant_what) for s in servers]
     line = settings.status_line()
     if line is not None and not line[1]:
         out.append(Grant(_where(cwd, line[0]), f"statusLine: {line[2]['command']}"))

@@ -5,25 +5,21 @@ themselves are built by `piton.factory`."""
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from piton.core.agent import Agent, AgentConfig
 from piton.core.context.compaction import CompactionSettings
 from piton.core.context.result_store import FileResultStore
-from piton.core.conversation.claude_transcript import ClaudeTranscript, Mirrored, transcript_path
-from piton.core.conversation.messages import ContentBlock, Message
-from piton.core.conversation.session import SessionError, SessionLog, SessionStore, load_session, state_dir
-from piton.core.models import DEFAULT_MODEL, model_info, resolve_alias
+from piton.core.conversation.claude_transcript import Mirrored
+from piton.core.conversation.messages import ContentBlock
+from piton.core.conversation.session import SessionLog, SessionStore
+from piton.core.models import model_info
 from piton.core.options import RunOptions
-from piton.core.project.claude_home import claude_home, named_config_dir
+from piton.core.project.claude_home import claude_home
 from piton.core.project.settings import (
-    MODE_STRICTNESS,
-    SANDBOX_STRICTNESS,
     Settings,
     SettingsFlagError,
     load_settings,
@@ -32,34 +28,32 @@ from piton.core.project.system_prompt import build_system_prompt, environment_se
 from piton.core.project.trust import Grant, Trust, TrustStore, decide
 from piton.core.providers import Provider
 from piton.core.safety.permissions import (
-    PERMISSION_MODES,
     Approver,
-    Decision,
     DenyAll,
     PermissionGate,
-    PermissionRequest,
-    Permissions,
     Rule,
 )
-from piton.core.safety.policy import SANDBOX_MODES, PolicyError, SandboxPolicy, real
+from piton.core.safety.policy import PolicyError, SandboxPolicy, real
 from piton.core.safety.sandbox import Sandbox, make_sandbox
 from piton.core.safety.sandbox.limits import configure as configure_limits
 from piton.core.subagents import AgentType, SubagentRunner
 from piton.core.tools import AnyTool, ToolContext, ToolResult
-from piton.extensions import apply_user_env, hook_commands, make_hooks, status_command
+from piton.extensions import apply_user_env, attribution, hook_commands, make_hooks, status_command
 from piton.extensions import grants as extension_grants
 from piton.factory import AgentFactory, subagent_directory
+from piton.permission_setup import EXTRA_MODES as EXTRA_MODES
+from piton.permission_setup import MACHINE_SANDBOX_NOTICE as MACHINE_SANDBOX_NOTICE
+from piton.permission_setup import DontAsk, permissions_for, policy_for, rule_grant, valid_rules, where
+from piton.session_setup import OpenedSession, claude_transcript, open_session
+from piton.setup_errors import SetupError as SetupError
 
 if TYPE_CHECKING:
     from piton.core.hooks.session import Hooks
     from piton.core.mcp.config import Found, Selection
     from piton.core.mcp.manager import McpManager
+    from piton.core.mcp.sdk import SdkHost
     from piton.core.project.memory import Memory
     from piton.skills.catalog import Catalog, Skill
-
-
-class SetupError(Exception):
-    """Options that cannot make a run; the message is one line for people."""
 
 
 @dataclass(slots=True)
@@ -109,6 +103,14 @@ class Runtime:
 
         return attach(self.agent.context, prompt, warn)
 
+    async def attach_resources(
+        self, prompt: str, content: str | list[ContentBlock], warn: Callable[[str], None]
+    ) -> str | list[ContentBlock]:
+        """`content` with the MCP resources the prompt mentions as `@server:uri` attached."""
+        from piton.builtin_tools.mentions import attach_resources
+
+        return await attach_resources(self.mcp, prompt, content, warn)
+
     def project_files(self, limit: int = 20_000) -> list[str]:
         """Paths for completion: what ripgrep lists (gitignore-aware), relative to the project."""
         from piton.builtin_tools.ripgrep import list_files
@@ -122,25 +124,6 @@ def default_tools() -> list[AnyTool]:
     return builtin_tools()
 
 
-# Claude Code's modes that Piton's permission rules do not name: each runs as `default`, and the
-# runtime gives it its meaning (dontAsk: nobody is asked; auto: no classifier here, so people are)
-EXTRA_MODES = ("dontAsk", "auto")
-MACHINE_SANDBOX_NOTICE = (
-    "IS_SANDBOX=1: this machine is the sandbox, so commands run without bwrap (--sandbox overrides)"
-)
-
-
-class DontAsk:
-    """The approver of `--permission-mode dontAsk`: what the rules do not allow is refused unasked."""
-
-    async def __call__(self, request: PermissionRequest) -> Decision:
-        return Decision(
-            "deny",
-            f"{request.reason}; permission mode dontAsk refuses what the rules do not allow "
-            f'(--allowedTools "{request.suggestion}" would allow it)',
-        )
-
-
 def run_settings(options: RunOptions) -> Settings:
     """The settings files `--setting-sources` names, and the `--settings` layer above them."""
     try:
@@ -149,216 +132,9 @@ def run_settings(options: RunOptions) -> Settings:
         raise SetupError(str(e)) from e
 
 
-def _valid_rules(texts: list[str], where: str, notices: list[str]) -> list[str]:
-    good = []
-    for text in texts:
-        try:
-            Rule.parse(text)
-        except ValueError as e:
-            notices.append(f"ignored a permission rule in {where}: {e}")
-            continue
-        good.append(text)
-    return good
-
-
-def _permissions(options: RunOptions, settings: Settings, trust: Trust, notices: list[str]) -> Permissions:
-    """The rules of the user's files and flags, the project's deny and ask rules, and the project's
-    allow rules that the folder's trust covers; the mode the user chose, or a stricter one the
-    project asks for."""
-    chosen = options.permission_mode
-    if chosen is not None and chosen not in (*PERMISSION_MODES, *EXTRA_MODES):
-        modes = ", ".join((*PERMISSION_MODES, *EXTRA_MODES))
-        raise SetupError(f"unknown permission mode {chosen!r} (one of {modes})")
-    flag = "default" if chosen in EXTRA_MODES else chosen
-    mode = settings.narrowed(("permissions", "defaultMode"), MODE_STRICTNESS, flag, "default")
-    if mode == "bypassPermissions" and settings.bypass_disabled:
-        notices.append(
-            "bypassPermissions is disabled by the settings (disableBypassPermissionsMode); default"
-        )
-        mode = "default"
-    for text in [*options.allowed_tools, *options.disallowed_tools]:
-        try:
-            Rule.parse(text)
-        except ValueError as e:
-            raise SetupError(str(e)) from e
-    # a broken rule is noted whether or not the folder is trusted
-    valid = _valid_rules(settings.rules("allow"), "settings", notices)
-    user = settings.rules("allow", trusted_only=True)
-    granted = [
-        rule
-        for path, rule in settings.project_rules("allow")
-        if rule in valid and trust.honours(_rule_grant(options.cwd, path, rule))
-    ]
-    allow = [*(r for r in user if r in valid), *granted, *options.allowed_tools]
-    ask = _valid_rules(settings.rules("ask"), "settings", notices)
-    deny = [*_valid_rules(settings.rules("deny"), "settings", notices), *options.disallowed_tools]
-    return Permissions.from_texts(mode, allow, ask, deny, project=options.cwd)  # type: ignore[arg-type]
-
-
-def _read_globs(permissions: Permissions, rules: list[str]) -> list[str]:
-    """Absolute path globs named by the Read rules among `rules`."""
-    parsed = (Rule.parse(text) for text in rules)
-    return [permissions.path_pattern(r.specifier) for r in parsed if r.tool == "Read" and r.specifier]
-
-
-def _policy(
-    options: RunOptions,
-    settings: Settings,
-    permissions: Permissions,
-    results: list[Path],
-    shared: list[Path],
-    notices: list[str],
-) -> SandboxPolicy:
-    """The sandbox policy. Piton's own state (other sessions' transcripts) is private, except the
-    stored tool results in `results`, which the model is told to read."""
-    if options.sandbox is not None and options.sandbox not in SANDBOX_MODES:
-        raise SetupError(f"unknown sandbox mode {options.sandbox!r} (one of {', '.join(SANDBOX_MODES)})")
-    # IS_SANDBOX=1 from the user's environment speaks for the user, as a flag would; --sandbox wins
-    chosen = options.sandbox or ("danger-full-access" if options.machine_is_sandbox else None)
-    mode = settings.narrowed(("sandbox", "mode"), SANDBOX_STRICTNESS, chosen, "workspace-write")
-    if options.sandbox is None and options.machine_is_sandbox and mode == "danger-full-access":
-        notices.append(MACHINE_SANDBOX_NOTICE)
-    dirs = [
-        *options.add_dirs,
-        *(options.cwd / Path(os.path.expanduser(d)) for d in settings.additional_directories),
-    ]
-    for d in dirs:
-        if not d.is_dir():
-            raise SetupError(f"--add-dir {d}: not a directory")
-    # an allow rule such as `Read(.env)` lifts the credential rule, but only from the user's own file or flags
-    trusted_allow = [
-        *_valid_rules(settings.rules("allow", trusted_only=True), "settings", []),
-        *options.allowed_tools,
-    ]
-    deny = [str(r) for r in permissions.deny]
-    return SandboxPolicy.create(
-        mode,  # type: ignore[arg-type]
-        options.cwd,
-        dirs,
-        network=settings.network,
-        read_exceptions=[*_read_globs(permissions, trusted_allow), *(f"{real(r)}/**" for r in results)],
-        read_denied=_read_globs(permissions, deny),
-        # Claude Code's folder a harness named holds transcripts, and skills that grant tools
-        private_paths=[state_dir(), *_harness_folder(options.cwd)],
-        shared_dirs=shared,
-        extra_credentials=settings.credential_paths,
-        env=settings.env(),
-    )
-
-
-@dataclass(slots=True)
-class _Session:
-    log: SessionLog
-    history: list[Message]
-    model: str
-    records: dict[str, dict[str, Any]]  # what tools recorded in the log, for them to restore
-    # stored tool results the history points at in another session's folder (this one forked from it)
-    earlier_results: list[Path] = field(default_factory=list)
-
-
-def _harness_folder(cwd: Path) -> list[Path]:
-    """`$CLAUDE_CONFIG_DIR` as a private place (it holds transcripts, and skills that grant tools),
-    unless it holds the project itself."""
-    folder = named_config_dir()
-    if folder is None or real(cwd).is_relative_to(real(folder)):
-        return []
-    return [folder]
-
-
-def _open_session(
-    options: RunOptions, settings: Settings, store: SessionStore, notices: list[str]
-) -> _Session:
-    """The session to continue (resumed history, model, tools' records) or a new one."""
-    history: list[Message] = []
-    session_model: str | None = None
-    records: dict[str, dict[str, Any]] = {}
-    session_id = options.resume
-    if options.continue_latest and session_id is None:
-        session_id = store.latest(options.cwd)
-        if session_id is None:
-            notices.append("no earlier session in this directory; starting a new one")
-    log: SessionLog | None = None
-    earlier: list[Path] = []
-    if options.session_id is not None:
-        _check_new_id(options.session_id, store, options.cwd)
-    if session_id is not None and options.fork_session:
-        loaded = load_session(store.find(session_id, options.cwd), session_id)
-        history, session_model = loaded.messages, loaded.model
-        records.update(loaded.records)
-        notices.extend(loaded.warnings)
-        earlier.append(loaded.path.with_suffix("") / "tool-results")
-    elif session_id is not None:
-        # a session another piton is writing goes on in a new one: nothing is lost, nobody waits
-        loaded, log = store.open(session_id, options.cwd, if_busy="fork")
-        history, session_model = loaded.messages, loaded.model
-        records.update(loaded.records)
-        notices.extend(loaded.warnings)
-        if log.session_id != loaded.session_id:
-            earlier.append(loaded.path.with_suffix("") / "tool-results")
-    model = resolve_alias(
-        options.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or session_model or DEFAULT_MODEL
-    )
-    if log is None:
-        log = _new_log(options, store, model, forked_from=session_id if options.fork_session else None)
-        for message in history:  # a fork: the new session starts with the history it came from
-            log.append_message(message)
-        for kind, entry in records.items():
-            log.record(
-                kind, **{k: v for k, v in entry.items() if k not in ("schema_version", "type", "timestamp")}
-            )
-    return _Session(log, history, model, records, earlier)
-
-
-def _claude_transcript(cwd: Path, log: SessionLog, history: list[Message]) -> ClaudeTranscript | None:
-    """A copy of the session in Claude Code's format, where `$CLAUDE_CONFIG_DIR` names (harnesses
-    read it there); None when it is not set."""
-    config_dir = named_config_dir()
-    if config_dir is None:
-        return None
-    path = transcript_path(config_dir, cwd, log.session_id)
-    mirror = ClaudeTranscript(path, session_id=log.session_id, cwd=cwd, say=log.warn)
-    mirror.start_from(history)
-    return mirror
-
-
-def _check_new_id(session_id: str, store: SessionStore, cwd: Path) -> None:
-    """`--session-id` names a new session: a UUID, as Claude Code requires, that no session has."""
-    try:
-        uuid.UUID(session_id)
-    except ValueError:
-        raise SetupError(f"--session-id {session_id!r}: not a UUID") from None
-    try:
-        store.find(session_id, cwd)
-    except SessionError:
-        return
-    raise SetupError(f"--session-id {session_id}: a session with this id exists (--resume continues it)")
-
-
-def _new_log(options: RunOptions, store: SessionStore, model: str, forked_from: str | None) -> SessionLog:
-    extra = {} if forked_from is None else {"forked_from": forked_from}
-    if options.session_id is None:
-        return store.create(options.cwd, model, **extra)
-    log = SessionLog(store.project_dir(options.cwd) / f"{options.session_id}.jsonl", options.session_id)
-    log.start(cwd=options.cwd, model=model, **extra)
-    return log
-
-
-def _where(cwd: Path, path: Path) -> str:
-    """A file as the trust question shows it (and the store remembers it): relative to the folder
-    when inside it."""
-    for base in (cwd, real(cwd)):
-        if path.is_relative_to(base):
-            return str(path.relative_to(base))
-    return str(path)
-
-
-def _rule_grant(cwd: Path, path: Path, rule: str) -> Grant:
-    return Grant(_where(cwd, path), f"allow {rule}")
-
-
 def _skill_grant(cwd: Path, skill: Skill) -> Grant:
     return Grant(
-        _where(cwd, skill.path), f"{skill.kind} {skill.name}: allowed-tools {', '.join(skill.allowed_tools)}"
+        where(cwd, skill.path), f"{skill.kind} {skill.name}: allowed-tools {', '.join(skill.allowed_tools)}"
     )
 
 
@@ -376,9 +152,9 @@ def workspace_trust(
     settings = settings if settings is not None else run_settings(options)
     catalog = catalog if catalog is not None else discover(options.cwd)
     grants = [
-        _rule_grant(options.cwd, path, rule)
+        rule_grant(options.cwd, path, rule)
         for path, rule in settings.project_rules("allow")
-        if _valid_rules([rule], "settings", [])
+        if valid_rules([rule], "settings", [])
     ]
     grants += [_skill_grant(options.cwd, skill) for skill in catalog.granting()]
     grants += extension_grants(options.cwd, settings, hook_commands(settings, []))
@@ -399,9 +175,11 @@ def build_runtime(
     tools: list[AnyTool] | None = None,
     approver: Approver | None = None,
     trust_store: TrustStore | None = None,
+    sdk_host: SdkHost | None = None,
 ) -> Runtime:
     """Raises `SessionError` for a session that cannot be opened, `SetupError` for bad options.
-    Trust comes from `trust_store` (the user's answers; the REPL asks before it builds)."""
+    Trust comes from `trust_store` (the user's answers; the REPL asks before it builds); `sdk_host`
+    is the Agent SDK client that serves in-process (`sdk`) MCP servers, when one drives the run."""
     from piton.core.project.memory import load_memory
     from piton.skills.agents import agent_types_from_json, discover_agent_types
     from piton.skills.catalog import discover
@@ -414,11 +192,11 @@ def build_runtime(
     if (ignored := trust.notice()) is not None:
         notices.append(ignored)
     notices += apply_user_env(settings)  # before the model is chosen: ANTHROPIC_MODEL may come from it
-    permissions = _permissions(options, settings, trust, notices)
+    permissions = permissions_for(options, settings, trust, notices)
     store = store or SessionStore()
     if (days := settings.cleanup_period_days) is not None:
         store.max_age_days = days
-    session = _open_session(options, settings, store, notices)
+    session = open_session(options, settings, store, notices)
     log = session.log
     results = SessionStore.session_dir(log) / "tool-results"
     agent_types, type_warnings = discover_agent_types(options.cwd)
@@ -428,7 +206,7 @@ def build_runtime(
         except ValueError as e:
             raise SetupError(f"--agents: {e}") from e
     shared = [s.directory for s in catalog.skills.values() if s.directory is not None and s.source == "user"]
-    policy = _policy(options, settings, permissions, [results, *session.earlier_results], shared, notices)
+    policy = policy_for(options, settings, permissions, [results, *session.earlier_results], shared, notices)
     if settings.auto_allow_sandboxed_bash and policy.mode != "danger-full-access":
         permissions.allow.append(
             Rule("Bash")
@@ -438,7 +216,7 @@ def build_runtime(
     notices += [*catalog.warnings, *type_warnings, *memory.warnings]
     threshold = settings.compact_threshold
     compaction = CompactionSettings(enabled=settings.auto_compact, threshold=threshold or 0.8)
-    sections = [memory.prompt_section(), catalog.prompt_section()]
+    sections = [memory.prompt_section(), attribution(settings), catalog.prompt_section()]
     config = _agent_config(options, settings, session, policy, sections)
     if options.effort is not None and not model_info(session.model).effort:
         notices.append(f"--effort {options.effort}: {session.model} takes no effort level; ignored")
@@ -460,7 +238,7 @@ def build_runtime(
     )
     main: list[Agent] = []  # the Task tool needs the agent it serves, which needs the Task tool
 
-    mirror = _claude_transcript(options.cwd, log, session.history)
+    mirror = claude_transcript(options.cwd, log, session.history)
 
     def spawn(agent_type: AgentType, agent_id: str, transcript: SessionLog | None) -> Agent:
         if mirror is not None and transcript is not None:
@@ -495,7 +273,7 @@ def build_runtime(
         agent.hooks = hooks
         if hooks.has("PostToolUse"):
             agent.after_tool = hooks.post_tool_use
-    mcp = _mcp_servers(options, settings, trust, notices)
+    mcp = _mcp_servers(options, settings, trust, notices, sdk_host)
     if mcp is not None:
         mcp.attach(agent.tools)
     return Runtime(
@@ -525,6 +303,7 @@ def mcp_selection(options: RunOptions, settings: Settings, trust: Trust) -> tupl
             settings_servers=getattr(settings, "mcp_servers", None),
             flags=options.mcp_config,
             strict=options.strict_mcp_config,
+            project_tables=settings.project_mcp_servers(),
         )
     except McpConfigError as e:
         raise SetupError(str(e)) from e
@@ -539,14 +318,14 @@ def mcp_selection(options: RunOptions, settings: Settings, trust: Trust) -> tupl
 
 
 def _mcp_servers(
-    options: RunOptions, settings: Settings, trust: Trust, notices: list[str]
+    options: RunOptions, settings: Settings, trust: Trust, notices: list[str], host: SdkHost | None = None
 ) -> McpManager | None:
     """The session's MCP servers, started in the background; None when there are none (the SDK is
     then never imported)."""
     found, chosen = mcp_selection(options, settings, trust)
     notices += found.warnings
     notices += [
-        f"MCP server {s.name} of .mcp.json not started: it runs outside the sandbox, so it starts only "
+        f"MCP server {s.name} of {s.grant_where} not started: it runs outside the sandbox, so it starts only "
         "once you trust this folder or list it in enabledMcpjsonServers in your settings"
         for s in chosen.pending
     ]
@@ -554,13 +333,19 @@ def _mcp_servers(
         return None
     from piton.core.mcp.manager import McpManager
 
-    manager = McpManager(chosen.active, cwd=options.cwd, pending=chosen.pending, disabled=chosen.disabled)
+    manager = McpManager(
+        chosen.active, cwd=options.cwd, pending=chosen.pending, disabled=chosen.disabled, host=host
+    )
     manager.start()
     return manager
 
 
 def _agent_config(
-    options: RunOptions, settings: Settings, session: _Session, policy: SandboxPolicy, sections: list[str]
+    options: RunOptions,
+    settings: Settings,
+    session: OpenedSession,
+    policy: SandboxPolicy,
+    sections: list[str],
 ) -> AgentConfig:
     """The main agent's configuration: its model and limits, and the system prompt (the project's
     memory and the skills listing as its last `sections`)."""

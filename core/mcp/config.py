@@ -2,11 +2,14 @@
 and Piton keep them, `${VAR}` expansion, precedence, and which of the project's servers may start.
 
 Entries: stdio `{"command", "args", "env"}` (`"type": "stdio"` or none), `{"type": "http", "url",
-"headers"}` (streamable HTTP) and `{"type": "sse", "url", "headers"}`. Sources, lowest precedence
-first for one name: the user's settings files (`mcpServers`), `~/.claude.json` (user scope), Piton's
-`~/.piton/mcp.json` (user scope), the project's `.mcp.json` (project scope), `~/.claude.json`'s and
-then Piton's `projects[<folder>]` (local scope, as Claude Code ranks local above project), then
-`--mcp-config`. With `--strict-mcp-config` only the last count.
+"headers"}` (streamable HTTP), `{"type": "sse", "url", "headers"}` and `{"type": "sdk", "name"}` (a
+server that lives in the Agent SDK client driving Piton, reached over the control protocol). Sources,
+lowest precedence first for one name: the user's settings files (`mcpServers`), `~/.claude.json` (user
+scope), Piton's `~/.piton/mcp.json` (user scope), the project's `.mcp.json` (project scope),
+`~/.claude.json`'s and then Piton's `projects[<folder>]` (local scope, as Claude Code ranks local above
+project), then `--mcp-config`. With `--strict-mcp-config` only the last count. The `mcpServers` of the
+project's own settings files (`.claude/settings.json`, `.piton/settings.json` and their `.local`
+variants) rank with `.mcp.json`'s, after them.
 
 `.mcp.json` comes with the code and its stdio servers run outside the sandbox: such a server starts
 only when the user approved it (workspace trust, or the user's own `enabledMcpjsonServers` /
@@ -19,14 +22,14 @@ import os
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from piton.core.project.claude_home import named_config_dir
 from piton.core.project.jsonfile import JsonFileError, parse, read
 
-Transport = Literal["stdio", "http", "sse"]
+Transport = Literal["stdio", "http", "sse", "sdk"]
 Scope = Literal["settings", "user", "project", "local", "flag"]
 PROJECT_FILE = ".mcp.json"
 CLAUDE_JSON_MAX_BYTES = 50_000_000  # Claude Code keeps per-project history there: it grows
@@ -37,6 +40,7 @@ _TRANSPORTS: dict[str, Transport] = {
     "streamable_http": "http",
     "streamableHttp": "http",
     "sse": "sse",
+    "sdk": "sdk",
 }
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -60,17 +64,20 @@ class ServerConfig:
     scope: Scope = "user"
     source: str = ""  # the file it came from, or "--mcp-config"
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    where: str = ""  # a project server's file, relative to the project (`.mcp.json` when empty)
 
     @property
     def target(self) -> str:
         """What it runs or reaches, for people: the command line, or the URL."""
         if self.transport == "stdio":
             return shlex.join([self.command, *self.args])
+        if self.transport == "sdk":
+            return "in-process server of the SDK client"
         return self.url
 
     @property
     def grant_where(self) -> str:
-        return PROJECT_FILE
+        return self.where or PROJECT_FILE
 
     @property
     def grant_what(self) -> str:
@@ -84,7 +91,7 @@ class ServerConfig:
             if isinstance(env, dict) and env:
                 text += " (env " + ", ".join(f"{k}={v}" for k, v in sorted(env.items())) + ")"
             return text
-        return f"mcp server {self.name}: {self.transport} {raw.get('url', '')}"
+        return f"mcp server {self.name}: {self.transport} {raw.get('url') or raw.get('name', '')}"
 
 
 @dataclass(slots=True)
@@ -141,7 +148,7 @@ def _transport(entry: dict[str, Any]) -> Transport:
     if kind is None:
         return "http" if "url" in entry and "command" not in entry else "stdio"
     if not isinstance(kind, str) or kind not in _TRANSPORTS:
-        raise ValueError(f'unknown "type" {kind!r} (stdio, http or sse)')
+        raise ValueError(f'unknown "type" {kind!r} (stdio, http, sse or sdk)')
     return _TRANSPORTS[kind]
 
 
@@ -156,6 +163,11 @@ def parse_entry(
         raise ValueError("a server needs a name")
     transport = _transport(entry)
     missing: set[str] = set()
+    if transport == "sdk":  # the client knows it by its own name, which the entry repeats
+        sdk_name = entry.get("name", name)
+        if not isinstance(sdk_name, str) or not sdk_name.strip():
+            raise ValueError('"name" is not a string')
+        return ServerConfig(name, transport, url=sdk_name, scope=scope, source=source, raw=entry), []
     if transport == "stdio":
         command, args = entry.get("command"), entry.get("args", [])
         if not isinstance(command, str) or not command.strip():
@@ -187,7 +199,13 @@ def parse_entry(
 
 
 def servers_of(
-    table: Any, *, scope: Scope, source: str, env: Mapping[str, str], warnings: list[str]
+    table: Any,
+    *,
+    scope: Scope,
+    source: str,
+    env: Mapping[str, str],
+    warnings: list[str],
+    where: str = "",
 ) -> list[ServerConfig]:
     """The entries of one `mcpServers` object; each one that cannot be used is skipped with a
     warning naming the file and the server."""
@@ -206,7 +224,7 @@ def servers_of(
         if missing:
             names = ", ".join(f"${{{v}}}" for v in missing)
             warnings.append(f"{source}: MCP server {name!r}: {names} not set (kept as written)")
-        found.append(config)
+        found.append(replace(config, where=where) if where else config)
     return found
 
 
@@ -267,10 +285,14 @@ def flag_servers(
 
 
 def project_servers(
-    cwd: Path, env: Mapping[str, str] | None = None, warnings: list[str] | None = None
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    warnings: list[str] | None = None,
+    settings_tables: Sequence[tuple[Path, Any]] = (),
 ) -> list[ServerConfig]:
-    """The project's `.mcp.json` servers; each one's `grant_where`/`grant_what` is the workspace-trust
-    grant that lets it start."""
+    """The project's `.mcp.json` servers, then those of its settings files (`settings_tables`: each
+    file and its `mcpServers`); each one's `grant_where`/`grant_what` is the workspace-trust grant
+    that lets it start."""
     path = cwd / PROJECT_FILE
     sink = warnings if warnings is not None else []
     data = _read_json(path, sink)
@@ -278,7 +300,11 @@ def project_servers(
     if data is not None and table is None:
         sink.append(f'{path}: no "mcpServers" object; ignored')
     env = os.environ if env is None else env
-    return servers_of(table, scope="project", source=str(path), env=env, warnings=sink)
+    found = servers_of(table, scope="project", source=str(path), env=env, warnings=sink)
+    for file, entries in settings_tables:
+        where = os.path.relpath(file, cwd) if file.is_relative_to(cwd) else str(file)
+        found += servers_of(entries, scope="project", source=str(file), env=env, warnings=sink, where=where)
+    return found
 
 
 def load(
@@ -289,6 +315,7 @@ def load(
     strict: bool = False,
     home: Path | None = None,
     env: Mapping[str, str] | None = None,
+    project_tables: Sequence[tuple[Path, Any]] = (),
 ) -> Found:
     """Every configured server, lowest precedence first. Raises `McpConfigError` for a bad
     `--mcp-config`."""
@@ -316,7 +343,7 @@ def load(
     servers = [
         s for t, scope, src in layers for s in servers_of(t, scope=scope, source=src, env=env, warnings=warn)
     ]
-    servers += project_servers(cwd, env, warn)
+    servers += project_servers(cwd, env, warn, project_tables)
     for data, path in ((claude, claude_path), (piton, piton_path)):
         servers += servers_of(
             _project_entry(data, cwd), scope="local", source=str(path), env=env, warnings=warn

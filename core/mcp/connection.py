@@ -1,6 +1,7 @@
 """One MCP server's connection, on the MCP thread's event loop: start it, keep its transport and
 session open in one task (the SDK's anyio context managers must be entered and left in the same
-task), list its tools, follow `tools/list_changed`, serve calls, restart it after it died.
+task), list its tools, prompts and resources, follow their `list_changed` notices, serve calls,
+restart it after it died.
 
 Every method here runs on the MCP loop; other threads read `state` (plain attribute reads of
 immutable values) and call through `piton.core.mcp.manager`.
@@ -12,7 +13,7 @@ import contextlib
 import math
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +22,16 @@ from typing import Any, Literal, TextIO, cast
 import anyio
 
 from piton.core.mcp.config import ServerConfig
+from piton.core.mcp.offers import PromptInfo, ResourceInfo, list_prompts, list_resources
+from piton.core.mcp.sdk import SdkHost, sdk_transport
 from piton.core.mcp.tool import Caller, McpCallError, McpTool
 
-Status = Literal["starting", "connected", "failed", "pending", "disabled", "stopped"]
+Status = Literal["starting", "connected", "failed", "pending", "disabled", "stopped", "needs-auth"]
+_CHANGES = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+    "notifications/resources/list_changed": "resources",
+}
 # the API credentials are Piton's, not a server's business
 _PRIVATE_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 _STDERR_TAIL = 300
@@ -37,7 +45,10 @@ class ServerState:
     status: Status = "starting"
     error: str | None = None
     tools: tuple[McpTool, ...] = ()
+    prompts: tuple[PromptInfo, ...] = ()
+    resources: tuple[ResourceInfo, ...] = ()
     instructions: str | None = None
+    server_info: tuple[str, str] | None = None  # (name, version) from the handshake
     restarts: int = 0
     reported: bool = field(default=False)  # a failure is told once
 
@@ -90,6 +101,7 @@ class Connection:
         cwd: Path,
         connect_timeout: float,
         changed: Callable[[], None],
+        host: SdkHost | None = None,
     ) -> None:
         self.config = config
         self.state = ServerState(config)
@@ -104,6 +116,9 @@ class Connection:
         self._settled = anyio.Event()  # the current start has connected or failed
         self._restartable = False
         self._list_changed = anyio.Event()
+        self._stale: set[str] = set()  # what the server said changed: "tools", "prompts", "resources"
+        self._deadline: anyio.CancelScope | None = None  # the current start's
+        self._host = host
 
     # -- the task that owns the session -----------------------------------------------------------
     async def serve(self) -> None:
@@ -139,14 +154,30 @@ class Connection:
                 command=config.command, args=list(config.args), env=server_env(config), cwd=self._cwd
             )
             return stdio_client(params, errlog=errlog) if errlog is not None else stdio_client(params)
+        if config.transport == "sdk":
+            return sdk_transport(config.url, self._host)
+        from piton.core.mcp.oauth import client_auth, wants_oauth
+
+        auth = client_auth(config, self._needs_auth) if wants_oauth(config) else None
         if config.transport == "sse":
             from mcp.client.sse import sse_client
 
-            return sse_client(config.url, headers=dict(config.headers), timeout=self._connect_timeout)
+            return sse_client(
+                config.url, headers=dict(config.headers), timeout=self._connect_timeout, auth=auth
+            )
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
-        return streamable_http_client(config.url, http_client=create_mcp_http_client(dict(config.headers)))
+        client = create_mcp_http_client(dict(config.headers), auth=auth)
+        return streamable_http_client(config.url, http_client=client)
+
+    def _needs_auth(self, url: str) -> None:
+        """The server wants OAuth: the user is sent to `url`, and the start waits for them longer."""
+        from piton.core.mcp.oauth import AUTH_WAIT_S
+
+        if self._deadline is not None:
+            self._deadline.deadline = anyio.current_time() + AUTH_WAIT_S
+        self._set("needs-auth", f"open this URL in a browser to authorize Piton: {url}")
 
     async def _session(self) -> None:
         # `_settled` is made new by whoever starts the server, so that a waiter never holds a stale one
@@ -162,10 +193,11 @@ class Connection:
                     files.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")),
                 )
             deadline = anyio.CancelScope(deadline=anyio.current_time() + self._connect_timeout)
+            self._deadline = deadline
             try:
                 with deadline:
                     await self._connected(errlog, deadline)
-                if deadline.cancelled_caught and self.state.status == "starting":
+                if deadline.cancelled_caught and self.state.status in ("starting", "needs-auth"):
                     self._fail(f"did not start within {self._connect_timeout:g} s (MCP_TIMEOUT)", errlog)
             except Exception as e:  # a server that cannot start is reported; the others go on
                 self._fail(_describe(e), errlog)
@@ -188,10 +220,15 @@ class Connection:
                 message_handler=self._on_message,
                 client_info=Implementation(name="piton", version=__version__),
                 cache=None,  # every listing is asked afresh: list_changed must see the new tools
+                # an SDK client's server answers the handshake Claude Code sends, not a probe first
+                mode="legacy" if self.config.transport == "sdk" else "auto",
             )
             await stack.enter_async_context(client)
             self.state.instructions = client.instructions
+            info = client.server_info
+            self.state.server_info = (info.name, info.version) if info is not None else None
             await self._list_tools(client)
+            await self._list_offers(client, {"prompts", "resources"})
             deadline.deadline = math.inf
             self._client = client
             self._restartable = True
@@ -214,25 +251,49 @@ class Connection:
         self.state.tools = tuple(McpTool(self.config.name, tool, self._caller) for tool in tools)
         self._changed()
 
+    async def _list_offers(self, client: Any, kinds: set[str]) -> None:
+        """Prompts and resources: a server that fails to list them still serves its tools."""
+        if "prompts" in kinds:
+            with contextlib.suppress(Exception):
+                self.state.prompts = await list_prompts(self.config.name, client)
+        if "resources" in kinds:
+            with contextlib.suppress(Exception):
+                self.state.resources = await list_resources(self.config.name, client)
+        self._changed()
+
     async def _on_message(self, message: Any) -> None:
-        if getattr(message, "method", None) == "notifications/tools/list_changed":
+        kind = _CHANGES.get(getattr(message, "method", None) or "")
+        if kind is not None:
+            self._stale.add(kind)
             self._list_changed.set()
 
     async def _follow_changes(self, client: Any) -> None:
-        """Relist the tools when the server says they changed. A 2026-era connection sends that only
-        to a client that listens for it."""
+        """Relist what the server says changed. A 2026-era connection sends that only to a client
+        that listens for it."""
         async with anyio.create_task_group() as tasks:
             if _modern(client):
                 tasks.start_soon(self._listen, client)
             while True:
                 await self._list_changed.wait()
                 self._list_changed = anyio.Event()
-                with contextlib.suppress(Exception):  # the old list stays; the next change tries again
-                    await self._list_tools(client)
+                stale, self._stale = self._stale, set()
+                if "tools" in stale:
+                    with contextlib.suppress(Exception):  # the old list stays; the next change tries again
+                        await self._list_tools(client)
+                await self._list_offers(client, stale)
 
     async def _listen(self, client: Any) -> None:
+        caps = client.server_capabilities
+        wanted = {
+            kind: bool(getattr(getattr(caps, kind, None), "list_changed", False))
+            for kind in ("tools", "prompts", "resources")
+        }
         with contextlib.suppress(Exception):  # only the notice of changes is lost
-            async with client.listen(tools_list_changed=True) as subscription:
+            async with client.listen(
+                tools_list_changed=wanted["tools"],
+                prompts_list_changed=wanted["prompts"],
+                resources_list_changed=wanted["resources"],
+            ) as subscription:
                 async for _ in subscription:
                     pass  # each event also reaches `_on_message`
 
@@ -256,17 +317,24 @@ class Connection:
         return self._client
 
     async def call(self, tool: str, arguments: dict[str, Any], limit: float | None) -> Any:
+        return await self.request(lambda client: client.call_tool(tool, arguments), tool, limit)
+
+    async def request(
+        self, work: Callable[[Any], Awaitable[Any]], what: str, limit: float | None, timeout_name: str = ""
+    ) -> Any:
+        """`work(client)` on a usable session: a tool's call, a prompt's or a resource's fetch."""
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
 
         client = await self._usable()
-        name = self.config.name
+        name, tool = self.config.name, what
         try:
             with anyio.fail_after(limit if limit is not None else math.inf):
-                return await client.call_tool(tool, arguments)
+                return await work(client)
         except TimeoutError:
             raise McpCallError(
-                f"The MCP server {name} did not answer {tool} within {limit:g} s (MCP_TOOL_TIMEOUT)"
+                f"The MCP server {name} did not answer {tool} within {limit:g} s "
+                f"({timeout_name or 'MCP_TOOL_TIMEOUT'})"
             ) from None
         except MCPError as e:
             if e.code == CONNECTION_CLOSED:
@@ -287,5 +355,9 @@ class Connection:
 def _modern(client: Any) -> bool:
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-    tools = getattr(client.server_capabilities, "tools", None)
-    return client.protocol_version in MODERN_PROTOCOL_VERSIONS and bool(getattr(tools, "list_changed", False))
+    caps = client.server_capabilities
+    changing = any(
+        getattr(getattr(caps, kind, None), "list_changed", False)
+        for kind in ("tools", "prompts", "resources")
+    )
+    return client.protocol_version in MODERN_PROTOCOL_VERSIONS and changing

@@ -22,6 +22,8 @@ from typing import Any
 
 from piton.core.mcp.config import ServerConfig
 from piton.core.mcp.connection import Connection, ServerState
+from piton.core.mcp.offers import PromptInfo, ResourceInfo
+from piton.core.mcp.sdk import SdkHost
 from piton.core.mcp.tool import McpCallError, McpTool
 from piton.core.tools import ToolRegistry
 
@@ -49,12 +51,19 @@ class McpManager:
         disabled: Iterable[ServerConfig] = (),
         connect_timeout: float | None = None,
         call_timeout: float | None = None,
+        host: SdkHost | None = None,
     ) -> None:
+        """`host`: the Agent SDK client that serves the `sdk` servers, when one drives the run."""
         self.connect_timeout = connect_timeout or env_seconds("MCP_TIMEOUT", DEFAULT_CONNECT_MS)
         self.call_timeout = call_timeout or env_seconds("MCP_TOOL_TIMEOUT", DEFAULT_TOOL_MS)
         self._connections = {
             s.name: Connection(
-                s, self.call, cwd=cwd, connect_timeout=self.connect_timeout, changed=self._changed
+                s,
+                self.call,
+                cwd=cwd,
+                connect_timeout=self.connect_timeout,
+                changed=self._changed,
+                host=host,
             )
             for s in servers
         }
@@ -71,6 +80,7 @@ class McpManager:
         self._reporter_loop: asyncio.AbstractEventLoop | None = None
         self._unreported: list[str] = []
         self._registered: dict[int, set[str]] = {}  # per registry: the MCP tools put in it
+        self._told_auth: set[str] = set()  # the authorization URLs told already
 
     # -- life -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -128,6 +138,9 @@ class McpManager:
             if state.status == "failed" and not state.reported:
                 state.reported = True
                 self._report(f"MCP server {state.config.name} failed: {state.error}")
+            elif state.status == "needs-auth" and state.error not in self._told_auth:
+                self._told_auth.add(state.error or "")
+                self._report(f"MCP server {state.config.name} needs authentication: {state.error}")
             elif state.status == "connected":
                 state.reported = False
 
@@ -204,6 +217,41 @@ class McpManager:
         if connection is None:
             raise McpCallError(f"No MCP server named {server}")
         return await self._cross(connection.call(tool, arguments, self.call_timeout))
+
+    # -- prompts and resources ----------------------------------------------------------------------
+    def prompts(self) -> list[PromptInfo]:
+        """The prompts of the connected servers (each a `/mcp__<server>__<prompt>` command)."""
+        return [
+            p for c in self._connections.values() if c.state.status == "connected" for p in c.state.prompts
+        ]
+
+    def resources(self) -> list[ResourceInfo]:
+        return [
+            r for c in self._connections.values() if c.state.status == "connected" for r in c.state.resources
+        ]
+
+    def server_names(self) -> list[str]:
+        return list(self._connections)
+
+    async def get_prompt(self, server: str, name: str, arguments: dict[str, str]) -> Any:
+        """`prompts/get`: the SDK's GetPromptResult; `McpCallError` when it cannot be had."""
+        connection = self._connection(server)
+        return await self._cross(
+            connection.request(lambda client: client.get_prompt(name, arguments), name, self.call_timeout)
+        )
+
+    async def read_resource(self, server: str, uri: str) -> Any:
+        """`resources/read`: the SDK's ReadResourceResult; `McpCallError` when it cannot be had."""
+        connection = self._connection(server)
+        return await self._cross(
+            connection.request(lambda client: client.read_resource(uri), uri, self.call_timeout)
+        )
+
+    def _connection(self, server: str) -> Connection:
+        connection = self._connections.get(server)
+        if connection is None:
+            raise McpCallError(f"No MCP server named {server}")
+        return connection
 
     async def _cross(self, work: Coroutine[Any, Any, Any]) -> Any:
         loop = self._loop

@@ -124,10 +124,15 @@ def _block(item: Any) -> list[TextBlock | ImageBlock]:
     return [TextBlock(text=f"[content of type {kind} not shown]")]
 
 
+def content_blocks(items: list[Any]) -> list[TextBlock | ImageBlock]:
+    """MCP content items (of a result, a prompt's messages) as blocks the API takes."""
+    return [b for item in items for b in _block(item)]
+
+
 def convert(result: Any) -> ToolResult:
     """The SDK's `CallToolResult` as a Piton result: text, images, resources as lines naming their
     URI, structured content as JSON when there is no text; `isError` makes an error result."""
-    blocks: list[TextBlock | ImageBlock] = [b for item in result.content for b in _block(item)]
+    blocks = content_blocks(result.content)
     structured = getattr(result, "structured_content", None)
     if structured is not None and not any(isinstance(b, TextBlock) for b in blocks):
         blocks.insert(0, TextBlock(text=json.dumps(structured, indent=2, ensure_ascii=False)))

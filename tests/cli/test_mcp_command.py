@@ -88,7 +88,7 @@ def test_list_get_and_remove(project: Path) -> None:
     assert "Needs approval" in lines["planted"]
     got = mcp("get", "good")
     assert "Status: ✓ Connected" in got.stdout and f"Command: {sys.executable}" in got.stdout
-    assert "Tools: 9" in got.stdout
+    assert "Tools: 10" in got.stdout
     removed = mcp("remove", "good")
     assert removed.returncode == 0 and "Removed MCP server good from local scope" in removed.stdout
     assert "good" not in piton_file()["projects"][str(project)]["mcpServers"]

@@ -88,3 +88,89 @@ def test_strict_mcp_config_leaves_the_users_servers_out(fake_api: FakeAnthropicA
     assert piton("-p", "q", "--strict-mcp-config", "--mcp-config", config()).returncode == 0
     first, second = ([t["name"] for t in b["tools"]] for b in fake_api.bodies)
     assert "mcp__mine__echo" in first and not any(n.startswith("mcp__") for n in second)
+
+
+def test_servers_in_the_projects_settings_files_start_only_once_approved(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    marker = project.parent / "started"
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.local.json").write_text(
+        config(planted=fixture(MCP_FIXTURE_MARKER=str(marker)))
+    )
+    fake_api.add(reply("ok"), reply("ok"))
+    refused = piton("-p", "q")
+    assert refused.returncode == 0, refused.stderr
+    assert "MCP server planted of .claude/settings.local.json not started" in refused.stderr
+    time.sleep(0.3)
+    assert not marker.exists()
+    trusted = piton("-p", "q", "--trust-workspace")
+    assert trusted.returncode == 0, trusted.stderr
+    assert marker.exists()
+    first, second = ([t["name"] for t in b["tools"]] for b in fake_api.bodies)
+    assert "mcp__planted__echo" not in first and "mcp__planted__echo" in second
+
+
+def user_content(body: dict[str, Any]) -> list[dict[str, Any]]:
+    first = body["messages"][0]
+    assert first["role"] == "user"
+    return (
+        [{"type": "text", "text": first["content"]}]
+        if isinstance(first["content"], str)
+        else first["content"]
+    )
+
+
+def test_a_servers_prompt_is_a_slash_command_and_init_lists_it(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    fake_api.add(reply("Reviewed."))
+    done = piton(
+        "-p",
+        "/mcp__fixture__review app.py speed and clarity",
+        "--mcp-config",
+        config(fixture=fixture()),
+        "--output-format",
+        "stream-json",
+        "--verbose",
+    )
+    assert done.returncode == 0, done.stderr
+    content = user_content(fake_api.bodies[0])
+    texts = [b["text"] for b in content if b["type"] == "text"]
+    assert texts[:2] == ["Review app.py, focusing on: speed and clarity.", "I will look at it."]
+    assert [b["source"]["media_type"] for b in content if b["type"] == "image"] == ["image/png"]
+    init = json.loads(done.stdout.splitlines()[0])
+    assert init["subtype"] == "init" and "mcp__fixture__review" in init["slash_commands"]
+    assert init["mcp_servers"] == [{"name": "fixture", "status": "connected"}]
+    assert "mcp__fixture__echo" in init["tools"]
+
+
+def test_an_unknown_mcp_prompt_is_one_line_and_no_request(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    done = piton("-p", "/mcp__fixture__nope x", "--mcp-config", config(fixture=fixture()))
+    assert done.returncode == 1 and fake_api.bodies == []
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .endswith("Unknown MCP prompt /mcp__fixture__nope (/mcp lists the servers and their prompts)")
+    )
+    missing = piton("-p", "/mcp__fixture__review", "--mcp-config", config(fixture=fixture()))
+    assert missing.returncode == 1 and fake_api.bodies == []
+    assert "needs file, focus" in missing.stderr
+
+
+def test_a_resource_mention_attaches_it_and_failures_are_one_line(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    fake_api.add(reply("Read."))
+    prompt = "see @fixture:test://greeting, @fixture:test://pixel @fixture:test://broken and @ghost:a://b"
+    done = piton("-p", prompt, "--mcp-config", config(fixture=fixture()))
+    assert (done.returncode, done.stdout) == (0, "Read.\n"), done.stderr
+    content = user_content(fake_api.bodies[0])
+    assert content[0]["text"] == prompt
+    assert content[1]["text"] == (
+        '<resource server="fixture" uri="test://greeting">\nHello from the fixture resource.\n</resource>'
+    )
+    assert content[3]["type"] == "image" and len(content) == 4
+    warnings = [line for line in done.stderr.splitlines() if "not attached" in line]
+    assert len(warnings) == 2
+    assert "@fixture:test://broken" in warnings[0] and "no MCP server named ghost" in warnings[1]

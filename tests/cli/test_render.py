@@ -205,3 +205,12 @@ def test_a_compaction_shows_in_the_spinner_and_then_as_a_line() -> None:
     assert " ".join(plain(console).split()) == (
         "✻ Compacted the conversation (auto, earlier part summarised): 160,000 → 12,345 tokens"
     )
+
+
+def test_an_mcp_tool_call_is_shown_with_its_server_as_claude_code_does() -> None:
+    from piton.cli.output import tool_label
+
+    assert tool_label("mcp__github__create_issue", {"title": "Crash on start"}) == (
+        "github - create_issue (MCP)(Crash on start)"
+    )
+    assert tool_label("Read", {"file_path": "a.py"}) == "Read(a.py)"

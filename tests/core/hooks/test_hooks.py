@@ -273,3 +273,62 @@ def test_disable_all_hooks_in_a_project_file_cannot_switch_off_the_users_guard(
         trust_workspace=True,
     )
     assert deploy.log == []
+
+
+def test_a_stop_hook_that_never_lets_go_is_ended(project: Path, tmp_path: Path) -> None:
+    from piton.core.agent import MAX_KEPT_GOING
+
+    hook = script(tmp_path, "stubborn.sh", "cat >/dev/null\necho 'not yet' >&2\nexit 2\n")
+    user_hooks(on("Stop", hook))
+    provider = ScriptedProvider(*(reply(f"try {i}") for i in range(MAX_KEPT_GOING + 1)))
+    code, lines, err = run(provider, [])
+    assert code == 0 and lines[-1]["result"] == f"try {MAX_KEPT_GOING}"
+    assert f"kept the agent going {MAX_KEPT_GOING} times" in err
+    provider.assert_complete()
+
+
+def test_a_subagents_end_is_a_subagent_stop_and_its_calls_pass_the_hooks(
+    project: Path, tmp_path: Path
+) -> None:
+    events = tmp_path / "events"
+    record = script(tmp_path, "record.sh", f"cat >> {events}; echo >> {events}\n")
+    guard = script(tmp_path, "guard.sh", "echo 'not in subagents either' >&2; exit 2\n")
+    user_hooks(
+        {**on("SubagentStop", record), **on("Stop", record), **on("PreToolUse", guard, matcher="Deploy")}
+    )
+    deploy = Probe("Deploy")
+    task = {"description": "look", "prompt": "deploy it", "subagent_type": "general-purpose"}
+    provider = ScriptedProvider(
+        reply(ToolCall("Task", task)),
+        reply(ToolCall("Deploy", {"text": "prod"})),
+        reply("sub done"),
+        reply("ok"),
+    )
+    code, _, _ = run(provider, [deploy], permission_mode="bypassPermissions")
+    assert code == 0 and deploy.log == []
+    seen = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
+    assert [e["hook_event_name"] for e in seen] == ["SubagentStop", "Stop"]
+    assert seen[0]["agent_id"] and seen[0]["stop_hook_active"] is False
+
+
+def test_pre_compact_runs_before_a_compaction(project: Path, tmp_path: Path) -> None:
+    import asyncio
+
+    from piton.runtime import build_runtime
+
+    seen = tmp_path / "compact.json"
+    user_hooks(on("PreCompact", script(tmp_path, "pre.sh", f"cat > {seen}\n"), matcher="manual"))
+    provider = ScriptedProvider(reply("first answer"), reply("A summary of the work."))
+    runtime = build_runtime(RunOptions(cwd=project), provider, tools=[])
+
+    async def go() -> None:
+        [_ async for _ in runtime.agent.run("hello")]
+        [_ async for _ in runtime.agent.compact("keep the numbers")]
+
+    asyncio.run(go())
+    payload = json.loads(seen.read_text())
+    assert (payload["hook_event_name"], payload["trigger"], payload["custom_instructions"]) == (
+        "PreCompact",
+        "manual",
+        "keep the numbers",
+    )

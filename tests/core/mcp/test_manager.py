@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from piton.core.conversation.messages import ImageBlock, ToolUseBlock
+from piton.core.conversation.messages import ImageBlock, TextBlock, ToolUseBlock
 from piton.core.mcp.config import ServerConfig
 from piton.core.mcp.manager import McpManager
 from piton.core.tools import ToolContext, ToolRegistry, ToolResult
@@ -207,6 +207,23 @@ def test_a_changed_tool_list_reaches_the_registry(shared: McpManager) -> None:
         return False
 
     assert asyncio.run(go())
+
+
+def test_a_changed_prompt_list_is_followed_and_the_new_prompt_expands(shared: McpManager) -> None:
+    from piton.core.mcp.prompts import expand
+
+    async def go() -> list[str]:
+        registry = await synced(shared)
+        assert "mcp__fixture__review" in [p.command for p in shared.prompts()]
+        await call(registry, "mcp__fixture__more_prompts")
+        for _ in range(50):
+            if "mcp__fixture__later" in [p.command for p in shared.prompts()]:
+                blocks = await expand(shared, "/mcp__fixture__later")
+                return [b.text for b in blocks or [] if isinstance(b, TextBlock)]
+            await asyncio.sleep(0.1)
+        return []
+
+    assert asyncio.run(go()) == ["later prompt text"]
 
 
 @pytest.mark.parametrize("transport", ["http", "sse"])

@@ -209,3 +209,9 @@ def test_cleanup_period_days_prunes_old_sessions(project: Path) -> None:
     write(project, "~/.claude/settings.json", {"cleanupPeriodDays": 7})
     build(project)
     assert not old.path.exists()
+
+
+def test_include_co_authored_by_asks_for_the_trailer(project: Path) -> None:
+    assert "Co-Authored-By" not in build(project).agent.config.system_prompt
+    write(project, "~/.claude/settings.json", {"includeCoAuthoredBy": True})
+    assert "Co-Authored-By: Claude <noreply@anthropic.com>" in build(project).agent.config.system_prompt
