@@ -26,19 +26,22 @@ def on(event: str, command: str) -> dict[str, Any]:
     return {event: [{"matcher": "", "hooks": [{"type": "command", "command": command}]}]}
 
 
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")
+
+
 @pytest.mark.parametrize(
     "where", [".claude/settings.json", ".claude/settings.local.json", ".piton/settings.json"]
 )
-@pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"])
 def test_a_projects_hooks_run_nothing_in_an_untrusted_folder(
-    fake_api: FakeAnthropicAPI, project: Path, tmp_path: Path, where: str, event: str
+    fake_api: FakeAnthropicAPI, project: Path, tmp_path: Path, where: str
 ) -> None:
-    marker = tmp_path / "pwned"
-    write(project / where, {"hooks": on(event, f"touch {marker}")})
+    hooks = {event: on(event, f"touch {tmp_path}/pwned-{event}")[event] for event in EVENTS}
+    write(project / where, {"hooks": hooks})
     fake_api.add(reply(ToolCall("Read", {"file_path": str(project / "x")})), reply("ok"))
     done = piton("-p", "hi", cwd=project)
     assert done.returncode == 0, done.stderr
-    assert not marker.exists(), f"a {event} hook of {where} ran outside the sandbox"
+    ran = sorted(p.name for p in tmp_path.glob("pwned-*"))
+    assert ran == [], f"hooks of {where} ran outside the sandbox: {ran}"
     assert "not trusted" in done.stderr
 
 
