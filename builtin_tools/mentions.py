@@ -25,7 +25,7 @@ MAX_CHARS = 200_000  # per file; the rest is left out with a note
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 
 
-def _attachment(ctx: ToolContext, mention: str) -> list[ContentBlock] | str:
+def attachment(ctx: ToolContext, mention: str) -> list[ContentBlock] | str:
     """The blocks for one mention, or why it was not attached."""
     try:
         with open_readable(ctx, mention.rstrip(".,;:!?)")) as opened:
@@ -62,7 +62,7 @@ def attach(ctx: ToolContext, prompt: str, warn: Callable[[str], None]) -> str | 
         if candidate in seen or not candidate.exists():
             continue  # an e-mail address or a handle, not a file
         seen.add(candidate)
-        attached = _attachment(ctx, mention)
+        attached = attachment(ctx, mention)
         if isinstance(attached, str):
             warn(f"  (not attached: {attached})")
         else:

@@ -224,7 +224,9 @@ def piton(
         str | None,
         typer.Option("--agents", help='Subagent types as JSON: {"name": {"description", "prompt"}}.'),
     ] = None,
-    plugin_dir: Annotated[list[str] | None, typer.Option("--plugin-dir", help="A plugin folder.")] = None,
+    plugin_dir: Annotated[
+        list[str] | None, typer.Option("--plugin-dir", help="Load the plugin in this folder (repeatable).")
+    ] = None,
     max_thinking_tokens: Annotated[
         int | None, typer.Option("--max-thinking-tokens", min=0, help="Thinking budget in tokens (0: off).")
     ] = None,
@@ -303,7 +305,7 @@ def piton(
         system_prompt = _read_text(system_prompt_file)
     if dangerously_skip_permissions:
         permission_mode = PermissionMode.bypassPermissions
-    _tell_unsupported(fallback_model, json_schema, plugin_dir)
+    _tell_unsupported(fallback_model, json_schema)
     options = RunOptions(
         cwd=Path.cwd(),
         model=model,
@@ -331,6 +333,7 @@ def piton(
         effort=effort.value if effort is not None else None,
         mcp_config=list(mcp_config or []),
         strict_mcp_config=strict_mcp_config,
+        plugin_dirs=[Path(d).expanduser().resolve() for d in plugin_dir or []],
     )
     # a client speaking stream-json (the Agent SDK passes no -p) is never a terminal session
     if not print_mode and input_format is InputFormat.text:
@@ -390,7 +393,6 @@ def _thinking(choice: Thinking | None, budget: int | None) -> bool | None:
 def _tell_unsupported(
     fallback_model: str | None,
     json_schema: str | None,
-    plugin_dir: list[str] | None,
 ) -> None:
     """Claude Code's flags that Piton accepts and cannot honour yet: said, one line each, so that a
     client passing them runs on and its user knows what did not apply."""
@@ -398,8 +400,6 @@ def _tell_unsupported(
         _note("--fallback-model is not supported yet: the run uses the main model only")
     if json_schema:
         _note("--json-schema is not supported yet: the answer is not checked against the schema")
-    if plugin_dir:
-        _note("--plugin-dir is not supported yet: plugins are not loaded")
 
 
 def _note(text: str) -> None:

@@ -70,6 +70,13 @@ class Commands:
             await _invoke(self, line)
             return
         command = self.table.get(name) or self.table.get(_ALIASES.get(name, ""))
+        catalog = self.ui.runtime.catalog if self.ui.runtime is not None else None
+        if command is None and catalog is not None and catalog.typed(line) is not None:
+            await _invoke(self, line)  # `/scan` or `/tools scan` for `/tools:scan`
+            return
+        if command is None and catalog is not None and catalog.unknown(line) is None:
+            self.ui.send(line)  # a path such as `/usr/bin/env …` is a prompt, not a command
+            return
         if command is None:
             close = difflib.get_close_matches(name, list(self.table), n=3, cutoff=0.5)
             hint = f" Did you mean {', '.join('/' + c for c in close)}?" if close else " /help lists them."
@@ -318,6 +325,17 @@ async def _skills(c: Commands, _: str) -> None:
         c.say(text, style)
 
 
+async def _agents(c: Commands, _: str) -> None:
+    runtime = await c.ui.ready()
+    from pathlib import Path
+
+    from piton.skills.report import agent_lines
+
+    known = {tool.name for tool in runtime.agent.tools}
+    for text, style in agent_lines(runtime.agent_types, Path.home(), known):
+        c.say(text, style)
+
+
 async def _memory(c: Commands, _: str) -> None:
     runtime = await c.ui.ready()
     memory = runtime.memory
@@ -344,6 +362,25 @@ async def _mcp(c: Commands, _: str) -> None:
         c.say(text, style)
 
 
+async def _plugin(c: Commands, _: str) -> None:
+    runtime = await c.ui.ready()
+    from piton.skills.plugins import summary
+
+    plugins = runtime.plugins
+    skills = list(runtime.catalog.skills.values()) if runtime.catalog is not None else []
+    for line in summary(plugins, skills) if plugins is not None else []:
+        c.say(line)
+    if plugins is None or not plugins.plugins:
+        c.say("No plugins loaded.", "dim")
+    for blocked in plugins.blocked if plugins is not None else []:
+        c.say(f"{blocked}: enabled by this project's settings; loads once you trust the folder", "yellow")
+    c.say(
+        "Install: piton plugin install <path|git-url|name@marketplace> (piton plugin marketplace add "
+        "<path|git-url|owner/repo> first); piton plugin list|enable|disable|uninstall; --plugin-dir PATH",
+        "dim",
+    )
+
+
 async def _exit(c: Commands, _: str) -> None:
     c.ui.exit()
 
@@ -360,7 +397,9 @@ BUILTIN = (
         "permissions", "show the permission mode and rules, or add one", _permissions, "[allow|ask|deny rule]"
     ),
     Command("skills", "the skills, custom commands and subagent types found", _skills),
+    Command("agents", "the subagent types, and what of their definitions is not applied", _agents),
     Command("memory", "the instruction files loaded (AGENTS.md, CLAUDE.md)", _memory),
+    Command("plugin", "the plugins loaded, what each added, and how to install more", _plugin),
     Command("status", "version, session, model, sandbox, API", _status),
     Command("mcp", "the MCP servers, their status and tools", _mcp),
     Command("exit", "leave Piton", _exit),

@@ -337,6 +337,10 @@ class ControlSession:
         from piton.cli.mcp_turn import is_prompt_command, turn_content
 
         runtime = self.runtime
+        if skill is None and isinstance(prompt, str) and runtime.catalog is not None:
+            unknown = runtime.catalog.unknown(prompt)
+            if unknown is not None:  # as Claude Code: the result says so, and no turn is made
+                raise LookupError(unknown)
         if runtime.mcp is not None:  # as Claude Code: `system/init` tells the servers as they started
             await runtime.agent.tools.refresh()
         if isinstance(prompt, str) and (runtime.mcp is not None or is_prompt_command(prompt)):

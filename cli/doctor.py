@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 
 def doctor(cwd: Path) -> int:
@@ -40,7 +41,25 @@ def doctor(cwd: Path) -> int:
         lines.append(
             ("✓", f"hooks: {len(hooks)} ({', '.join(events)}); a project's run only in a trusted folder")
         )
+    lines += _plugin_lines(cwd, settings)
     lines += [("!", warning) for warning in settings.warnings]
     for mark, text in lines:
         print(f"{mark} {text}")
     return 1 if any(mark == "✗" for mark, _ in lines) else 0
+
+
+def _plugin_lines(cwd: Path, settings: Any) -> list[tuple[str, str]]:
+    """The plugins a session here would load (a project's only once the folder is trusted)."""
+    from piton.core.project.trust import decide
+    from piton.skills.catalog import Catalog
+    from piton.skills.plugins import load_plugins, plugin_grants, summary
+
+    trust = decide(cwd, plugin_grants(cwd, settings), trusted_folders=settings.trusted_folders)
+    catalog = Catalog()
+    plugins = load_plugins(cwd, settings, trust, catalog=catalog)
+    lines = [("✓", f"plugin {line}") for line in summary(plugins, list(catalog.skills.values()))]
+    lines += [
+        ("!", f"plugin {pid}: enabled by the project; loads once you trust the folder")
+        for pid in plugins.blocked
+    ]
+    return lines + [("!", warning) for warning in plugins.warnings]

@@ -105,7 +105,10 @@ async def _drive(
     if runtime.mcp is not None:  # as Claude Code: `system/init` tells the servers as they started
         await agent.tools.refresh()
     content = await turn_content(runtime, prompt, prompt, lambda line: writer.notice(line.strip()))
-    if content is None:
+    unknown = runtime.catalog.unknown(prompt) if skill is None and runtime.catalog is not None else None
+    if unknown is not None:  # as Claude Code in -p: said, and no turn (the model never sees it)
+        writer.notice(unknown)
+    if content is None or unknown is not None:
         await agent.provider.aclose()
         return None
     try:
@@ -226,7 +229,7 @@ def _start(
     runtime.log.report_to(writer.notice)  # a log that cannot be written says so, and the run goes on
     if runtime.mcp is not None:  # a server that fails is told before the request that misses it
         runtime.mcp.report_to(writer.notice)
-    # `/name args` starts a skill or custom command; any other text (an unknown /x too) is a prompt
+    # `/name args` starts a skill or custom command; an unknown `/name` is said and makes no turn
     skill = runtime.catalog.invocation(prompt) if runtime.catalog is not None else None
     stopper = Stopper()
     try:

@@ -25,12 +25,16 @@ def main() -> None:
 
         print(f"piton {__version__}")
         return
-    if sys.argv[1:] == ["skills"]:
-        sys.exit(list_skills())
+    if sys.argv[1:] in (["skills"], ["skills", "--json"]):
+        sys.exit(list_skills(as_json=sys.argv[2:] == ["--json"]))
     if sys.argv[1:2] == ["mcp"]:  # `piton mcp add|add-json|list|get|remove …`
         from piton.cli.mcp_command import main as mcp_main
 
         sys.exit(mcp_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["plugin"]:  # `piton plugin install|list|enable|disable|uninstall|marketplace …`
+        from piton.cli.plugin_command import main as plugin_main
+
+        sys.exit(plugin_main(sys.argv[2:]))
     if sys.argv[1:] == ["doctor"]:
         from pathlib import Path
 
@@ -184,25 +188,49 @@ def leave(code: int) -> NoReturn:
     os._exit(code)
 
 
-def list_skills() -> int:
-    """`piton skills`: what was found and where, without starting a session."""
+def list_skills(*, as_json: bool = False) -> int:
+    """`piton skills` (`--json`): what was found and where, without starting a session."""
     from pathlib import Path
 
-    from rich.console import Console
-    from rich.text import Text
-
     from piton.cli.commands import BUILTIN_NAMES
+    from piton.core.project.settings import load_settings
     from piton.skills.agents import discover_agent_types
     from piton.skills.catalog import discover
+    from piton.skills.plugins import load_plugins
     from piton.skills.report import report
 
     cwd = Path.cwd()
     catalog = discover(cwd)
     types, warnings = discover_agent_types(cwd)
+    # the user's own plugins (a project's wait for trust, which only a session asks about)
+    plugins = load_plugins(cwd, load_settings(cwd), None, (), catalog)
+    types = {**{a.name: a for a in plugins.agents}, **types}
+    warnings += plugins.warnings
+    known = known_tool_names()
+    if as_json:
+        import json
+
+        from piton.skills.report import as_json as to_json
+
+        print(json.dumps(to_json(catalog, types, [*catalog.warnings, *warnings], known), indent=2))
+        return 0
+    from rich.console import Console
+    from rich.text import Text
+
     console = Console(highlight=False)
-    for text, style in report(catalog, types, [*catalog.warnings, *warnings], reserved=set(BUILTIN_NAMES)):
+    lines = report(
+        catalog, types, [*catalog.warnings, *warnings], reserved=set(BUILTIN_NAMES), known_tools=known
+    )
+    for text, style in lines:
         console.print(Text(text, style=style), soft_wrap=True)
     return 0
+
+
+def known_tool_names() -> set[str]:
+    """The tools an agent definition may name: Piton's own (its MCP servers' are `mcp__…`)."""
+    from piton.runtime import default_tools
+
+    return {t.name for t in default_tools()} | {"Task", "Skill", "SearchSkills"}
 
 
 if __name__ == "__main__":

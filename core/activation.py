@@ -4,6 +4,10 @@ A skill (or custom command) enters the conversation as a user text block marked 
 While the run lasts, its `allowed-tools` are permitted without asking and its `model`, if any, is
 the model. Each skill loaded during a run extends a chain; loading one already in the chain, or a
 fourth one, is refused with the chain shown, so skills that call each other cannot loop.
+
+Before its text is sent, an `ActivationPreparer` (`core/activation_prep`; the composition root
+supplies one, `core` knows only its shape) runs the text's ``!`command` `` lines and inlines its
+`@file` references, with the run's sandbox, policy and permission gate.
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ from typing import Protocol
 MAX_SKILL_DEPTH = 3
 SKILL_TAG = "skill"
 _BLOCK = re.compile(r'\A<skill name="([^"]+)"[^>]*>')
+# ``!`git status` `` after a space or at a line's start, or a fenced block opened with ```!
+SHELL = re.compile(
+    r"(?<!\S)!`(?P<inline>[^`\n]+)`|^```!\n(?P<block>.*?)\n```[ \t]*$", re.DOTALL | re.MULTILINE
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +33,15 @@ class Activation:
     text: str
     allowed_tools: tuple[str, ...] = ()
     model: str | None = None
+    base_dir: str | None = None  # where its `@file` references are found (None: the project)
+    # the ``!`…` `` commands its author wrote (arguments put in); only these may run, never one that
+    # an argument's text happens to spell
+    commands: tuple[str, ...] = ()
+
+
+def shell_commands(text: str) -> list[str]:
+    """The commands of the ``!`command` `` lines and ```! blocks in `text`, in order."""
+    return [(m.group("inline") or m.group("block") or "").strip() for m in SHELL.finditer(text)]
 
 
 def skill_block(name: str, directory: str | None, body: str) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from piton.core.activation import Activation, ActiveSkills
+from piton.core.activation_prep import ActivationPreparer
 from piton.core.agent_view import AgentConversation
 from piton.core.context.compaction import Compactor, context_limit
 from piton.core.context.meter import ContextMeter
@@ -126,6 +127,7 @@ class Agent:
         self._sent = 0  # messages the previous request sent (where its cache entry ends)
         self._skills = ActiveSkills()  # skills loaded in the current turn
         self._loaded: list[str] = []  # texts of skills loaded by the tool calls under way
+        self.prepare: ActivationPreparer | None = None  # runs a skill's `!`cmd`` lines, inlines `@file`s
 
     def add_note(self, text: str) -> None:
         """Put something in the conversation for the model's next turn, without a turn now (a shell
@@ -143,11 +145,12 @@ class Agent:
         content: list[ContentBlock] = [TextBlock(text=prompt)] if isinstance(prompt, str) else list(prompt)
         if skill is not None:
             self._activate(skill)
-            content.append(TextBlock(text=skill.text))
         yield SessionStarted(
             self.config.session_id, self.config.model, str(self.config.cwd), self.tools.names(), mode
         )
         try:
+            if skill is not None:  # inside the try: its commands may be interrupted like any call
+                content.append(TextBlock(text=(await self._prepared(skill)).text))
             if self.hooks is not None and self.agent_id is None:
                 verdict = await self.hooks.user_prompt(_prompt_text(content))
                 for event in self.hooks.drain():
@@ -214,6 +217,12 @@ class Agent:
         if skill.model:
             self.config.model = resolve_alias(skill.model)
         return None
+
+    async def _prepared(self, skill: Activation) -> Activation:
+        """`skill` with its commands run and its files inlined, when a preparer was given."""
+        if self.prepare is None:
+            return skill
+        return await self.prepare(skill, self.context, self.gate)
 
     async def _stop_hooks(self, active: bool) -> str | None:
         """Why the hooks want the agent to go on instead of stopping (None: stop)."""
@@ -312,7 +321,7 @@ class Agent:
         if result.activation is not None:
             refusal = self._activate(result.activation)
             if refusal is None:
-                self._loaded.append(result.activation.text)
+                self._loaded.append((await self._prepared(result.activation)).text)
             else:
                 result = ToolResult.error(refusal)
         if self.capper is not None:

@@ -37,3 +37,4 @@ class RunOptions:
     agents: str | None = None  # --agents: JSON {name: {description, prompt, tools, model}}
     mcp_config: list[str] = field(default_factory=list)  # --mcp-config: files or inline JSON
     strict_mcp_config: bool = False  # --strict-mcp-config: only the servers of --mcp-config
+    plugin_dirs: list[Path] = field(default_factory=list)  # --plugin-dir: plugin folders to load

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from piton.core.agent import Agent
 from piton.core.conversation.events import Result, SubagentEvent, ToolStarted
 from piton.core.conversation.session import SessionLog
+from piton.core.listing import fitted
 from piton.core.tools import AnyTool, CallScope, Tool, ToolContext, ToolResult
 
 TASK_TOOL = "Task"
@@ -42,6 +43,11 @@ class AgentType:
     read_only: bool = False
     source: str = "built-in"
     max_turns: int = DEFAULT_MAX_TURNS
+    disallowed_tools: tuple[str, ...] = ()  # taken away from what `tools` gives
+    permission_mode: str | None = None  # its own mode (a project's type may only narrow the parent's)
+    skills: tuple[str, ...] = ()  # skills loaded into its prompt when it starts
+    path: Path | None = None  # the file that defines it
+    notes: tuple[str, ...] = ()  # what of its definition Piton does not apply, for the listings
 
 
 def builtin_types() -> list[AgentType]:
@@ -97,12 +103,24 @@ class ReadOnlyView(Tool[Any]):
         return self.inner.preview(args, ctx)
 
 
+def names(tool: str, entries: Sequence[str]) -> bool:
+    """Whether a list of an agent's tools names `tool`: by its name, or by its MCP server
+    (`mcp__github` names every `mcp__github__…` tool), or as a rule naming it (`Bash(git:*)`)."""
+    return any(
+        tool == entry
+        or (entry.startswith("mcp__") and tool.startswith(f"{entry}__"))
+        or entry.startswith(f"{tool}(")
+        for entry in entries
+    )
+
+
 def tools_for(agent_type: AgentType, tools: Sequence[AnyTool]) -> list[AnyTool]:
     """The parent's tools a subagent of `agent_type` gets: never Task or Skill, only those its type
     names, and each shown as running in a read-only sandbox when the type is read-only."""
     usable = [t for t in tools if t.name not in _NOT_FOR_SUBAGENTS]
     if agent_type.tools is not None:
-        usable = [t for t in usable if t.name in agent_type.tools]
+        usable = [t for t in usable if names(t.name, agent_type.tools)]
+    usable = [t for t in usable if not names(t.name, agent_type.disallowed_tools)]
     return [ReadOnlyView(t) if agent_type.read_only and not t.read_only else t for t in usable]
 
 
@@ -120,8 +138,16 @@ class SubagentRunner:
     types: dict[str, AgentType]
     directory: Path | None = None  # where transcripts go
 
+    budget: int | None = None  # characters for the list of types in the Task tool; None: all
+
     def describe(self) -> str:
-        return "\n".join(f"- {t.name}: {t.description}" for t in self.types.values())
+        entries = [(t.name, t.description) for t in self.types.values()]
+        return "\n".join(fitted(entries, self.budget if self.budget is not None else 10**9))
+
+    def left_out(self) -> int:
+        entries = [(t.name, t.description) for t in self.types.values()]
+        budget = self.budget if self.budget is not None else 10**9
+        return len(entries) - len(fitted(entries, budget, tail=False))
 
     async def run(self, type_name: str, prompt: str, scope: CallScope | None) -> ToolResult:
         agent_type = self.types.get(type_name)

@@ -55,14 +55,17 @@ def hook_commands(settings: Settings, warnings: list[str]) -> list[HookCommand]:
 
 
 def grants(cwd: Path, settings: Settings, hooks: list[HookCommand]) -> list[Grant]:
-    """What a project's files would run outside the sandbox: its hooks, its status line and the MCP
+    """What a project's files would run outside the sandbox: its hooks, its status line, the MCP
     servers its `.mcp.json` and its settings files name (approved one by one: a new server is a new
-    grant)."""
+    grant) and the plugins its settings enable."""
     from piton.core.mcp.config import project_servers
 
     out = [Grant(_where(cwd, h.source), h.grant) for h in hooks if not h.trusted]
+    from piton.skills.plugins import plugin_grants
+
     servers = project_servers(cwd, settings_tables=settings.project_mcp_servers())
     out += [Grant(s.grant_where, s.grant_what) for s in servers]
+    out += plugin_grants(cwd, settings)  # a plugin brings hooks and MCP servers of its own
     line = settings.status_line()
     if line is not None and not line[1]:
         out.append(Grant(_where(cwd, line[0]), f"statusLine: {line[2]['command']}"))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from piton.core.activation_prep import ActivationPreparer
 from piton.core.agent import Agent, AgentConfig, Transcript
 from piton.core.context.compaction import CompactionSettings, Compactor
 from piton.core.context.result_store import ResultCapper, ResultHandle, ToolResultStore
@@ -27,6 +28,7 @@ class AgentFactory:
     store: ToolResultStore
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     subagent_suffix: str = ""  # environment and project instructions, after each subagent type's prompt
+    prepare: ActivationPreparer | None = None  # runs a loaded skill's `!`cmd`` lines, inlines its `@file`s
 
     def build(
         self,
@@ -42,7 +44,7 @@ class AgentFactory:
             if transcript is not None:
                 transcript.record("tool_result_handle", **handle.to_dict())
 
-        return Agent(
+        agent = Agent(
             self.provider,
             ToolRegistry(tools),
             config,
@@ -53,6 +55,8 @@ class AgentFactory:
             capper=ResultCapper(self.store, on_store=log_handle),
             compactor=Compactor(self.compaction, self.store),
         )
+        agent.prepare = self.prepare
+        return agent
 
     def subagent(
         self, parent: Agent, agent_type: AgentType, agent_id: str, transcript: Transcript | None
@@ -84,12 +88,29 @@ class AgentFactory:
         )
         # the parent's gate, not the factory's: a client's hooks wrap the main agent's after it is built
         gate = (parent.gate or self.gate).fork()
+        mode = subagent_mode(gate.permissions.mode, agent_type)
+        if mode != gate.permissions.mode:  # the same rules (shared lists), its own mode
+            gate.permissions = replace(gate.permissions, mode=mode)  # type: ignore[arg-type]
         agent = self.build(
             config, tools_for(agent_type, list(parent.tools)), context, gate=gate, transcript=transcript
         )
         agent.after_tool = parent.after_tool
         agent.hooks, agent.agent_id = parent.hooks, agent_id  # its end is a SubagentStop
         return agent
+
+
+_STRICTNESS = ("plan", "default", "acceptEdits", "bypassPermissions")
+
+
+def subagent_mode(parent: str, agent_type: AgentType) -> str:
+    """A type's `permissionMode`: the user's own types (and `--agents`) choose it; a project's may
+    only narrow the parent's mode, since anyone who can commit wrote it."""
+    wanted = agent_type.permission_mode
+    if wanted not in _STRICTNESS or parent not in _STRICTNESS:
+        return parent
+    if agent_type.source in ("user", "flag"):
+        return wanted
+    return wanted if _STRICTNESS.index(wanted) < _STRICTNESS.index(parent) else parent
 
 
 def subagent_directory(log: SessionLog) -> Path:

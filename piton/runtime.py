@@ -10,12 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from piton.core.activation_prep import ActivationPreparer
 from piton.core.agent import Agent, AgentConfig
 from piton.core.context.compaction import CompactionSettings
 from piton.core.context.result_store import FileResultStore
 from piton.core.conversation.claude_transcript import Mirrored
 from piton.core.conversation.messages import ContentBlock
 from piton.core.conversation.session import SessionLog, SessionStore
+from piton.core.listing import listing_budget, ranked
 from piton.core.models import model_info
 from piton.core.options import RunOptions
 from piton.core.project.claude_home import claude_home
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
     from piton.core.mcp.sdk import SdkHost
     from piton.core.project.memory import Memory
     from piton.skills.catalog import Catalog, Skill
+    from piton.skills.plugins import Plugins
 
 
 @dataclass(slots=True)
@@ -72,6 +75,7 @@ class Runtime:
     hooks: Hooks | None = None  # the settings' hooks (the CLI fires SessionStart and SessionEnd)
     status_command: str | None = None  # the settings' statusLine command
     unsupported: list[str] = field(default_factory=list)  # settings keys Piton does not apply
+    plugins: Plugins | None = None  # the Claude Code plugins loaded, and what they added
 
     async def start_hooks(self, source: str) -> None:
         """SessionStart hooks (`startup`, `resume`, `clear`): what they print is context for the
@@ -116,6 +120,12 @@ class Runtime:
         from piton.builtin_tools.ripgrep import list_files
 
         return list_files(self.agent.context.cwd, limit)
+
+
+def _skill_preparer() -> ActivationPreparer:
+    from piton.builtin_tools.skill_body import prepare
+
+    return prepare
 
 
 def default_tools() -> list[AnyTool]:
@@ -182,12 +192,14 @@ def build_runtime(
     is the Agent SDK client that serves in-process (`sdk`) MCP servers, when one drives the run."""
     from piton.core.project.memory import load_memory
     from piton.skills.agents import agent_types_from_json, discover_agent_types
-    from piton.skills.catalog import discover
+    from piton.skills.catalog import discover, with_skills
+    from piton.skills.plugins import load_plugins
 
     settings = run_settings(options)
     catalog = discover(options.cwd)
     trust = workspace_trust(options, settings=settings, catalog=catalog, trust_store=trust_store)
     catalog.granted = {s.path for s in catalog.granting() if trust.honours(_skill_grant(options.cwd, s))}
+    plugins = load_plugins(options.cwd, settings, trust, options.plugin_dirs, catalog)
     notices = list(settings.warnings)
     if (ignored := trust.notice()) is not None:
         notices.append(ignored)
@@ -205,6 +217,8 @@ def build_runtime(
             agent_types.update(agent_types_from_json(options.agents))
         except ValueError as e:
             raise SetupError(f"--agents: {e}") from e
+    agent_types = {**{a.name: a for a in plugins.agents}, **agent_types}  # the files' and flags' win
+    agent_types = {name: with_skills(t, catalog) for name, t in agent_types.items()}
     shared = [s.directory for s in catalog.skills.values() if s.directory is not None and s.source == "user"]
     policy = policy_for(options, settings, permissions, [results, *session.earlier_results], shared, notices)
     if settings.auto_allow_sandboxed_bash and policy.mode != "danger-full-access":
@@ -213,10 +227,13 @@ def build_runtime(
         )  # sandbox.autoAllowBashIfSandboxed: deny and ask rules still apply
     notices += configure_limits(settings.sandbox_limits)  # before any sandbox is made (the git probe)
     memory = load_memory(options.cwd, refuse=_import_refusal(policy))
-    notices += [*catalog.warnings, *type_warnings, *memory.warnings]
+    notices += [*catalog.warnings, *type_warnings, *memory.warnings, *plugins.warnings]
     threshold = settings.compact_threshold
     compaction = CompactionSettings(enabled=settings.auto_compact, threshold=threshold or 0.8)
-    sections = [memory.prompt_section(), attribution(settings), catalog.prompt_section()]
+    budget = listing_budget(
+        settings.model_limits(session.model)[0] or model_info(session.model).context_window
+    )
+    sections = [memory.prompt_section(), attribution(settings), catalog.prompt_section(budget)]
     config = _agent_config(options, settings, session, policy, sections)
     if options.effort is not None and not model_info(session.model).effort:
         notices.append(f"--effort {options.effort}: {session.model} takes no effort level; ignored")
@@ -235,6 +252,7 @@ def build_runtime(
         subagent_suffix="\n\n".join(
             p for p in (environment_section(options.cwd), memory.prompt_section()) if p
         ),
+        prepare=_skill_preparer(),
     )
     main: list[Agent] = []  # the Task tool needs the agent it serves, which needs the Task tool
 
@@ -247,9 +265,9 @@ def build_runtime(
             )
         return factory.subagent(main[0], agent_type, agent_id, transcript)
 
-    runner = SubagentRunner(spawn, agent_types, subagent_directory(log))
+    runner = SubagentRunner(spawn, agent_types, subagent_directory(log), budget=budget)
     tool_list = default_tools() if tools is None else list(tools)
-    tool_list += _extension_tools(catalog, runner)
+    tool_list += _extension_tools(catalog, runner, budget, notices)
     tool_list = _chosen_tools(tool_list, options.tools, notices)
     for tool in tool_list:
         tool.restore(context, session.records)
@@ -262,7 +280,7 @@ def build_runtime(
         options.cwd,
         settings,
         trust,
-        hook_commands(settings, notices),
+        [*hook_commands(settings, notices), *plugins.hooks],
         session_id=log.session_id,
         transcript_path=str(mirror.path if mirror is not None else log.path),
         mode=lambda: str(gate.permissions.mode),
@@ -273,7 +291,7 @@ def build_runtime(
         agent.hooks = hooks
         if hooks.has("PostToolUse"):
             agent.after_tool = hooks.post_tool_use
-    mcp = _mcp_servers(options, settings, trust, notices, sdk_host)
+    mcp = _mcp_servers(options, settings, trust, notices, sdk_host, plugins)
     if mcp is not None:
         mcp.attach(agent.tools)
     return Runtime(
@@ -288,10 +306,13 @@ def build_runtime(
         hooks=hooks,
         status_command=status_command(options.cwd, settings, trust),
         unsupported=settings.unsupported_keys(),
+        plugins=plugins,
     )
 
 
-def mcp_selection(options: RunOptions, settings: Settings, trust: Trust) -> tuple[Found, Selection]:
+def mcp_selection(
+    options: RunOptions, settings: Settings, trust: Trust, plugins: Plugins | None = None
+) -> tuple[Found, Selection]:
     """The configured MCP servers and which of them may start: the user's own, `--mcp-config`'s, and
     those of the project's `.mcp.json` the user approved (workspace trust, or the user's
     `enabledMcpjsonServers`); `disabledMcpjsonServers` always wins."""
@@ -304,6 +325,7 @@ def mcp_selection(options: RunOptions, settings: Settings, trust: Trust) -> tupl
             flags=options.mcp_config,
             strict=options.strict_mcp_config,
             project_tables=settings.project_mcp_servers(),
+            extra=plugins.servers if plugins is not None else (),
         )
     except McpConfigError as e:
         raise SetupError(str(e)) from e
@@ -318,11 +340,16 @@ def mcp_selection(options: RunOptions, settings: Settings, trust: Trust) -> tupl
 
 
 def _mcp_servers(
-    options: RunOptions, settings: Settings, trust: Trust, notices: list[str], host: SdkHost | None = None
+    options: RunOptions,
+    settings: Settings,
+    trust: Trust,
+    notices: list[str],
+    host: SdkHost | None = None,
+    plugins: Plugins | None = None,
 ) -> McpManager | None:
     """The session's MCP servers, started in the background; None when there are none (the SDK is
     then never imported)."""
-    found, chosen = mcp_selection(options, settings, trust)
+    found, chosen = mcp_selection(options, settings, trust, plugins)
     notices += found.warnings
     notices += [
         f"MCP server {s.name} of {s.grant_where} not started: it runs outside the sandbox, so it starts only "
@@ -389,11 +416,27 @@ def _chosen_tools(tools: list[AnyTool], names: list[str] | None, notices: list[s
     return [tool for tool in tools if tool.name in names]
 
 
-def _extension_tools(catalog: Catalog, runner: SubagentRunner) -> list[AnyTool]:
+def _extension_tools(
+    catalog: Catalog, runner: SubagentRunner, budget: int, notices: list[str]
+) -> list[AnyTool]:
+    """Skill and Task, and SearchSkills when a listing had no room for everything (said once)."""
+    from piton.builtin_tools.search_skills import SearchSkills
     from piton.builtin_tools.skill import Skill
     from piton.builtin_tools.task import Task
 
-    return [*([Skill(catalog)] if catalog.for_model() else []), Task(runner)]
+    tools: list[AnyTool] = [*([Skill(catalog)] if catalog.for_model() else []), Task(runner)]
+    skills, types = catalog.left_out(budget), runner.left_out()
+    if skills or types:
+        left = [
+            f"{n} {what}" for n, what in ((skills, "skills and commands"), (types, "subagent types")) if n
+        ]
+        notices.append(
+            f"the listings the model reads have no room for {' and '.join(left)} (their budget is 2% of "
+            "the context window); the model finds them with SearchSkills"
+        )
+        catalog_types = [("agent", t.name, t.description) for t in runner.types.values()]
+        tools.append(SearchSkills(lambda query: catalog.search(query) + ranked(query, catalog_types)))
+    return tools
 
 
 def _import_refusal(policy: SandboxPolicy) -> Callable[[Path, str], str | None]:

@@ -1,16 +1,19 @@
-"""Subagent types defined in files: `.piton/agents/*.md` and `.claude/agents/*.md`, in the project
-(nearest folder first, up to the git root) and then under the user's home (`$CLAUDE_CONFIG_DIR`
-for Claude Code's folder when set); frontmatter `name`, `description`, `tools`, `model`,
-`maxTurns`, and the body as the system prompt."""
+"""Subagent types defined in files: `.piton/agents/**/*.md` and `.claude/agents/**/*.md` (subfolders
+organise them, as in large collections), in the project (nearest folder first, up to the git root)
+and then under the user's home (`$CLAUDE_CONFIG_DIR` for Claude Code's folder when set);
+frontmatter `name`, `description`, `tools`, `disallowedTools`, `model`, `maxTurns`,
+`permissionMode`, `skills`, and the body as the system prompt. What a file says that Piton does not
+apply (agent hooks, a color) is kept as a note the listings show."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from piton.core.project.claude_home import user_config_dirs
 from piton.core.project.roots import project_dirs
 from piton.core.subagents import DEFAULT_MAX_TURNS, TASK_TOOL, AgentType, builtin_types
-from piton.skills.frontmatter import FrontmatterError, entries, list_field, read, shown, text_field
+from piton.skills.frontmatter import FrontmatterError, list_field, read, shown, text_field
 
 
 def load_agent_type(path: Path, source: str) -> AgentType:
@@ -26,6 +29,11 @@ def load_agent_type(path: Path, source: str) -> AgentType:
         raise FrontmatterError("'maxTurns' should be a positive whole number")
     tools = list_field(meta, "tools")
     model = text_field(meta, "model")
+    mode = text_field(meta, "permissionMode", "permission-mode")
+    notes = [f"'{key}' is not applied" for key in ("hooks", "mcpServers") if key in meta]
+    if mode is not None and mode not in AGENT_MODES:
+        notes.append(f"permissionMode {mode!r} is not one of {', '.join(AGENT_MODES)}; ignored")
+        mode = None
     return AgentType(
         name=name,
         description=description,
@@ -34,6 +42,31 @@ def load_agent_type(path: Path, source: str) -> AgentType:
         model=None if model in (None, "inherit") else model,
         source=source,
         max_turns=turns,
+        disallowed_tools=tuple(list_field(meta, "disallowedTools", "disallowed-tools") or ()),
+        permission_mode=mode,
+        skills=tuple(list_field(meta, "skills") or ()),
+        path=path,
+        notes=tuple(notes),
+    )
+
+
+AGENT_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
+
+
+def _agent_files(top: Path, warnings: list[str]) -> list[Path]:
+    """The `*.md` files anywhere under `top` (links to folders not followed); a folder that cannot be
+    listed is named in `warnings` (a glob would say nothing) and its siblings are still read."""
+
+    def unlisted(e: OSError) -> None:
+        where = Path(e.filename or top)
+        if not (where == top and isinstance(e, FileNotFoundError)):
+            warnings.append(f"{shown(where)}: cannot list it ({e.strerror or e}); skipped")
+
+    return sorted(
+        Path(folder, name)
+        for folder, _dirs, names in os.walk(top, onerror=unlisted)
+        for name in names
+        if name.endswith(".md") and name.lower() != "readme.md"
     )
 
 
@@ -46,12 +79,7 @@ def discover_agent_types(cwd: Path, home: Path | None = None) -> tuple[dict[str,
     types: dict[str, AgentType] = {}
     warnings: list[str] = []
     for folder, source in folders:
-        try:  # a glob would say nothing of a folder it cannot list
-            paths = [p for p in entries(folder) if p.name.endswith(".md")]
-        except OSError as e:
-            warnings.append(f"{shown(folder)}: cannot list it ({e.strerror or e}); skipped")
-            continue
-        for path in paths:
+        for path in _agent_files(folder, warnings):
             try:
                 found = load_agent_type(path, source)
             except FrontmatterError as e:

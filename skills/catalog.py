@@ -24,22 +24,23 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from piton.core.activation import Activation, skill_block
+from piton.core.activation import Activation, shell_commands, skill_block
+from piton.core.listing import LISTING_BUDGET, fitted, ranked
 from piton.core.project.claude_home import user_config_dirs
 from piton.core.project.roots import project_dirs
+from piton.core.subagents import AgentType
 from piton.skills.frontmatter import (
     FrontmatterError,
     bool_field,
     entries,
+    hint_field,
     list_field,
     read,
     shown,
     text_field,
 )
-from piton.skills.invoke import expand
+from piton.skills.invoke import Variables, expand, unknown_command
 
-LISTING_BUDGET = 8_000  # characters of skill names and descriptions the model sees up front
-DESCRIPTION_CHARS = 300  # of each description in the listing
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 _CONFIG_DIRS = (".piton", ".claude")
 _INVOCATION = re.compile(r"\A/(\S+)\s*(.*)\Z", re.DOTALL)
@@ -63,6 +64,7 @@ class Skill:
     model_invocable: bool = True
     user_invocable: bool = True
     metadata: dict[str, Any] = field(default_factory=dict)  # license, metadata: kept, not used
+    plugin_root: Path | None = None  # the plugin folder it came with (source "plugin")
 
     @property
     def directory(self) -> Path | None:
@@ -71,8 +73,12 @@ class Skill:
 
     def activate(self, args: str) -> Activation:
         directory = str(self.directory) if self.directory is not None else None
-        text = skill_block(self.name, directory, expand(self.body, args, directory))
-        return Activation(self.name, text, self.allowed_tools, self.model)
+        root = str(self.plugin_root) if self.plugin_root is not None else None
+        variables = Variables(skill_dir=directory, plugin_root=root)
+        text = skill_block(self.name, directory, expand(self.body, args, variables))
+        commands = tuple(expand(c, args, variables, append=False) for c in shell_commands(self.body))
+        # `@file` in a skill is its folder's; in a command, the project's
+        return Activation(self.name, text, self.allowed_tools, self.model, directory, commands)
 
 
 def _first_line(body: str) -> str:
@@ -83,13 +89,29 @@ def _first_line(body: str) -> str:
     return ""
 
 
-def load(path: Path, kind: str, source: str) -> Skill:
-    """One skill or command file; `FrontmatterError` says why it cannot be used."""
-    meta, body = read(path)
-    default_name = path.parent.name if kind == "skill" else path.stem
+def command_name(path: Path) -> str:
+    """A command's name: its file's stem, after the folders between it and `commands/` joined with
+    ':' (`commands/tools/security-scan.md` is `tools:security-scan`), as Claude Code names them."""
+    parts = path.with_suffix("").parts
+    at = len(parts) - 1 - parts[::-1].index("commands") if "commands" in parts[:-1] else len(parts) - 1
+    return ":".join(parts[at + 1 :]) or path.stem
+
+
+def load(path: Path, kind: str, source: str, warnings: list[str] | None = None) -> Skill:
+    """One skill or command file; `FrontmatterError` says why it cannot be used. What could be
+    read despite a flaw (frontmatter that is not YAML, an unusable name) loads, and `warnings`
+    hears of the flaw."""
+    said: list[str] = []
+    meta, body = read(path, said)
+    default_name = path.parent.name if kind == "skill" else command_name(path)
     name = text_field(meta, "name") or default_name
     if not _NAME.match(name):
-        raise FrontmatterError(f"'{name}' is not a usable name (letters, digits, '-', '_', '.', ':')")
+        said.append(f"'{name}' is not a usable name (letters, digits, '-', '_', '.', ':'); {default_name}")
+        name = default_name
+        if not _NAME.match(name):
+            raise FrontmatterError(f"'{name}' is not a usable name (letters, digits, '-', '_', '.', ':')")
+    if warnings is not None:
+        warnings += [f"{shown(path)}: {line}" for line in said]
     description = text_field(meta, "description")
     if description is None and kind == "command":
         description = _first_line(body)
@@ -107,8 +129,9 @@ def load(path: Path, kind: str, source: str) -> Skill:
         source=source,
         allowed_tools=tuple(list_field(meta, "allowed-tools", "allowed_tools") or ()),
         model=None if model in (None, "inherit") else model,
-        argument_hint=text_field(meta, "argument-hint", "argument_hint"),
-        model_invocable=not bool_field(meta, "disable-model-invocation", kind == "command"),
+        argument_hint=hint_field(meta, "argument-hint", "argument_hint"),
+        # as Claude Code now: the model may run a command too, unless its file says it may not
+        model_invocable=not bool_field(meta, "disable-model-invocation", False),
         user_invocable=bool_field(meta, "user-invocable", True),
         metadata={k: meta[k] for k in ("license", "metadata", "compatibility") if k in meta},
     )
@@ -137,7 +160,7 @@ def _skill_file(folder: Path) -> Path | None:
     return None
 
 
-def _markdown_files(top: Path, warnings: list[str]) -> list[Path]:
+def markdown_files(top: Path, warnings: list[str]) -> list[Path]:
     """The `*.md` files anywhere under `top` (links to folders are not followed); a folder that
     cannot be listed is named in `warnings` and skipped, its siblings still read."""
 
@@ -156,7 +179,7 @@ def _markdown_files(top: Path, warnings: list[str]) -> list[Path]:
     return sorted(found)
 
 
-def _candidates(root: Path, warnings: list[str]) -> list[tuple[Path, str]]:
+def candidates(root: Path, warnings: list[str]) -> list[tuple[Path, str]]:
     """(file, kind) under one configuration folder, skills before commands. What cannot be looked at
     is named in `warnings` and skipped alone: one broken folder never hides its neighbours."""
     found: list[tuple[Path, str]] = []
@@ -183,7 +206,7 @@ def _candidates(root: Path, warnings: list[str]) -> list[tuple[Path, str]]:
         if skill_md is not None:
             found.append((skill_md, "skill"))
     # subfolders organise commands; the name is the file's (a link or FIFO among them is said, on reading)
-    found += [(p, "command") for p in _markdown_files(root / "commands", warnings)]
+    found += [(p, "command") for p in markdown_files(root / "commands", warnings)]
     return found
 
 
@@ -214,7 +237,17 @@ class Catalog:
             self.skills[skill.name] = skill
 
     def get(self, name: str) -> Skill | None:
-        return self.skills.get(name.removeprefix("/"))
+        """By name; a plugin's `plugin:name` also by its short name when no other has it."""
+        name = name.removeprefix("/")
+        found = self.skills.get(name)
+        if found is None and ":" not in name:
+            named = [
+                s
+                for key, s in self.skills.items()
+                if key.endswith(":" + name) and (s.plugin_root or s.kind == "command")
+            ]
+            found = named[0] if len(named) == 1 else None
+        return found
 
     def for_model(self) -> list[Skill]:
         return [s for s in self.skills.values() if s.model_invocable]
@@ -245,17 +278,32 @@ class Catalog:
 
     def invocation(self, line: str) -> Activation | None:
         """The activation for a typed `/name args`, if `name` is a skill or command the user may start."""
+        found = self.typed(line)
+        return self._activate(*found) if found is not None else None
+
+    def typed(self, line: str) -> tuple[Skill, str] | None:
+        """The skill or command a typed `/name args` starts, and its arguments. `/tools scan` is
+        `/tools:scan` when only that exists, as Claude Code reads it."""
         match = _INVOCATION.match(line)
         if match is None:
             return None
-        skill = self.skills.get(match.group(1))
+        name, args = match.group(1), match.group(2).rstrip()  # a piped line ends with its newline
+        skill = self.get(name)
+        if skill is None and args:
+            first, _, rest = args.partition(" ")
+            skill, args = self.get(f"{name}:{first}"), rest.strip()
         if skill is None or not skill.user_invocable:
             return None
-        return self._activate(skill, match.group(2).rstrip())  # a piped line ends with its newline
+        return skill, args
 
-    def prompt_section(self) -> str:
+    def unknown(self, line: str) -> str | None:
+        """`Unknown command: /x` (with the nearest name) for a `/x` line that names no skill or command,
+        None for any other line: text, a path such as `/usr/bin/env`, a known name, an MCP prompt."""
+        return unknown_command(line, self.typed(line) is not None, [s.name for s in self.for_user()])
+
+    def prompt_section(self, budget: int = LISTING_BUDGET) -> str:
         """What the system prompt says about skills: how to use them, and the listing."""
-        listing = self.listing()
+        listing = self.listing(budget)
         if not listing:
             return ""
         return (
@@ -268,27 +316,26 @@ class Catalog:
 
     def listing(self, budget: int = LISTING_BUDGET) -> str:
         """The model-invocable skills, a line each, within `budget` characters."""
-        lines: list[str] = []
-        used = 0
-        skills = self.for_model()
-        for number, skill in enumerate(skills):
-            description = skill.description
-            if len(description) > DESCRIPTION_CHARS:
-                description = description[: DESCRIPTION_CHARS - 1] + "…"
-            line = f"- {skill.name}: {description}"
-            if used + len(line) > budget:
-                lines.append(f"- … and {len(skills) - number} more, not listed for length")
-                break
-            lines.append(line)
-            used += len(line) + 1
+        lines = fitted([(s.name, s.description) for s in self.for_model()], budget)
         return "\n".join(lines)
+
+    def left_out(self, budget: int = LISTING_BUDGET) -> int:
+        """How many skills the listing has no room for."""
+        return len(self.for_model()) - len(
+            fitted([(s.name, s.description) for s in self.for_model()], budget, tail=False)
+        )
+
+    def search(self, query: str) -> list[tuple[str, str, str]]:
+        """(kind, name, description) of the skills and commands whose names and descriptions hold the
+        query's words, the most matches first."""
+        return ranked(query, [(s.kind, s.name, s.description) for s in self.for_model()])
 
 
 def discover(cwd: Path, home: Path | None = None, *, bundled: Path | None = None) -> Catalog:
     home = home if home is not None else Path.home()
     catalog = Catalog()
     for root, source in search_roots(cwd, home):
-        for path, kind in _candidates(root, catalog.warnings):
+        for path, kind in candidates(root, catalog.warnings):
             _add(catalog, path, kind, source)
     bundled = bundled if bundled is not None else bundled_root()
     for folder in entries(bundled) if bundled.is_dir() else []:
@@ -299,6 +346,22 @@ def discover(cwd: Path, home: Path | None = None, *, bundled: Path | None = None
 
 def _add(catalog: Catalog, path: Path, kind: str, source: str) -> None:
     try:
-        catalog.add(load(path, kind, source))
+        catalog.add(load(path, kind, source, catalog.warnings))
     except FrontmatterError as e:
         catalog.warnings.append(f"{shown(path)}: {e}; skipped")
+
+
+def with_skills(agent_type: AgentType, catalog: Catalog) -> AgentType:
+    """A type whose `skills` are loaded into its prompt when it starts (as Claude Code's are); a
+    skill that is not there is a note in the listings, not an error."""
+    if not agent_type.skills:
+        return agent_type
+    texts, notes = [], list(agent_type.notes)
+    for name in agent_type.skills:
+        skill = catalog.get(name)
+        if skill is None:
+            notes.append(f"skill {name!r} not found")
+            continue
+        texts.append(skill_block(skill.name, str(skill.directory) if skill.directory else None, skill.body))
+    prompt = "\n\n".join([agent_type.prompt, *texts])
+    return replace(agent_type, prompt=prompt, notes=tuple(notes))

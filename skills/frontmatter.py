@@ -6,8 +6,10 @@ or one string separated by commas or spaces.
 
 These files come with a project's code, so they are read as hostile: only regular files, of bounded
 size, with frontmatter of bounded size and nesting, and never more values than a bound even when
-YAML aliases repeat one part many times (a "billion laughs"); whatever the YAML library raises is a
-reason to skip the file, never to stop.
+YAML aliases repeat one part many times (a "billion laughs"); whatever the YAML library raises beyond
+a syntax error is a reason to skip the file, never to stop. A syntax error is not: real files say
+`description: Use when: …` or `argument-hint: [file] [message]` unquoted, and Claude Code loads
+them, so such frontmatter is read line by line instead (`lenient`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ _FENCE = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?$\n?", re.DOTALL | re.MU
 _OPEN = re.compile(r"\A---[ \t]*\r?\n")
 _NAME_RUN = re.compile(r"[^,\s()]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_KEY = re.compile(r"^([a-z][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]+(.*))?$")  # `key: value`, unindented
 
 
 class FrontmatterError(Exception):
@@ -98,8 +101,9 @@ def _bounded(data: object) -> None:
             pending += value
 
 
-def split(text: str) -> tuple[dict[str, Any], str]:
-    """The frontmatter as a dict (empty without one) and the body."""
+def split(text: str, warnings: list[str] | None = None) -> tuple[dict[str, Any], str]:
+    """The frontmatter as a dict (empty without one) and the body. Frontmatter that is not valid
+    YAML is read line by line as Claude Code reads it (`lenient`); `warnings` hears that it was."""
     text = text.removeprefix("\ufeff")
     if not _OPEN.match(text):
         return {}, text
@@ -121,16 +125,61 @@ def split(text: str) -> tuple[dict[str, Any], str]:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 2})" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise FrontmatterError(f"the frontmatter is not valid YAML{where}: {problem}") from e
+        data = lenient(block)  # what Claude Code loads goes unremarked; only lost metadata is said
+        if data is None and warnings is not None:
+            warnings.append(f"the frontmatter is not valid YAML{where}: {problem}; its metadata is ignored")
+        return data or {}, text[match.end() :]
     except Exception as e:  # an int of 5,000 digits, a 13th month: the library's own errors
         problem = (str(e).splitlines() or [""])[0][:120]
         raise FrontmatterError(f"the frontmatter cannot be read: {type(e).__name__}: {problem}") from e
     _bounded(data)
     if data is None:
         data = {}
-    if not isinstance(data, dict):
-        raise FrontmatterError("the frontmatter is not a mapping of keys to values")
-    return data, text[match.end() :]
+    if not isinstance(data, dict):  # a lone string or list: lines YAML read otherwise than meant
+        data = lenient(block)
+        if data is None and warnings is not None:
+            warnings.append("the frontmatter is not a mapping of keys to values; its metadata is ignored")
+    return data or {}, text[match.end() :]
+
+
+def _unquoted(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def lenient(block: str) -> dict[str, Any] | None:
+    """Frontmatter that YAML refuses, read as people write it: `key: value` split at the first
+    `: ` (so `description: Use when: …` keeps its colons), indented lines continuing the value,
+    `- item` lines making a list, quotes taken off. A line that fits none of these continues the
+    value before it (an agent's `<example>` text); None when no key is found before one."""
+    data: dict[str, Any] = {}
+    key: str | None = None
+    for raw in block.expandtabs(2).splitlines():
+        line = raw.strip()
+        if not line or (line.startswith("#") and key is None):
+            continue
+        match = _KEY.match(raw)
+        inside = key is not None and _open_example(data[key])
+        if match is not None and not inside:
+            key = match.group(1)
+            value = _unquoted(match.group(2) or "")
+            data[key] = "" if value in ("|", ">", "|-", ">-") else value
+        elif key is None:
+            return None
+        elif line.startswith("- ") and isinstance(data[key], list | str) and not data[key]:
+            data[key] = [_unquoted(line[2:])]
+        elif line.startswith("- ") and isinstance(data[key], list):
+            data[key].append(_unquoted(line[2:]))
+        elif isinstance(data[key], str):
+            data[key] = f"{data[key]}\n{line}" if data[key] else line
+    return data or None
+
+
+def _open_example(value: object) -> bool:
+    """Inside an `<example>` block of an agent's description, `user: …` lines are text, not keys."""
+    return isinstance(value, str) and value.count("<example>") > value.count("</example>")
 
 
 def _read_text(path: Path) -> str:
@@ -150,14 +199,14 @@ def _read_text(path: Path) -> str:
     return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def read(path: Path) -> tuple[dict[str, Any], str]:
+def read(path: Path, warnings: list[str] | None = None) -> tuple[dict[str, Any], str]:
     try:
         text = _read_text(path)
     except UnicodeDecodeError as e:
         raise FrontmatterError("the file is not UTF-8 text") from e
     except OSError as e:
         raise FrontmatterError(f"cannot read it: {e.strerror or e}") from e
-    return split(text)
+    return split(text, warnings)
 
 
 def text_field(meta: dict[str, Any], *keys: str) -> str | None:
@@ -203,11 +252,24 @@ def list_field(meta: dict[str, Any], *keys: str) -> list[str] | None:
         if value is None:
             continue
         if isinstance(value, str):
-            return _tool_list(value)
+            inner = value.strip()
+            if inner.startswith("[") and inner.endswith("]"):  # a flow list read line by line
+                inner = inner[1:-1]
+            return _tool_list(inner)
         if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
             return [str(v).strip() for v in value if str(v).strip()]
         raise FrontmatterError(f"'{key}' should be a list of names or a comma-separated string")
     return None
+
+
+def hint_field(meta: dict[str, Any], *keys: str) -> str | None:
+    """An argument hint: unquoted `[file] [message]` reaches us as a YAML list, which was meant as
+    the text `[file] [message]`."""
+    for key in keys:
+        value = meta.get(key)
+        if isinstance(value, list) and all(not isinstance(v, (list, dict)) for v in value):
+            return " ".join(f"[{v}]" for v in value) or None
+    return text_field(meta, *keys)
 
 
 def bool_field(meta: dict[str, Any], key: str, default: bool) -> bool:

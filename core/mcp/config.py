@@ -316,6 +316,7 @@ def load(
     home: Path | None = None,
     env: Mapping[str, str] | None = None,
     project_tables: Sequence[tuple[Path, Any]] = (),
+    extra: Sequence[ServerConfig] = (),
 ) -> Found:
     """Every configured server, lowest precedence first. Raises `McpConfigError` for a bad
     `--mcp-config`."""
@@ -343,6 +344,7 @@ def load(
     servers = [
         s for t, scope, src in layers for s in servers_of(t, scope=scope, source=src, env=env, warnings=warn)
     ]
+    servers += extra  # plugins' servers: the user chose them, with their own files' rank
     servers += project_servers(cwd, env, warn, project_tables)
     for data, path in ((claude, claude_path), (piton, piton_path)):
         servers += servers_of(

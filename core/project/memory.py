@@ -2,7 +2,9 @@
 
 Read at start-up, in this order (the most specific last): `~/.piton/AGENTS.md` and
 `~/.claude/CLAUDE.md` (or `$CLAUDE_CONFIG_DIR/CLAUDE.md`), then in each folder from the git root
-down to the working directory `AGENTS.md`, `CLAUDE.md`, `.claude/CLAUDE.md` and `CLAUDE.local.md`.
+down to the working directory `AGENTS.md`, `CLAUDE.md`, `.claude/CLAUDE.md` and `CLAUDE.local.md`;
+and the rules files of `~/.claude/rules/` and the project's `.claude/rules/` (any depth), a rule
+whose frontmatter names `paths:` (globs) being for work on those files only.
 An `@path` in a file (outside code) is replaced by that file's text: relative to the importing file,
 `~/` for home, at most four levels deep. Each file goes into the prompt once, where it is first
 reached: a later import of it (two files that import a third, a CLAUDE.md that imports AGENTS.md)
@@ -137,8 +139,13 @@ def load_memory(cwd: Path, home: Path | None = None, refuse: Refusal | None = No
     root = git_root(cwd.resolve()) or cwd.resolve()
     piton_home, claude = user_config_dirs(home)
     candidates = [(piton_home / "AGENTS.md", "user"), (claude / "CLAUDE.md", "user")]
+    rules = set(_rules(claude / "rules"))
+    candidates += [(rule, "user") for rule in sorted(rules)]
     for folder in reversed(project_dirs(cwd)):
         candidates += [(folder / name, "project") for name in PROJECT_FILES]
+        found = _rules(folder / ".claude" / "rules")
+        rules.update(found)
+        candidates += [(rule, "project") for rule in found]
     seen = importer.included  # a file imported above is not loaded again on its own
     for path, scope in candidates:
         try:
@@ -158,7 +165,50 @@ def load_memory(cwd: Path, home: Path | None = None, refuse: Refusal | None = No
             continue
         within = root if scope == "project" else None
         importer.scope = scope
+        if path in rules:
+            text = scoped_rule(text)
         text, imports = importer.expand(text, path, within, [real])
-        if text.strip():
+        if text.strip() and not _only_mentions(text, path, importer.included):
             memory.files.append(MemoryFile(path, text, scope, tuple(imports)))
     return memory
+
+
+def _rules(folder: Path) -> list[Path]:
+    """The `*.md` files under a rules folder, sorted (links to folders are not followed)."""
+    return sorted(Path(d, n) for d, _, names in os.walk(folder) for n in names if n.endswith(".md"))
+
+
+def _only_mentions(text: str, source: Path, included: set[Path]) -> bool:
+    """Whether a file says nothing but `@file` of files already in the prompt (a CLAUDE.md that is
+    just `@AGENTS.md`): it adds nothing, so it is not shown again."""
+    tokens = text.split()
+    if not tokens or not all(t.startswith("@") for t in tokens):
+        return False
+    return all((source.parent / t[1:]).resolve() in included for t in tokens)
+
+
+_FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
+
+
+def scoped_rule(text: str) -> str:
+    """A rules file without its frontmatter; one whose `paths:` names globs says so first, so that
+    the model applies it to work on those files only."""
+    match = _FRONTMATTER.match(text)
+    if match is None:
+        return text
+    globs: list[str] = []
+    lines = match.group(1).splitlines()
+    for number, line in enumerate(lines):
+        key, _, value = line.partition(":")
+        if key.strip() != "paths":
+            continue
+        value = value.strip().strip("[]")
+        globs += [g.strip().strip("\"'") for g in value.split(",") if g.strip()]
+        for item in lines[number + 1 :]:  # a YAML list below the key
+            if not item.strip().startswith("- "):
+                break
+            globs.append(item.strip()[2:].strip().strip("\"'"))
+    body = text[match.end() :]
+    if not globs:
+        return body
+    return f"(This rule applies only when working on files matching: {', '.join(globs)})\n{body}"

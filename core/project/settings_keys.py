@@ -28,6 +28,7 @@ SUPPORTED: dict[str, frozenset[str] | None] = {
     "enableAllProjectMcpServers": None,
     "enabledMcpjsonServers": None,
     "disabledMcpjsonServers": None,
+    "enabledPlugins": None,
     "alwaysThinkingEnabled": None,
     "cleanupPeriodDays": None,
     "includeCoAuthoredBy": None,

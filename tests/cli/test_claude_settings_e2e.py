@@ -101,10 +101,10 @@ def test_a_hook_in_claude_code_settings_runs_and_is_reported(
 
 def test_doctor_names_settings_piton_does_not_apply(project: Path) -> None:
     write(Path.home() / ".claude" / "settings.json", {"apiKeyHelper": "~/bin/key.sh", "model": "opus"})
-    write(project / ".claude" / "settings.json", {"enabledPlugins": {"x@y": True}})
+    write(project / ".claude" / "settings.json", {"spinnerTipsEnabled": False})
     done = piton("doctor", cwd=project)
     assert "setting not applied: apiKeyHelper (~/.claude/settings.json)" in done.stdout
-    assert "setting not applied: enabledPlugins (.claude/settings.json)" in done.stdout
+    assert "setting not applied: spinnerTipsEnabled (.claude/settings.json)" in done.stdout
     assert (
         "~/.claude/settings.json (user)" in done.stdout and ".claude/settings.json (project)" in done.stdout
     )

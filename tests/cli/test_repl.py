@@ -355,7 +355,7 @@ def test_help_lists_the_commands_and_keys(project: Path) -> None:
 
 
 def test_an_unknown_command_suggests_close_ones(project: Path) -> None:
-    assert "Unknown command /stauts. Did you mean /status?" in slash(project, "/stauts").screen
+    assert "Unknown command /stauts. Did you mean /status" in slash(project, "/stauts").screen
 
 
 def test_model_cost_status_and_context(project: Path) -> None:
@@ -529,7 +529,7 @@ def test_skills_run_as_slash_commands_complete_and_are_listed(project: Path) -> 
     folder = project / ".claude" / "skills" / "greet"
     folder.mkdir(parents=True)
     (folder / "SKILL.md").write_text(
-        '---\ndescription: Greets people by name.\nargument-hint: "<name>"\n---\nGREET-BODY: greet $1.\n'
+        '---\ndescription: Greets people by name.\nargument-hint: "<name>"\n---\nGREET-BODY: greet $0.\n'
     )
     (project / "AGENTS.md").write_text("Be kind.\n")
     provider = ScriptedProvider(reply("Hello, Ada!"))

@@ -100,3 +100,18 @@ def test_session_hooks_and_a_notification_on_a_permission_question(project: Path
     first = [b.text for b in provider.requests[0].messages[0].content]  # type: ignore[union-attr]
     assert "Remember: the API is frozen" in "\n".join(first)
     assert log.read_text().split() == ["Notification", "SessionEnd"]
+
+
+def test_slash_agents_lists_the_types_and_what_is_not_applied(project: Path) -> None:
+    folder = project / ".claude" / "agents" / "langs"
+    folder.mkdir(parents=True)
+    (folder / "researcher.md").write_text(
+        "---\nname: researcher\ndescription: Finds things\ntools: Read, WebSearch\n---\nResearch.\n"
+    )
+
+    async def script(s: Session) -> None:
+        await s.type("/agents" + ENTER)
+        await s.until(lambda: "researcher" in s.screen and "not applied" in s.screen)
+
+    s = run(project, ScriptedProvider(), script, tools=[Probe("Read", read_only=True)])
+    assert "not applied: tools Piton does not have: WebSearch\n" in s.screen and "general-purpose" in s.screen

@@ -80,3 +80,33 @@ def test_a_grant_added_later_is_asked_about_on_its_own(project: Path) -> None:
 def test_a_folder_with_nothing_to_grant_is_not_asked_about(project: Path) -> None:
     s = start(project, None)
     assert "Workspace trust: not trusted (its files grant nothing)" in s.screen
+
+
+def test_the_question_names_a_projects_hooks_status_line_and_servers_and_yes_runs_them(
+    project: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "hook-ran"
+    settings = {
+        "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": f"touch {marker}"}]}]},
+        "statusLine": {"type": "command", "command": "echo project-status"},
+    }
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(settings))
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"tracker": {"command": "tracker-mcp"}}}))
+    s = start(project, "y")
+    screen = " ".join(s.screen.replace("/\n", "/").split())  # long paths wrap at the console's width
+    assert f".claude/settings.json: hook SessionStart: touch {marker}" in screen
+    assert ".claude/settings.json: statusLine: echo project-status" in screen
+    assert ".mcp.json: mcp server tracker" in screen
+    assert marker.exists(), "the hook runs once the folder is trusted"
+
+
+def test_no_runs_none_of_a_projects_hooks(project: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "hook-ran"
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True)
+    hooks = {"SessionStart": [{"hooks": [{"type": "command", "command": f"touch {marker}"}]}]}
+    path.write_text(json.dumps({"hooks": hooks}))
+    start(project, "n")
+    assert not marker.exists()

@@ -91,24 +91,26 @@ def test_a_broken_file_is_skipped_with_one_warning_and_the_rest_load(project: Pa
     root = project / ".claude" / "skills"
     skill(root, "good", simple("fine"))
     broken = {
-        "bad-yaml": "---\ndescription: [unclosed\n---\nbody\n",
         "no-description": "---\nname: no-description\n---\nbody\n",
         "no-close": "---\ndescription: x\nbody without the closing line\n",
-        "bad-name": "---\nname: has spaces\ndescription: x\n---\nbody\n",
         "empty-body": "---\ndescription: x\n---\n\n",
         "list-description": "---\ndescription: [a, b]\n---\nbody\n",
     }
     for name, text in broken.items():
         skill(root, name, text)
+    # flawed but usable, as Claude Code loads them: said, not skipped
+    skill(root, "bad-yaml", "---\ndescription: [unclosed\n---\nbody\n")
+    skill(root, "bad-name", "---\nname: has spaces\ndescription: x\n---\nbody\n")
     (root / "latin1").mkdir()
     (root / "latin1" / "SKILL.md").write_bytes(b"---\ndescription: caf\xe9\n---\nbody\n")
     catalog = discover(project)
-    assert catalog.get("good") is not None
-    assert len(catalog.warnings) == len(broken) + 1
+    assert catalog.get("good") is not None and catalog.get("bad-yaml") is not None
+    assert catalog.get("bad-name") is not None
+    assert len(catalog.warnings) == len(broken) + 2
     for name in [*broken, "latin1"]:
         [warning] = [w for w in catalog.warnings if f"/{name}/SKILL.md:" in w]
         assert warning.endswith("; skipped")
-    assert any("not valid YAML (line 3)" in w for w in catalog.warnings)
+    assert any("'has spaces' is not a usable name" in w for w in catalog.warnings)
     assert any("no closing '---'" in w for w in catalog.warnings)
     assert any("not UTF-8" in w for w in catalog.warnings)
 
@@ -118,14 +120,14 @@ def test_commands_are_files_named_by_their_stem(project: Path) -> None:
     (commands / "ops").mkdir(parents=True)
     (commands / "ops" / "deploy.md").write_text("# Deploy to $1\nRun the deploy for $ARGUMENTS.\n")
     (commands / "fix.md").write_text(
-        "---\ndescription: Fix an issue\nargument-hint: <issue>\nmodel: opus\n---\nFix issue #$1.\n"
+        "---\ndescription: Fix an issue\nargument-hint: <issue>\nmodel: opus\n---\nFix issue #$0.\n"
     )
     catalog = discover(project)
-    deploy, fix = catalog.get("deploy"), catalog.get("fix")
+    deploy, fix = catalog.get("deploy"), catalog.get("fix")  # `ops:deploy`, by its short name
     assert deploy is not None and fix is not None
     assert (deploy.kind, deploy.description, deploy.directory) == ("command", "Deploy to $1", None)
     assert (fix.description, fix.argument_hint, fix.model) == ("Fix an issue", "<issue>", "opus")
-    assert not deploy.model_invocable, "commands are the user's to type"
+    assert deploy.name == "ops:deploy" and deploy.model_invocable, "the model may run commands too"
     activation = catalog.invocation("/fix 42 quickly")
     assert activation is not None and activation.model == "opus"
     assert skill_name(activation.text) == "fix" and "Fix issue #42." in activation.text
@@ -134,7 +136,7 @@ def test_commands_are_files_named_by_their_stem(project: Path) -> None:
 
 def test_arguments_fill_the_placeholders() -> None:
     assert expand("Review $ARGUMENTS now.", "src/a.py src/b.py", None) == "Review src/a.py src/b.py now."
-    assert expand("From $1 to $2, not $3.", 'main "feature x"', None) == "From main to feature x, not ."
+    assert expand("From $0 to $1, not $2.", 'main "feature x"', None) == "From main to feature x, not $2."
     assert expand("Just do it.", "with care", None) == "Just do it.\n\nARGUMENTS: with care"
     assert expand("Just do it.", "", None) == "Just do it."
     assert (
@@ -142,19 +144,32 @@ def test_arguments_fill_the_placeholders() -> None:
         == "Run /s/run.sh and /s/x"
     )
     assert expand("Cost: $10 and $ARGUMENTS_X", "a", None) == "Cost: $10 and $ARGUMENTS_X\n\nARGUMENTS: a"
-    assert expand("Unbalanced $1", "'oops", None) == "Unbalanced 'oops"
+    assert expand("Unbalanced $0", "'oops", None) == "Unbalanced 'oops"
 
 
-def test_the_listing_stays_within_its_budget(project: Path) -> None:
+def test_the_listing_stays_within_its_budget_and_says_how_to_find_the_rest(project: Path) -> None:
     root = project / ".claude" / "skills"
     for i in range(40):
-        skill(root, f"skill-{i:02d}", simple(f"Skill number {i}. " + "x" * 400))
+        skill(root, f"skill-{i:02d}", simple(f"Skill number {i}. Do NOT use for billing. " + "x" * 2_000))
     catalog = discover(project, bundled=project / "no-bundled")
-    listing = catalog.listing(budget=3_000)
-    assert len(listing) <= 3_100
+    listing = catalog.listing(budget=16_000)
+    assert len(listing) <= 16_100
     lines = listing.splitlines()
-    assert lines[0].startswith("- skill-00: Skill number 0.") and lines[0].endswith("…")
-    assert lines[-1] == f"- … and {40 - (len(lines) - 1)} more, not listed for length"
+    assert lines[0].startswith("- skill-00: Skill number 0. Do NOT use for billing.") and lines[0].endswith(
+        "…"
+    )
+    assert len(lines[0]) == len("- skill-00: ") + 1_500, "descriptions keep up to 1,500 characters"
+    left = 40 - (len(lines) - 1)
+    assert lines[-1] == f"- … and {left} more, not listed for length: use SearchSkills"
+    assert catalog.left_out(16_000) == left
+    assert next(name for _, name, _ in catalog.search("number 39")) == "skill-39"
+
+
+def test_the_budget_grows_with_the_context_window() -> None:
+    from piton.core.listing import LISTING_BUDGET, listing_budget
+
+    assert listing_budget(200_000) == 16_000 and listing_budget(1_000_000) == 80_000
+    assert listing_budget(100_000) == LISTING_BUDGET
 
 
 def test_a_real_skill_folder_loads_as_it_is(project: Path) -> None:
@@ -254,7 +269,7 @@ def test_a_command_folder_that_cannot_be_listed_is_named_and_the_rest_load(proje
         (commands / "ops").chmod(0o755)
     loop = f"{commands / 'loop.md'}: cannot read it: Too many levels of symbolic links; skipped"
     if os.geteuid() == 0:
-        assert sorted(catalog.skills) == ["deploy", "review"] and catalog.warnings == [loop]
+        assert sorted(catalog.skills) == ["ops:deploy", "review"] and catalog.warnings == [loop]
     else:
         assert sorted(catalog.skills) == ["review"]
         assert catalog.warnings == [f"{commands / 'ops'}: cannot list it (Permission denied); skipped", loop]

@@ -59,7 +59,7 @@ def test_a_skill_is_listed_up_front_and_its_body_loads_only_when_invoked(
 
 
 def test_the_model_loads_a_skill_with_the_skill_tool(fake_api: FakeAnthropicAPI, project: Path) -> None:
-    add_skill(project, "greet", "Greets people by name.", "GREET-BODY: greet $1 warmly.")
+    add_skill(project, "greet", "Greets people by name.", "GREET-BODY: greet $0 warmly.")
     call = ToolCall("Skill", {"skill": "greet", "args": "Bob"})
     fake_api.add(reply(call), reply("Hello Bob!"))
     done = piton("-p", "say hello to Bob", "--output-format", "json")
@@ -111,14 +111,14 @@ def test_skills_loading_each_other_in_a_cycle_are_refused(fake_api: FakeAnthropi
 def test_a_claude_commands_file_works_as_a_slash_command(fake_api: FakeAnthropicAPI, project: Path) -> None:
     write(
         project / ".claude" / "commands" / "deploy.md",
-        "---\ndescription: Deploy\n---\nDeploy to $1 with care.\n",
+        "---\ndescription: Deploy\ndisable-model-invocation: true\n---\nDeploy to $0 with care.\n",
     )
     fake_api.add(reply("Deploying."))
     assert piton("-p", "/deploy staging now").returncode == 0
     typed, loaded = last_user(fake_api.bodies[0])
     assert typed["text"] == "/deploy staging now"
     assert "Deploy to staging with care." in loaded["text"]
-    assert "- deploy" not in system_text(fake_api.bodies[0]), "commands are not offered to the model"
+    assert "- deploy" not in system_text(fake_api.bodies[0]), "this one is not offered to the model"
 
 
 def test_agents_md_and_its_imports_are_in_the_system_prompt(
@@ -271,7 +271,7 @@ def test_piton_skills_lists_what_was_found_and_what_was_skipped(project: Path) -
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "greet  [project, /greet or model]" in out and "init  [bundled, /init only]" in out
-    assert "deploy  [project, /deploy only]" in out
+    assert "deploy  [project, /deploy or model]" in out
     assert "reviewer  [project]  Reviews code." in out and "Explore  [built-in]" in out
     assert f"{project}/.claude/skills/broken/SKILL.md: it has no description" in out
 
