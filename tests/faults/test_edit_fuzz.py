@@ -80,7 +80,11 @@ def loggable(result: ToolResult, tmp: Path) -> None:
         log.close()
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much],
+)
 @given(
     file=files(),
     span=st.tuples(st.integers(0, 50), st.integers(0, 50), st.integers(0, 6), st.integers(0, 6)),
