@@ -106,7 +106,9 @@ def load(path: Path, kind: str, source: str, warnings: list[str] | None = None) 
     default_name = path.parent.name if kind == "skill" else command_name(path)
     name = text_field(meta, "name") or default_name
     if not _NAME.match(name):
-        said.append(f"'{name}' is not a usable name (letters, digits, '-', '_', '.', ':'); {default_name}")
+        said.append(
+            f"'{name}' is not a usable name (letters, digits, '-', '_', '.', ':'): loaded as {default_name}"
+        )
         name = default_name
         if not _NAME.match(name):
             raise FrontmatterError(f"'{name}' is not a usable name (letters, digits, '-', '_', '.', ':')")

@@ -70,7 +70,8 @@ def as_json(
             for t in agent_types.values()
         ],
         "shadowed": [{"path": str(loser.path), "by": str(winner.path)} for loser, winner in catalog.shadowed],
-        "skipped": [_skipped(w) for w in warnings],
+        "skipped": [_skipped(w) for w in warnings if w.endswith("; skipped")],
+        "warnings": [w for w in warnings if not w.endswith("; skipped")],
     }
 
 
@@ -116,7 +117,10 @@ def report(
     for loser, winner in catalog.shadowed:
         first, unused = _where(winner.path, home), _where(loser.path, home)
         lines.append((f"{unused} is not used: {winner.name} from {first} comes first", "dim"))
-    if warnings:
-        lines.append(("Skipped", "bold yellow"))
-        lines += [(f"  {w}", "yellow") for w in warnings]
+    skipped = [w for w in warnings if w.endswith("; skipped")]
+    noted = [w for w in warnings if not w.endswith("; skipped")]
+    for title, found in (("Skipped", skipped), ("Loaded, with a warning", noted)):
+        if found:
+            lines.append((title, "bold yellow"))
+            lines += [(f"  {w}", "yellow") for w in found]
     return [(printable(text), style) for text, style in lines]  # names come from files: no escapes

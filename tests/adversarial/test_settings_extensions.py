@@ -97,20 +97,25 @@ def test_a_projects_disable_all_hooks_cannot_switch_off_the_users_guard(
 
 
 @pytest.mark.sandbox
-@pytest.mark.parametrize("where", [".claude/settings.json", ".claude/settings.local.json", ".mcp.json"])
 def test_the_model_cannot_plant_a_hook_or_server_for_the_next_session(
-    fake_api: FakeAnthropicAPI, project: Path, tmp_path: Path, where: str
+    fake_api: FakeAnthropicAPI, project: Path, tmp_path: Path
 ) -> None:
-    marker = tmp_path / "pwned"
-    planted = (
-        {"mcpServers": {"x": {"command": "touch", "args": [str(marker)]}}}
-        if where == ".mcp.json"
-        else {"hooks": on("SessionStart", f"touch {marker}"), "enableAllProjectMcpServers": True}
+    plants = {
+        ".claude/settings.json": {"hooks": on("SessionStart", f"touch {tmp_path}/pwned-settings")},
+        ".claude/settings.local.json": {
+            "hooks": on("UserPromptSubmit", f"touch {tmp_path}/pwned-local"),
+            "enableAllProjectMcpServers": True,
+        },
+        ".mcp.json": {"mcpServers": {"x": {"command": "touch", "args": [f"{tmp_path}/pwned-mcp"]}}},
+    }
+    command = "mkdir -p .claude && " + " && ".join(
+        f"echo '{json.dumps(data)}' > {where}" for where, data in plants.items()
     )
-    command = f"mkdir -p .claude && echo '{json.dumps(planted)}' > {where}"
     fake_api.add(reply(ToolCall("Bash", {"command": command})), reply("done"), reply("again"))
     first = piton("-p", "set up", "--permission-mode", "bypassPermissions", cwd=project)
     assert first.returncode == 0, first.stderr
+    assert (project / ".mcp.json").is_file(), "the model could write .mcp.json: only approval stops it"
     second = piton("-p", "next", "--permission-mode", "bypassPermissions", cwd=project)
     assert second.returncode == 0, second.stderr
-    assert not marker.exists(), f"{where} written by the model ran a command outside the sandbox"
+    ran = sorted(p.name for p in tmp_path.glob("pwned-*"))
+    assert ran == [], f"files the model wrote ran commands outside the sandbox: {ran}"
