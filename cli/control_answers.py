@@ -117,21 +117,21 @@ def _install_post_hooks(session: ControlSession, matchers: list[dict[str, Any]])
 
 
 def _install_hooks(session: ControlSession, matchers: list[dict[str, Any]]) -> None:
-    """The client's PreToolUse hooks, asked before each call of the main agent."""
-    from piton.cli.control_gate import HookedGate
+    """The client's PreToolUse hooks, asked before each call (the main agent's and its subagents')."""
+    from piton.cli.control_gate import ClientPreToolHooks
 
     agent = session.runtime.agent
     if agent.gate is None:
         return
     gate = agent.gate
-    if isinstance(gate, HookedGate):  # a second initialize replaces the hooks
-        gate.hooks = matchers
+    if isinstance(gate.pre_tool, ClientPreToolHooks):  # a second initialize replaces the hooks
+        gate.pre_tool.hooks = matchers
         return
-    agent.gate = HookedGate.around(
-        gate,
-        hooks=matchers,
-        ask=session.request,
+    gate.pre_tool = ClientPreToolHooks(
+        matchers,
+        session.request,
         session_id=agent.config.session_id,
         cwd=str(agent.config.cwd),
         mode=lambda: str(gate.permissions.mode),
+        then=gate.pre_tool,
     )

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
 from piton.core.agent import AfterTool
 from piton.core.conversation.messages import TextBlock, ToolUseBlock
-from piton.core.safety.permissions import Decision, GovernedTool, PermissionGate, PermissionRequest, Rule
+from piton.core.safety.permissions import Decision, PermissionGate, PermissionRequest, PreToolHook, Rule
 from piton.core.tools import ToolResult
 
 # sends one control request and waits for the client's answer (raises when it answers with an error)
@@ -116,60 +116,29 @@ def hook_verdict(output: dict[str, Any]) -> tuple[str | None, str]:
 
 
 @dataclass(slots=True)
-class HookedGate(PermissionGate):
-    """The session's gate, with the client's PreToolUse hooks asked before the rules decide: a hook
-    that blocks refuses the call whatever the rules say; one that allows skips the question."""
+class ClientPreToolHooks:
+    """The client's PreToolUse hooks, as the gate's `pre_tool` (so subagents' gates, forked from
+    the session's, ask them too): asked first, then the settings' hooks (`then`). Deny beats ask
+    beats allow across both; a hook that allows spares the question, never a deny rule."""
 
-    hooks: list[dict[str, Any]] = field(default_factory=list)  # matchers: {"matcher", "hookCallbackIds"}
+    hooks: list[dict[str, Any]]  # matchers: {"matcher", "hookCallbackIds"}
     ask: Ask | None = None
     session_id: str = ""
     cwd: str = ""
     mode: Callable[[], str] = lambda: "default"
+    then: PreToolHook | None = None
 
-    def fork(self) -> HookedGate:
-        """A subagent's gate asks the same hooks (with the subagent's calls)."""
-        return HookedGate(
-            self.permissions,
-            self.approver,
-            self.denials,
-            pre_tool=self.pre_tool,
-            hooks=self.hooks,
-            ask=self.ask,
-            session_id=self.session_id,
-            cwd=self.cwd,
-            mode=self.mode,
-        )
-
-    @classmethod
-    def around(cls, gate: PermissionGate, **kwargs: Any) -> HookedGate:
-        """A gate sharing `gate`'s rules, approver and denials, so both see the same session."""
-        return cls(gate.permissions, gate.approver, gate.denials, gate.skill_allow, gate.pre_tool, **kwargs)
-
-    async def check(
-        self,
-        tool: GovernedTool,
-        content: str | None,
-        tool_use_id: str,
-        tool_input: dict[str, Any],
-        preview: Callable[[], str | None] | None = None,
-        looks: bool = False,
-    ) -> Decision:
-        verdict, reason, edited = await self._pre_tool_use(tool.name, tool_use_id, tool_input)
-        if verdict == "deny":
-            self.denials.append(
-                {"tool_name": tool.name, "tool_use_id": tool_use_id, "tool_input": tool_input}
-            )
-            return Decision(
-                "deny", f"a PreToolUse hook blocked it: {reason}" if reason else "a hook blocked it"
-            )
-        if verdict == "allow" and self.permissions.decide(tool, content, looks=looks).behavior != "deny":
-            return Decision("allow", "a PreToolUse hook allowed it", updated_input=edited)
-        decision = await PermissionGate.check(
-            self, tool, content, tool_use_id, edited or tool_input, preview, looks
-        )
-        if decision.behavior == "allow" and decision.updated_input is None and edited is not None:
-            return replace(decision, updated_input=edited)
-        return decision
+    async def __call__(
+        self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str
+    ) -> tuple[str | None, str, dict[str, Any] | None]:
+        verdict, reason, edited = await self._pre_tool_use(tool_name, tool_use_id, tool_input)
+        if verdict == "deny" or self.then is None:
+            return verdict, reason, edited
+        after, why, edited_after = await self.then(tool_name, edited or tool_input, tool_use_id)
+        edited = edited_after or edited
+        if after in ("deny", "ask") or verdict is None:
+            return after, why, edited
+        return verdict, reason, edited
 
     async def _pre_tool_use(
         self, tool_name: str, tool_use_id: str, tool_input: dict[str, Any]
@@ -253,12 +222,7 @@ class PostToolHooks:
                 except Exception:  # the call has run: a hook that fails changes nothing
                     continue
                 notes += _post_notes(output)
-        if not notes:
-            return result
-        added = "\n".join(notes)
-        if isinstance(result.content, str):
-            return replace(result, content=f"{result.content}\n\n{added}" if result.content else added)
-        return replace(result, content=[*result.content, TextBlock(text=added)])
+        return result.with_note("\n".join(notes)) if notes else result
 
 
 def _response(result: ToolResult) -> str:

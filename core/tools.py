@@ -14,7 +14,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -43,6 +43,12 @@ class ToolResult:
     def to_block(self, tool_use_id: str) -> ToolResultBlock:
         content = self.content if self.content else NO_OUTPUT
         return ToolResultBlock(tool_use_id=tool_use_id, content=content, is_error=self.is_error)
+
+    def with_note(self, note: str) -> ToolResult:
+        """The same result with `note` after its content (feedback from a hook, for the model)."""
+        if isinstance(self.content, str):
+            return replace(self, content=f"{self.content}\n\n{note}" if self.content else note)
+        return replace(self, content=[*self.content, TextBlock(text=note)])
 
     @classmethod
     def error(cls, message: str) -> ToolResult:

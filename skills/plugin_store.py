@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from piton.core.project.claude_home import claude_home
-from piton.core.project.jsonfile import JsonFileError, read
+from piton.core.project.jsonfile import JsonFileError, read_object, write_object
 
 MANIFEST = Path(".claude-plugin") / "plugin.json"
 MARKETPLACE = Path(".claude-plugin") / "marketplace.json"
@@ -64,25 +63,14 @@ def load_json(path: Path) -> dict[str, Any]:
     """A JSON object file; an absent one is empty. StoreError for one that cannot be used (it is never
     overwritten then: it may hold what the user wrote)."""
     try:
-        data = read(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return {}
+        return read_object(path)
     except JsonFileError as e:
         raise StoreError(f"{path}: {e}") from e
-    if not isinstance(data, dict):
-        raise StoreError(f"{path}: expected a JSON object")
-    return data
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Replaced whole, through a temporary file: a crash never leaves half a file."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=".plugins-", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2)
-            out.write("\n")
-        os.replace(temp, path)
+        write_object(path, data)
     except OSError as e:
         raise StoreError(f"{path}: cannot write it ({e.strerror or e})") from e
 

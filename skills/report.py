@@ -119,8 +119,8 @@ def report(
         lines.append((f"{unused} is not used: {winner.name} from {first} comes first", "dim"))
     skipped = [w for w in warnings if w.endswith("; skipped")]
     noted = [w for w in warnings if not w.endswith("; skipped")]
-    for title, found in (("Skipped", skipped), ("Loaded, with a warning", noted)):
-        if found:
+    for title, said in (("Skipped", skipped), ("Loaded, with a warning", noted)):
+        if said:
             lines.append((title, "bold yellow"))
-            lines += [(f"  {w}", "yellow") for w in found]
+            lines += [(f"  {w}", "yellow") for w in said]
     return [(printable(text), style) for text, style in lines]  # names come from files: no escapes

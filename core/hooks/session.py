@@ -13,7 +13,7 @@ run goes on. A JSON answer may say `continue: false` (the run stops, `stopReason
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -157,12 +157,7 @@ class Hooks:
             if output.get("decision") == "block":
                 notes.append(f"PostToolUse hook feedback: {output.get('reason') or 'the hook objected'}")
             notes += _context(output)
-        if not notes:
-            return result
-        added = "\n".join(notes)
-        if isinstance(result.content, str):
-            return replace(result, content=f"{result.content}\n\n{added}" if result.content else added)
-        return replace(result, content=[*result.content, TextBlock(text=added)])
+        return result.with_note("\n".join(notes)) if notes else result
 
     async def user_prompt(self, prompt: str) -> PromptVerdict:
         runs = await self.fire("UserPromptSubmit", None, {"prompt": prompt})

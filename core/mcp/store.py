@@ -4,14 +4,12 @@ Claude Code's own file) and the project's `.mcp.json` for the project scope."""
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
 from piton.core.mcp.config import PROJECT_FILE, piton_mcp_path
-from piton.core.project.jsonfile import JsonFileError, read
+from piton.core.project.jsonfile import JsonFileError, read_object, write_object
 
 WriteScope = Literal["local", "user", "project"]
 SCOPES: tuple[WriteScope, ...] = ("local", "user", "project")
@@ -27,14 +25,9 @@ def scope_file(scope: WriteScope, cwd: Path, home: Path) -> Path:
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        data = read(path)
-    except FileNotFoundError:
-        return {}
+        return read_object(path)
     except JsonFileError as e:
         raise StoreError(f"{path}: {e}; fix or remove it first") from e
-    if not isinstance(data, dict):
-        raise StoreError(f"{path}: not a JSON object; fix or remove it first")
-    return data
 
 
 def _table(data: dict[str, Any], scope: WriteScope, cwd: Path, create: bool) -> dict[str, Any] | None:
@@ -51,19 +44,9 @@ def _table(data: dict[str, Any], scope: WriteScope, cwd: Path, create: bool) -> 
 
 
 def _write(path: Path, data: dict[str, Any], private: bool) -> None:
+    """A project file is shared like the code; the user's file is theirs alone."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, temp = tempfile.mkstemp(prefix=".mcp-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(data, out, indent=2)
-                out.write("\n")
-            if not private:  # a project file is shared like the code; the user's file is theirs alone
-                os.chmod(temp, 0o644)
-            os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        write_object(path, data, private=private)
     except OSError as e:
         raise StoreError(f"{path}: cannot write it ({e.strerror or e})") from e
 

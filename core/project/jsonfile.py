@@ -76,3 +76,35 @@ def read(path: Path, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) 
     except UnicodeDecodeError as e:
         raise JsonFileError("it is not UTF-8 text") from e
     return parse(text.removeprefix("\ufeff"), max_depth=max_depth)
+
+
+def read_object(path: Path) -> dict[str, Any]:
+    """A file holding a JSON object; `{}` when there is none. `JsonFileError` (naming no file) for one
+    that cannot be used: a caller that writes it back must not overwrite what the user wrote."""
+    try:
+        data = read(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    if not isinstance(data, dict):
+        raise JsonFileError("expected a JSON object")
+    return data
+
+
+def write_object(path: Path, data: dict[str, Any], *, private: bool = True) -> None:
+    """`data` as the whole of `path`, through a temporary file (a crash never leaves half a file):
+    readable by the user alone, or by everyone for a file shared like code (`private=False`).
+    OSError when it cannot be written."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.stem}-", dir=path.parent)  # created 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=2)
+            out.write("\n")
+        if not private:
+            os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
