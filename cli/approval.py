@@ -37,7 +37,8 @@ async def approve(
         return Decision("allow", "the user allowed it")
     if word.lower() in _ALWAYS:
         if gate is not None:
-            gate.allow_for_session(request.suggestion)
+            for rule in request.session_rules:
+                gate.allow_for_session(rule)
         console.print(Text(f"  ⎿  {request.suggestion} is allowed for the rest of this session", style="dim"))
         return Decision("allow", f"the user allowed {request.suggestion} for this session")
     reason = rest.strip() if word.lower() in {"3", "n", "no"} else answer

@@ -18,15 +18,20 @@ Ask = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 def suggestions(request: PermissionRequest) -> list[dict[str, Any]]:
-    """The rule a person would add, in the SDK's PermissionUpdate shape."""
-    try:
-        rule = Rule.parse(request.suggestion)
-    except ValueError:
+    """The rules a person would add, in the SDK's PermissionUpdate shape."""
+    entries: list[dict[str, Any]] = []
+    for text in request.session_rules:
+        try:
+            rule = Rule.parse(text)
+        except ValueError:
+            continue
+        entry: dict[str, Any] = {"toolName": rule.tool}
+        if rule.specifier is not None:
+            entry["ruleContent"] = rule.specifier
+        entries.append(entry)
+    if not entries:
         return []
-    entry: dict[str, Any] = {"toolName": rule.tool}
-    if rule.specifier is not None:
-        entry["ruleContent"] = rule.specifier
-    return [{"type": "addRules", "rules": [entry], "behavior": "allow", "destination": "session"}]
+    return [{"type": "addRules", "rules": entries, "behavior": "allow", "destination": "session"}]
 
 
 def _session_rules(updates: Any) -> list[str]:

@@ -114,6 +114,7 @@ class Repl:
         self._trust_store: TrustStore | None = None  # the user's answers about trusting folders
         self.stopper = Stopper()  # SIGTERM, SIGHUP, SIGQUIT: the turn is interrupted and the REPL ends
         self.status: StatusCommand | None = None  # the settings' statusLine command
+        self.start_failed = False  # the session could not open: said once, and the REPL exits 1
 
     # -- what commands and tests see ---------------------------------------------------------------
     @property
@@ -170,6 +171,15 @@ class Repl:
         self.exiting = True
         if self.session is not None and self.session.app.is_running:
             self.session.app.exit(exception=EOFError())
+
+    async def _leave(self) -> None:
+        """Exit even when the prompt has not been drawn yet (a start-up that fails at once)."""
+        self.exiting = True
+        for _ in range(250):
+            if self.session is not None and self.session.app.is_running:
+                self.session.app.exit(exception=EOFError())
+                return
+            await asyncio.sleep(0.02)
 
     # -- start-up ----------------------------------------------------------------------------------
     def _make_console(self) -> Console:
@@ -233,8 +243,10 @@ class Repl:
         try:
             await self._trust()
             await asyncio.to_thread(self._load)
-        except Exception as e:  # a session that cannot open, bad options: say so, keep the prompt
+        except Exception as e:  # a session that cannot open, bad options: say so once, and leave
             self.print_line(f"piton: {e}", "bold red")
+            self.start_failed = True
+            await self._leave()
             raise
         assert self.runtime is not None
         for notice in self.runtime.notices:
@@ -244,8 +256,10 @@ class Repl:
             self.runtime.mcp.report_to(
                 lambda line: self.print_line(f"piton: {line}", "yellow"), asyncio.get_running_loop()
             )
-        with contextlib.suppress(Exception):
-            self.runtime.agent.provider.check()
+        try:  # no credentials: said on the first screen, not after a message that looks paid for
+            await asyncio.to_thread(self.runtime.agent.provider.check)
+        except Exception as e:
+            self.print_line(f"piton: {e}", "bold red")
         await self._opened(self.runtime, "resume" if self.runtime.agent.history else "startup")
 
     async def _opened(self, runtime: Runtime, source: str) -> None:
@@ -333,7 +347,9 @@ class Repl:
         loaded = await self._shutdown()
         if self.stopper.stopped:  # by a signal: said on stderr, whatever became of the screen
             say(self.stopper.told(loaded.log.session_id if loaded else None))
-        return self.stopper.exit_code if self.stopper.stopped else 0
+        if self.stopper.stopped:
+            return self.stopper.exit_code
+        return 1 if self.start_failed else 0
 
     def _stop(self) -> None:
         self.interrupt()

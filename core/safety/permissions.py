@@ -234,15 +234,27 @@ class Permissions:
         return Decision("ask", f"{tool.name} needs permission", default=True)
 
 
-def suggest_rule(tool: GovernedTool, content: str | None) -> str:
-    """The rule a person would add to allow calls like this one for the session."""
+def suggest_rules(tool: GovernedTool, content: str | None) -> list[str]:
+    """The rules a person would add to allow calls like this one for the session: for a command
+    line, one per command in it (`cd src && python3 t.py` gives `Bash(cd src:*)` and
+    `Bash(python3 t.py:*)`), never the whole tool, which would allow every command."""
     if tool.kind == "execute" and content:
-        parts = split_command(content) or []
-        words = parts[0].split() if len(parts) == 1 else []
-        if len(words) >= 2:
-            return f"{tool.name}({words[0]} {words[1]}:*)"
-        return f"{tool.name}({content})" if words else tool.name
-    return tool.name
+        parts = split_command(content)
+        if not parts:
+            return [f"{tool.name}({content})"]
+        rules: list[str] = []
+        for part in parts:
+            words = part.split()
+            rule = f"{tool.name}({words[0]} {words[1]}:*)" if len(words) >= 2 else f"{tool.name}({part})"
+            if words and rule not in rules:
+                rules.append(rule)
+        return rules or [f"{tool.name}({content})"]
+    return [tool.name]
+
+
+def suggest_rule(tool: GovernedTool, content: str | None) -> str:
+    """The suggested rules as one line (`--allowedTools` takes it as it is)."""
+    return ", ".join(suggest_rules(tool, content))
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,8 +264,13 @@ class PermissionRequest:
     input: dict[str, Any]
     content: str | None
     reason: str
-    suggestion: str
+    suggestion: str  # the rules below, as one line
     preview: str | None = None  # what the call would change (a diff), when the tool can tell
+    rules: tuple[str, ...] = ()  # what allowing it for the session adds
+
+    @property
+    def session_rules(self) -> tuple[str, ...]:
+        return self.rules or (self.suggestion,)
 
 
 class Approver(Protocol):
@@ -328,14 +345,16 @@ class PermissionGate:
             if preview is not None:
                 with contextlib.suppress(Exception):  # a preview is a courtesy: it must not stop the question
                     shown = preview()
+            rules = suggest_rules(tool, content)
             request = PermissionRequest(
                 tool,
                 tool_use_id,
                 edited or tool_input,
                 content,
                 decision.reason,
-                suggest_rule(tool, content),
+                ", ".join(rules),
                 shown,
+                tuple(rules),
             )
             decision = await self.approver(request)
         if decision.behavior != "allow":

@@ -67,3 +67,29 @@ def test_without_a_terminal_the_repl_points_to_print_mode(project: Path) -> None
     child.expect(pexpect.EOF)
     child.close()
     assert "needs a terminal" in (child.before or "") and child.exitstatus == 2
+
+
+def test_a_session_that_cannot_open_is_one_line_and_exit_1(project: Path) -> None:
+    env = {**os.environ, "TERM": "xterm-256color"}
+    child = pexpect.spawn(
+        PITON, ["--resume", "no-such-session"], cwd=str(project), env=env, encoding="utf-8", timeout=30
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before or "")
+    assert child.exitstatus == 1, screen
+    assert screen.count("no-such-session") == 1, screen
+    assert "Traceback" not in screen and "never retrieved" not in screen
+
+
+def test_missing_credentials_are_said_on_the_first_screen(project: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.update(TERM="xterm-256color", ANTHROPIC_BASE_URL="http://127.0.0.1:9")
+    child = pexpect.spawn(
+        PITON, cwd=str(project), env=env, encoding="utf-8", timeout=30, dimensions=(40, 100)
+    )
+    child.expect_exact(PROMPT)
+    expect_text(child, "ANTHROPIC_API_KEY")  # before anything was typed
+    child.send("\x04")
+    child.expect(pexpect.EOF)
+    child.close()
