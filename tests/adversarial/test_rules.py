@@ -181,5 +181,5 @@ def test_an_explore_subagents_shell_asks_before_it_reads_env(
     seen = results(fake_api.bodies[2])
     assert "nobody can approve it" in seen[look.id], "a line that only looks is still asked about"
     refused = "plan mode allows only read-only" if mode == "plan" else "nobody can approve it"
-    assert refused in seen[spawn.id] and "started" not in seen[spawn.id]
+    assert refused in seen[spawn.id] and "did not permit" in seen[spawn.id], "refused, so never run"
     assert SECRET not in json.dumps(fake_api.bodies) and SECRET not in done.stdout
