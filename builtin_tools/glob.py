@@ -92,4 +92,4 @@ class Glob(PathTool[GlobInput]):
                 f"\n\n(Showing the {MAX_RESULTS} most recently modified of {len(found):,} matches; "
                 "narrow the pattern or the path to see the rest.)"
             )
-        return ToolResult(text, summary=f"{len(found)} files")
+        return ToolResult(text, summary=f"{len(found)} file{'s' * (len(found) != 1)}")

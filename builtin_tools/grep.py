@@ -118,13 +118,15 @@ class Grep(PathTool[GrepInput]):
         allowed = policy_of(ctx).listing_filter(base)
         if args.output_mode == "files_with_matches":
             entries = sorted((p for p in out.paths() if allowed(p)), key=mtime, reverse=True)
-            summary = f"{len(entries)} files"
+            summary = f"{len(entries)} file{'s' * (len(entries) != 1)}"
         else:
             records = [(p, rest.removesuffix("\r")) for p, rest in out.records() if not p or allowed(p)]
             entries = [f"{p}:{rest}" if p else rest for p, rest in records]
             if args.output_mode == "count":
                 total = sum(int(rest) for p, rest in records if rest.isdigit())
-                summary = f"{total} matches in {len(records)} files"
+                summary = (
+                    f"{total} match{'es' * (total != 1)} in {len(records)} file{'s' * (len(records) != 1)}"
+                )
             else:
                 summary = f"{sum(1 for p, _ in records if p)} lines"
         if not entries:

@@ -12,6 +12,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from piton import __version__
@@ -50,16 +51,40 @@ class Writer(Protocol):
     def notice(self, text: str) -> None: ...
 
 
-def tool_label(name: str, tool_input: dict[str, Any], width: int = 60) -> str:
-    """`Name(first argument)`, the way a tool call is shown to people."""
-    first = next((v for v in tool_input.values() if isinstance(v, str) and v.strip()), "")
+_PATH_KEYS = ("file_path", "path", "notebook_path")
+
+
+def tool_label(name: str, tool_input: dict[str, Any], width: int = 60, base: Path | None = None) -> str:
+    """`Name(first argument)`, the way a tool call is shown to people: a path relative to the
+    project (`base`, the working directory by default), cut in the middle so the file's name stays."""
+    key, first = next(((k, v) for k, v in tool_input.items() if isinstance(v, str) and v.strip()), ("", ""))
     first = " ".join(first.split())
-    if len(first) > width:
+    if key in _PATH_KEYS:
+        first = short_path(first, width, base if base is not None else Path.cwd())
+    elif len(first) > width:
         first = first[: width - 1] + "…"
     if name.startswith("mcp__") and "__" in name[5:]:  # Claude Code's way: `github - create_issue (MCP)`
         server, tool = name[5:].split("__", 1)
         name = f"{server} - {tool} (MCP)"
     return f"{name}({first})"
+
+
+def short_path(path: str, width: int, base: Path) -> str:
+    """`path` relative to `base` when inside it, and `src/billing/…/invoice.py` when too long."""
+    if os.path.isabs(path):
+        relative = os.path.relpath(path, base)
+        if not relative.startswith(".."):
+            path = relative
+    if len(path) <= width or "/" not in path:
+        return path if len(path) <= width else "…" + path[-(width - 1) :]
+    head, name = path.rsplit("/", 1)
+    kept = ""
+    for part in head.split("/"):
+        candidate = f"{kept}{part}/"
+        if len(candidate) + len(name) + 2 > width:
+            break
+        kept = candidate
+    return f"{kept}…/{name}" if len(name) + 2 <= width else "…" + name[-(width - 1) :]
 
 
 def display_text(display: Display | None) -> str:

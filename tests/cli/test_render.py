@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 
 from piton.cli.render import LIVE_LINES, Renderer
@@ -214,3 +216,16 @@ def test_an_mcp_tool_call_is_shown_with_its_server_as_claude_code_does() -> None
         "github - create_issue (MCP)(Crash on start)"
     )
     assert tool_label("Read", {"file_path": "a.py"}) == "Read(a.py)"
+
+
+def test_tool_lines_show_paths_relative_to_the_project_and_keep_the_file_name(tmp_path: Path) -> None:
+    from piton.cli.output import tool_label
+
+    base = tmp_path / "acme-platform"
+    deep = base / "services" / "billing" / "src" / "billing" / "invoices" / "generated" / "invoice.py"
+    assert tool_label("Read", {"file_path": str(base / "main.py")}, base=base) == "Read(main.py)"
+    label = tool_label("Edit", {"file_path": str(deep), "old_string": "a"}, width=40, base=base)
+    assert label.startswith("Edit(services/billing/") and label.endswith("…/invoice.py)")
+    assert len(label) <= len("Edit()") + 40
+    assert tool_label("Read", {"file_path": "/etc/hosts"}, base=base) == "Read(/etc/hosts)"
+    assert tool_label("Bash", {"command": "echo " + "x" * 80}, width=20) == "Bash(echo xxxxxxxxxxxxxx…)"
