@@ -13,6 +13,16 @@ from piton.core.safety.permissions import Decision, PermissionGate, PermissionRe
 
 _YES = {"1", "y", "yes"}
 _ALWAYS = {"2", "a", "always"}
+_NO = {"3", "n", "no"}
+
+
+def check_answer(line: str) -> str | None:
+    """None when `line` answers the question; else what to type (a message typed out of habit is not
+    taken as a no with itself as the reason)."""
+    word, _, rest = line.strip().partition(" ")
+    if word.lower() in _NO or (word.lower() in _YES | _ALWAYS and not rest.strip()):
+        return None
+    return "Answer 1, 2 or 3 (3 and a reason tells Piton what to do instead); Esc stops the turn"
 
 
 async def approve(
@@ -41,5 +51,5 @@ async def approve(
                 gate.allow_for_session(rule)
         console.print(Text(f"  ⎿  {request.suggestion} is allowed for the rest of this session", style="dim"))
         return Decision("allow", f"the user allowed {request.suggestion} for this session")
-    reason = rest.strip() if word.lower() in {"3", "n", "no"} else answer
+    reason = rest.strip() if word.lower() in _NO else answer
     return Decision("deny", f"the user said no: {reason}" if reason else "the user said no")

@@ -1,5 +1,5 @@
 """The keys of the prompt, beyond prompt_toolkit's editing keys: Esc and Ctrl-C stop the work (or
-answer no to a question), Ctrl-D exits, Enter sends (or continues a line ending in a backslash),
+dismiss a question), Ctrl-D exits, Enter sends (or continues a line ending in a backslash),
 Alt+Enter and Ctrl-J add a line, Shift+Tab cycles the permission mode, Ctrl-O shows thinking."""
 
 from __future__ import annotations
@@ -20,6 +20,10 @@ class Keyed(Protocol):
 
     def interrupt(self) -> bool: ...
 
+    def answer(self, buffer: Buffer) -> None: ...
+
+    def dismiss(self, buffer: Buffer) -> None: ...
+
     def exit(self) -> None: ...
 
     def ctrl_c(self, buffer: Buffer) -> None: ...
@@ -29,25 +33,20 @@ class Keyed(Protocol):
     def toggle_thinking(self) -> None: ...
 
 
-def _answer_now(event: KeyPressEvent, answer: str) -> None:
-    event.app.current_buffer.text = answer
-    event.app.current_buffer.validate_and_handle()
-
-
 def bindings(repl: Keyed) -> KeyBindings:
     kb = KeyBindings()
 
     @kb.add("escape", eager=False)
     def _(event: KeyPressEvent) -> None:
         if repl.asking:
-            _answer_now(event, "no")
+            repl.dismiss(event.app.current_buffer)
         else:
             repl.interrupt()
 
     @kb.add("c-c")
     def _(event: KeyPressEvent) -> None:
         if repl.asking:
-            _answer_now(event, "no")
+            repl.dismiss(event.app.current_buffer)
         else:
             repl.ctrl_c(event.app.current_buffer)
 
@@ -62,7 +61,9 @@ def bindings(repl: Keyed) -> KeyBindings:
     @kb.add("enter")
     def _(event: KeyPressEvent) -> None:
         buffer = event.app.current_buffer
-        if buffer.text.endswith("\\") and buffer.cursor_position == len(buffer.text):
+        if repl.asking:  # an answer, not a message: it never reaches the prompt history
+            repl.answer(buffer)
+        elif buffer.text.endswith("\\") and buffer.cursor_position == len(buffer.text):
             buffer.delete_before_cursor(1)
             buffer.insert_text("\n")
         else:

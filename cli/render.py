@@ -96,10 +96,12 @@ class Renderer:
         self._compacting = False
         self._blocks_printed = 0  # in the current reply
         self.active = False
+        self.doing: str | None = None  # what the spinner says instead of what the events show
 
     # -- the run's lifecycle -----------------------------------------------------------------------
-    def begin(self) -> None:
+    def begin(self, doing: str | None = None) -> None:
         self.active = True
+        self.doing = doing
         self._busy_since = time.monotonic()
         self._streamed_chars = 0
 
@@ -111,6 +113,7 @@ class Renderer:
         self.active = False
         self._compacting = False
         self._tool = None
+        self.doing = None
 
     def interrupted(self) -> None:
         self.end()
@@ -269,7 +272,9 @@ class Renderer:
         elapsed = time.monotonic() - self._busy_since
         frame = _SPINNER[int(elapsed * 10) % len(_SPINNER)]
         doing = (
-            "Compacting the conversation"
+            self.doing
+            if self.doing
+            else "Compacting the conversation"
             if self._compacting
             else "Thinking"
             if self._thinking
@@ -279,4 +284,4 @@ class Renderer:
         )
         tokens = self._streamed_chars // 4
         counted = f" · ↓ {tokens:,} tokens" if tokens else ""
-        return f"{frame} {doing}… ({elapsed:.0f}s{counted} · esc to interrupt)"
+        return f"{frame} {_CONTROL.sub('', doing)}… ({elapsed:.0f}s{counted} · esc to interrupt)"

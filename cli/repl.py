@@ -30,6 +30,7 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
 from piton.cli.keys import bindings
+from piton.cli.questions import Check, Question, Questions
 from piton.cli.signals import Stopper, say
 from piton.cli.turns import SessionTotals, TurnDriver
 from piton.core.options import RunOptions
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from piton.core.project.trust import Trust, TrustStore
     from piton.core.providers import Provider
     from piton.core.safety.permissions import Decision, PermissionRequest
-    from piton.core.tools import AnyTool
+    from piton.core.tools import AnyTool, ToolResult
     from piton.runtime import Runtime
 
 _EXIT_WINDOW_S = 2.0
@@ -95,7 +96,7 @@ class Repl:
         self.runtime: Runtime | None = None
         self.commands: Commands | None = None
         self._console: Console | None = None
-        self.question: tuple[str, asyncio.Future[str]] | None = None
+        self.questions = Questions(self._redraw, self.print_line)
         self.exiting = False
         self.files: list[str] = []
         self.session: PromptSession[str] | None = None
@@ -139,8 +140,30 @@ class Repl:
         return self.driver.busy
 
     @property
+    def question(self) -> Question | None:
+        return self.questions.current
+
+    @property
     def asking(self) -> bool:
-        return self.question is not None
+        return self.questions.current is not None
+
+    def answer(self, buffer: Buffer) -> None:
+        """Enter while a question is up: an answer clears the input and stays out of the history;
+        anything else stays in the input to be corrected."""
+        if self.questions.offer(buffer.text):
+            buffer.reset()
+
+    def dismiss(self, buffer: Buffer) -> None:
+        """Esc or Ctrl-C at a question: a permission question stops the turn it belongs to (as Esc
+        does anywhere in a turn); another question is answered no."""
+        question = self.questions.current
+        if question is None:
+            return
+        buffer.reset()
+        if question.stops_turn and self.interrupt():
+            self.print_line(f"{question.text}(Esc)", "yellow")
+            return
+        self.questions.offer("no")
 
     @property
     def idle(self) -> bool:
@@ -159,7 +182,7 @@ class Repl:
         self.driver.send(text)
 
     def submit(self, text: str) -> None:
-        self.driver.start(self._turn(text))
+        self.driver.start(self._shell(text[1:].strip()) if text.startswith("!") else self._turn(text))
 
     def interrupt(self) -> bool:
         return self.driver.interrupt()
@@ -377,22 +400,13 @@ class Repl:
         return self.runtime
 
     async def on_input(self, text: str) -> None:
-        if self.question is not None:
-            question, answer = self.question
-            self.question = None
-            self.print_line(f"{question}{text}", "yellow")
-            if not answer.done():
-                answer.set_result(text)
-            return
         text = text.strip()
         if not text:
             return
         self.print_line(f"❯ {text}", "bold cyan" if not self.busy else "dim")
         if text.startswith("/"):
             self._background(self._command(text))  # a command may ask a question: the prompt must stay up
-        elif text.startswith("!"):
-            self._background(self._shell(text[1:].strip()))
-        else:
+        else:  # a message or a !shell command: now, or after the work under way
             self.send(text)
 
     async def _command(self, text: str) -> None:
@@ -442,11 +456,26 @@ class Repl:
             self.session.default_buffer.text = text
 
     async def _shell(self, command: str) -> None:
-        """`!cmd`: run it in the sandbox now, show the output, and let the model see it next turn."""
+        """`!cmd`: run it in the sandbox now as the work under way (Esc or Ctrl-C stop it and what it
+        started), show the output, and let the model see it next turn."""
         if not command:
             return
-        runtime = await self.ready()
-        result = await runtime.run_shell(command)
+        try:
+            runtime = await self.ready()
+        except Exception:  # the session did not start; that was said when it failed
+            return
+        done: list[ToolResult] = []
+
+        async def run() -> None:
+            done.append(await runtime.run_shell(command))
+
+        stopped = "  ⎿  Interrupted; the command and what it started were stopped."
+        if not await self.driver.hold(run(), doing=f"Running !{command[:40]}", interrupted=stopped):
+            runtime.agent.add_note(
+                f"The user ran a shell command and stopped it:\n<bash-input>{command}</bash-input>"
+            )
+            return
+        [result] = done
         output = str(result.content)
         self.print_line(output, "red" if result.is_error else "")
         if runtime.agent.capper is not None:
@@ -456,27 +485,31 @@ class Repl:
             f"<bash-input>{command}</bash-input>\n<bash-output>{output}</bash-output>"
         )
 
-    async def ask(self, question: str) -> str:
+    async def ask(self, question: str, *, check: Check | None = None, stops_turn: bool = False) -> str:
         """Show `question` in place of the prompt and wait for the user's answer line."""
-        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self.question = (question, answer)
-        self._redraw()
-        try:
-            return await answer
-        finally:
-            self.question = None
-            self._redraw()
+        return await self.questions.ask(question, check=check, stops_turn=stops_turn)
 
     async def _approve(self, request: PermissionRequest) -> Decision:
-        from piton.cli.approval import approve
+        from piton.cli.approval import approve, check_answer
         from piton.cli.session_hooks import notify
 
         assert self.runtime is not None
+
+        async def ask(question: str) -> str:
+            return await self.ask(question, check=check_answer, stops_turn=True)
+
         async with self._asking:  # subagents working side by side ask one question at a time
             # beside the question, not before it: a slow Notification hook must not hold it back
             message = f"Piton needs your permission to use {request.tool.name}"
             self._background(notify(self.runtime, message, "permission_prompt"))
-            return await approve(request, self.console, self.ask, self.runtime.agent.gate)
+            renderer = self.driver.renderer
+            if renderer is not None:
+                renderer.doing = "Waiting for your permission"
+            try:
+                return await approve(request, self.console, ask, self.runtime.agent.gate)
+            finally:
+                if renderer is not None:
+                    renderer.doing = None
 
     # -- drawing -----------------------------------------------------------------------------------
     def _log_problem(self, text: str) -> None:
@@ -511,7 +544,7 @@ class Repl:
         renderer = self.driver.renderer
         parts: list[tuple[str, str]] = list(renderer.live()) if renderer is not None else []
         if self.question is not None:
-            parts.append(("class:question", self.question[0]))
+            parts.append(("class:question", self.question.text))
             return FormattedText(parts)
         parts.append(("class:prompt", "❯ "))
         return FormattedText(parts)

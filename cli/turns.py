@@ -8,7 +8,7 @@ interrupt), the renderer's begin and end, and the session's running totals.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +16,9 @@ if TYPE_CHECKING:  # this module loads with the prompt, before the agent's modul
     from piton.cli.render import Renderer
     from piton.core.context.usage import Usage
     from piton.core.conversation.events import AgentEvent
+
+
+_ALONE = ("/", "!")  # queued lines that go on their own: a command or skill, a shell command
 
 
 @dataclass(slots=True)
@@ -89,14 +92,27 @@ class TurnDriver:
         itself the work so that Esc stops it). On an interrupt, `interrupted` (or the renderer's own
         line) says so, and what was queued goes back to the prompt; otherwise the queue goes next."""
         assert self.renderer is not None, "work is driven only once the session has loaded"
-        self.task = asyncio.current_task()
-        self.renderer.begin()
-        self._changed()
-        try:
+        renderer = self.renderer
+
+        async def show() -> None:
             async for event in events:
-                self.renderer.handle(event)
+                renderer.handle(event)
                 self.totals.count(event, self._model())
                 self._changed()
+
+        return await self.hold(show(), interrupted=interrupted)
+
+    async def hold(
+        self, work: Awaitable[None], *, interrupted: str | None = None, doing: str | None = None
+    ) -> bool:
+        """Run `work` as the work under way: the spinner turns (saying `doing` when the events do not
+        say what is happening), Esc and Ctrl-C cancel it, and messages typed meanwhile wait for it."""
+        assert self.renderer is not None, "work is driven only once the session has loaded"
+        self.task = asyncio.current_task()
+        self.renderer.begin(doing)
+        self._changed()
+        try:
+            await work
         except asyncio.CancelledError:
             if interrupted is None:
                 self.renderer.interrupted()
@@ -123,14 +139,14 @@ class TurnDriver:
         self._changed()
 
     def send_queued(self) -> None:
-        """What was typed during the work goes next: plain messages together, a /skill line on its own
-        (its arguments are its own)."""
+        """What was typed during the work goes next: plain messages together, a /skill line or a !shell
+        line on its own (its arguments are its own)."""
         if not self.queue:
             return
-        if self.queue[0].startswith("/"):
+        if self.queue[0].startswith(_ALONE):
             text = self.queue.pop(0)
         else:
-            plain = next((i for i, t in enumerate(self.queue) if t.startswith("/")), len(self.queue))
+            plain = next((i for i, t in enumerate(self.queue) if t.startswith(_ALONE)), len(self.queue))
             text = "\n\n".join(self.queue[:plain])
             del self.queue[:plain]
         self._submit(text)

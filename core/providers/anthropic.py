@@ -249,7 +249,7 @@ class AnthropicProvider:
                 hint=f"{RESPONSE_VAR} sets the wait",
             ) from e
         except anthropic.APIStatusError as e:
-            raise status_failure(e) from e
+            raise status_failure(e, base_url) from e
         except anthropic.APITimeoutError as e:
             raise self._transport_timeout(e.__cause__, base_url) from e
         except anthropic.APIConnectionError as e:

@@ -9,6 +9,7 @@ from typing import Any
 from piton.core.providers import ProviderError
 from piton.core.providers.waits import IDLE_VAR, retry_after, say_seconds
 
+DEFAULT_BASE_URL = "https://api.anthropic.com"
 _RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
 _RETRIED_STATUS = {408, 409, 429}  # and every status from 500 up, as the SDK would
 _KIND_BY_STREAM_ERROR = {"overloaded_error": "overloaded", "rate_limit_error": "rate_limit"}
@@ -91,7 +92,7 @@ def _should_retry(status: int, headers: Any) -> bool:
     return status in _RETRIED_STATUS or status >= 500
 
 
-def status_failure(exc: Any) -> Exception:
+def status_failure(exc: Any, base_url: str = DEFAULT_BASE_URL) -> Exception:
     """An HTTP error response: a `Retry` when asking again may help, else the run's last word."""
     status: int = exc.status_code
     error_type = exc.type if isinstance(exc.type, str) else None
@@ -99,7 +100,11 @@ def status_failure(exc: Any) -> Exception:
     final = f"API error {status}: {_api_message(exc)}"
     if not _should_retry(status, exc.response.headers):
         kind = kind or ("overloaded" if status >= 500 else "invalid_request")
-        return ProviderError(f"{final}{_HINTS.get(kind, '')}", kind=kind, status=status)
+        hint = _HINTS.get(kind, "")
+        if kind == "not_found" and base_url.rstrip("/") != DEFAULT_BASE_URL:
+            # a gateway or proxy that lacks the endpoint answers 404 as a wrong model id does
+            hint = f" (from {base_url}: is ANTHROPIC_BASE_URL right, and the model id? see --model)"
+        return ProviderError(f"{final}{hint}", kind=kind, status=status)
     return Retry(
         f"{status} {error_type or exc.response.reason_phrase or 'error'}",
         final=final,

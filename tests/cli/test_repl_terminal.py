@@ -93,3 +93,29 @@ def test_missing_credentials_are_said_on_the_first_screen(project: Path) -> None
     child.send("\x04")
     child.expect(pexpect.EOF)
     child.close()
+
+
+def test_esc_stops_a_shell_command_and_a_permission_question_takes_only_answers(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    fake_api.add(reply("Creating it.", ToolCall("Bash", {"command": "touch made-by-the-model"})))
+    child = spawn(project)
+    child.send("!sleep 30\r")
+    expect_text(child, "Running !sleep 30")
+    child.send("\x1b")
+    child.expect_exact("Interrupted; the command and what it started were stopped")
+    child.expect_exact(PROMPT)
+
+    child.send("make the file\r")
+    child.expect_exact("Allow? 1 yes")
+    expect_text(child, "Waiting for your permission")
+    child.send("!ls\r")
+    expect_text(child, "Answer 1, 2 or 3")
+    child.send("\x1b")
+    child.expect_exact("Interrupted")
+    child.send("\x04")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert not (project / "made-by-the-model").exists()
+    assert len(fake_api.bodies) == 1  # Esc at the question stopped the turn: nothing more was asked

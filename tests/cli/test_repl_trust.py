@@ -25,7 +25,7 @@ def start(project: Path, answer: str | None) -> Session:
     async def script(s: Session) -> None:
         if answer is not None:
             await s.until(lambda: s.repl.question is not None)
-            assert QUESTION in s.repl.question[0]  # type: ignore[index]
+            assert s.repl.question is not None and QUESTION in s.repl.question.text
             await s.type(answer + ENTER)
         await s.until(lambda: s.repl.runtime is not None)
         assert s.repl.question is None

@@ -480,3 +480,10 @@ def test_a_failed_request_reports_the_time_it_waited(fake_api: FakeAnthropicAPI)
     with pytest.raises(ProviderError) as err:
         stream_all(provider(fake_api, max_retries=0), request())
     assert err.value.api_seconds >= 0.15
+
+
+def test_a_404_from_another_endpoint_names_it(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(HttpError(404, "not_found_error", "Not Found"))
+    with pytest.raises(ProviderError) as err:
+        stream_all(provider(fake_api), request())
+    assert f"(from {fake_api.base_url}" in str(err.value) and "ANTHROPIC_BASE_URL" in str(err.value)
