@@ -13,6 +13,8 @@ from pydantic import BaseModel, Field
 from piton.builtin_tools.edit_plan import EditError, newline_style, plan_edit
 from piton.builtin_tools.files import (
     FileTool,
+    after_change,
+    before_change,
     decode,
     decode_seen,
     read_existing,
@@ -89,12 +91,14 @@ class Edit(FileTool[EditInput]):
                 f"{path} is {encoding.name}, which cannot hold {e.object[e.start : e.end]!r} from "
                 "new_string; nothing changed. Write the file whole to change its encoding to UTF-8."
             )
+        before_change(ctx, path, existing)
         try:
             st = pinned.replace(path, data)
         except pinned.PathChanged:
             raise  # FileTool reports it: the path changed under us, nothing was written
         except OSError as e:
             return ToolResult.error(f"Cannot write {path}: {e.strerror or e}")
+        after_change(ctx, path, data)
         style = newline_style(text) or seen.style
         remember(ctx, path, st, encoding=encoding, style=style, removed=plan.removed, edited=True)
         changed = f"{plan.count} replacements" if plan.count > 1 else "1 replacement"
@@ -108,7 +112,10 @@ class Edit(FileTool[EditInput]):
     def _create(self, ctx: ToolContext, path: Path, args: EditInput) -> ToolResult:
         if args.old_string:
             return ToolResult.error(f"File does not exist: {path}. Use Write to create it.")
-        st = pinned.replace(path, args.new_string.encode("utf-8"), create_parents=True)
+        data = args.new_string.encode("utf-8")
+        before_change(ctx, path, None)
+        st = pinned.replace(path, data, create_parents=True)
+        after_change(ctx, path, data)
         remember(ctx, path, st)
         return ToolResult(
             f"Created {path}.",

@@ -102,6 +102,17 @@ def open_readable(ctx: ToolContext, file_path: str) -> Iterator[Opened]:
         os.close(fd)
 
 
+def before_change(ctx: ToolContext, path: Path, existing: tuple[bytes, os.stat_result] | None) -> None:
+    """The turn's checkpoint keeps what `path` held before the turn first changed it."""
+    if ctx.checkpoints is not None:
+        ctx.checkpoints.before_change(path, existing[0] if existing is not None else None)
+
+
+def after_change(ctx: ToolContext, path: Path, data: bytes) -> None:
+    if ctx.checkpoints is not None:
+        ctx.checkpoints.after_change(path, data)
+
+
 def read_existing(path: Path) -> tuple[bytes, os.stat_result] | None:
     """The bytes and status of the file at the real path `path` (opened without following links),
     or None when there is none. Raises PolicyError for a directory or a special file."""

@@ -177,7 +177,7 @@ class Read(FileTool[ReadInput]):
         last = start + len(shown) - 1
         if more:
             text += f"\n\n(The file continues after line {last}. Read on with offset={last + 1}.)"
-        return ToolResult(text, summary=f"{len(shown)} lines")
+        return ToolResult(text, summary=f"{len(shown)} line{'s' if len(shown) != 1 else ''}")
 
     def _image(
         self, ctx: ToolContext, opened: Opened, media_type: str, f: IO[bytes], head: bytes

@@ -8,6 +8,8 @@ from piton.builtin_tools.edit_plan import newline_style
 from piton.builtin_tools.files import (
     UTF8,
     FileTool,
+    after_change,
+    before_change,
     decode,
     decode_seen,
     read_existing,
@@ -59,12 +61,14 @@ class Write(FileTool[WriteInput]):
         except UnicodeEncodeError:  # the old encoding cannot hold the new text
             encoding = UTF8
             data = args.content.encode("utf-8")
+        before_change(ctx, path, existing)
         try:
             st = pinned.replace(path, data, create_parents=True)
         except pinned.PathChanged:
             raise  # FileTool reports it: the path changed under us, nothing was written
         except OSError as e:
             return ToolResult.error(f"Cannot write {path}: {e.strerror or e}")
+        after_change(ctx, path, data)
         remember(ctx, path, st, encoding=encoding, style=newline_style(args.content), edited=True)
         lines = args.content.count("\n") + (0 if args.content.endswith("\n") or not args.content else 1)
         verb = "Updated" if existing is not None else "Created"

@@ -245,6 +245,21 @@ def piton(
             help="Resume the session with this id (without one: choose in the REPL).",
         ),
     ] = None,
+    rewind_files: Annotated[
+        str | None,
+        typer.Option(
+            "--rewind-files",
+            help="With --resume: restore the files the tools changed from this checkpoint (a user "
+            "message's uuid) on, and exit.",
+        ),
+    ] = None,
+    rewind_to: Annotated[
+        str | None,
+        typer.Option(
+            "--rewind-to",
+            help="With --resume: as --rewind-files, and take the conversation back to before it too.",
+        ),
+    ] = None,
     thinking: Annotated[
         Thinking | None,
         typer.Option("--thinking", help="Extended thinking: on (adaptive) or off (disabled); default on."),
@@ -335,6 +350,16 @@ def piton(
         strict_mcp_config=strict_mcp_config,
         plugin_dirs=[Path(d).expanduser().resolve() for d in plugin_dir or []],
     )
+    if rewind_files or rewind_to:
+        if not (resume or continue_latest):
+            _fail("--rewind-files and --rewind-to need --resume ID (or --continue)")
+        if prompt is not None:
+            _fail("--rewind-files and --rewind-to are a step of their own: pass no prompt")
+        from piton.cli.rewind_files import run_rewind
+
+        checkpoint = rewind_to or rewind_files
+        assert checkpoint is not None
+        raise typer.Exit(run_rewind(options, checkpoint, conversation=rewind_to is not None))
     # a client speaking stream-json (the Agent SDK passes no -p) is never a terminal session
     if not print_mode and input_format is InputFormat.text:
         from piton.cli.repl import run_repl

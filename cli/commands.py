@@ -1,4 +1,4 @@
-"""Slash commands in the REPL: /help, /clear, /compact, /context, /cost, /model, /resume,
+"""Slash commands in the REPL: /help, /clear, /compact, /context, /cost, /model, /resume, /rewind,
 /permissions, /skills, /memory, /status, /exit. Skills and custom commands register through the
 same table (a built-in keeps its name); the MCP servers' prompts (`/mcp__<server>__<prompt>`) come
 and go with their servers, so they are asked for each time."""
@@ -381,6 +381,12 @@ async def _plugin(c: Commands, _: str) -> None:
     )
 
 
+async def _rewind(c: Commands, args: str) -> None:
+    from piton.cli.rewind_command import rewind_command
+
+    await rewind_command(c, args)
+
+
 async def _exit(c: Commands, _: str) -> None:
     c.ui.exit()
 
@@ -393,6 +399,7 @@ BUILTIN = (
     Command("cost", "tokens, dollars and tool statistics of this session (also /stats)", _cost),
     Command("model", "show or change the model", _model, "[id]"),
     Command("resume", "continue an earlier session of this directory", _resume, "[id]"),
+    Command("rewind", "go back to before an earlier message: code, conversation or both (Esc Esc)", _rewind),
     Command(
         "permissions", "show the permission mode and rules, or add one", _permissions, "[allow|ask|deny rule]"
     ),

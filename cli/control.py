@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
@@ -304,11 +305,13 @@ class ControlSession:
     async def _work(self) -> None:
         assert self._turns is not None
         while (message := await self._turns.get()) is not None:
+            # the uuid names the turn's checkpoint (for rewind_files), as Claude Code's echo does
+            turn_id = str(message.get("uuid") or uuid.uuid4())
             if self.options.replay_user_messages:
-                self._write(message)
+                self._write({**message, "uuid": turn_id})
             prompt, skill = self._prompt(message)
             started = time.monotonic()
-            self._turn = asyncio.create_task(self._run_turn(prompt, skill))
+            self._turn = asyncio.create_task(self._run_turn(prompt, skill, turn_id))
             await asyncio.wait([self._turn])
             if self._turn.cancelled():
                 self._interrupted(started)
@@ -333,7 +336,9 @@ class ControlSession:
             texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
             return "\n\n".join(texts), None
 
-    async def _run_turn(self, prompt: str | list[ContentBlock], skill: Activation | None) -> None:
+    async def _run_turn(
+        self, prompt: str | list[ContentBlock], skill: Activation | None, turn_id: str
+    ) -> None:
         from piton.cli.mcp_turn import is_prompt_command, turn_content
 
         runtime = self.runtime
@@ -354,7 +359,7 @@ class ControlSession:
             if content is None:  # the error result names why
                 raise LookupError(said[-1] if said else "the MCP prompt made no turn")
             prompt = content
-        async for event in runtime.agent.run(prompt, skill=skill):
+        async for event in runtime.agent.run(prompt, skill=skill, turn_id=turn_id):
             self.writer.handle(event)
 
     def _interrupted(self, started: float) -> None:

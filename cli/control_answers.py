@@ -49,9 +49,27 @@ def answer(session: ControlSession, request: dict[str, Any]) -> dict[str, Any]:
 
         mcp = session.runtime.mcp
         return {"mcpServers": [client_status(s) for s in (mcp.states() if mcp is not None else [])]}
+    if subtype == "rewind_files":
+        return _rewind_files(session, request.get("user_message_id"))
     if subtype == "mcp_message":  # Piton sends these (to reach the client's servers); it serves none
         raise UnsupportedRequest("Piton hosts no in-process MCP servers; mcp_message goes to the client")
     raise UnsupportedRequest(f"unsupported control request: {subtype!r}")
+
+
+def _rewind_files(session: ControlSession, checkpoint_id: Any) -> dict[str, Any]:
+    """The files the tools changed from that user message on, back as they were before it. A file
+    changed outside Piton since is left alone, and the answer is an error naming it."""
+    from piton.rewind import RewindError, rewind
+
+    if not isinstance(checkpoint_id, str) or not checkpoint_id:
+        raise UnsupportedRequest("rewind_files needs user_message_id")
+    try:
+        done = rewind(session.runtime.agent, checkpoint_id, code=True, conversation=False)
+    except RewindError as e:
+        raise UnsupportedRequest(str(e)) from None
+    if done.problems:
+        raise UnsupportedRequest("; ".join(done.problems))
+    return {"restored": [str(p) for p in done.restored]}
 
 
 def _set_permission_mode(session: ControlSession, mode: Any) -> dict[str, Any]:

@@ -45,6 +45,10 @@ class Controller(Protocol):
         """The session, waiting for it to load if need be."""
         ...
 
+    def edit(self, text: str) -> None:
+        """Put `text` into the input for the user to edit and send."""
+        ...
+
     def send(self, text: str) -> None:
         """A message for the model: now, or queued until the work under way ends."""
         ...

@@ -1,13 +1,17 @@
 """The keys of the prompt, beyond prompt_toolkit's editing keys: Esc and Ctrl-C stop the work (or
 dismiss a question), Ctrl-D exits, Enter sends (or continues a line ending in a backslash),
-Alt+Enter and Ctrl-J add a line, Shift+Tab cycles the permission mode, Ctrl-O shows thinking."""
+Alt+Enter and Ctrl-J add a line, Shift+Tab cycles the permission mode, Ctrl-O shows thinking, Esc Esc on
+an empty prompt opens /rewind."""
 
 from __future__ import annotations
 
+import time
 from typing import Protocol
 
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+_DOUBLE_ESCAPE_S = 0.8  # two Esc presses this close on an empty prompt open /rewind
 
 
 class Keyed(Protocol):
@@ -19,6 +23,8 @@ class Keyed(Protocol):
         ...
 
     def interrupt(self) -> bool: ...
+
+    def rewind(self) -> None: ...
 
     def answer(self, buffer: Buffer) -> None: ...
 
@@ -35,13 +41,19 @@ class Keyed(Protocol):
 
 def bindings(repl: Keyed) -> KeyBindings:
     kb = KeyBindings()
+    last_escape = [0.0]
 
     @kb.add("escape", eager=False)
     def _(event: KeyPressEvent) -> None:
         if repl.asking:
             repl.dismiss(event.app.current_buffer)
-        else:
-            repl.interrupt()
+        elif not repl.interrupt() and not event.app.current_buffer.text:
+            now = time.monotonic()
+            if now - last_escape[0] < _DOUBLE_ESCAPE_S:
+                last_escape[0] = 0.0
+                repl.rewind()
+            else:
+                last_escape[0] = now
 
     @kb.add("c-c")
     def _(event: KeyPressEvent) -> None:

@@ -90,6 +90,8 @@ _PRINT_OPTIONS: dict[str, tuple[str, ...] | None] = {
     "--include-partial-messages": None,
     "--include-hook-events": None,
     "--replay-user-messages": None,
+    "--rewind-files": (),
+    "--rewind-to": (),
     "--permission-prompt-tool": (),
     "--tools": (),
     "--setting-sources": (),

@@ -455,6 +455,16 @@ class Repl:
         if self.session is not None:
             self.session.default_buffer.text = text
 
+    def edit(self, text: str) -> None:
+        self._restore(text)
+        if self.session is not None:
+            self.session.default_buffer.cursor_position = len(text)
+
+    def rewind(self) -> None:
+        """Esc Esc on an empty prompt: /rewind, as Claude Code has it."""
+        if not self.busy:
+            self._background(self._command("/rewind"))
+
     async def _shell(self, command: str) -> None:
         """`!cmd`: run it in the sandbox now as the work under way (Esc or Ctrl-C stop it and what it
         started), show the output, and let the model see it next turn."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +59,12 @@ class Transcript(Protocol):
     """Where the agent logs what it appends (a session log, or nothing)."""
 
     def append_message(
-        self, message: Message, *, usage: Usage | None = None, model: str | None = None
+        self,
+        message: Message,
+        *,
+        usage: Usage | None = None,
+        model: str | None = None,
+        line_id: str | None = None,
     ) -> None: ...
 
     def record(self, kind: str, **data: object) -> None: ...
@@ -135,9 +141,14 @@ class Agent:
         self._append(Message.user(text))
 
     async def run(
-        self, prompt: str | list[ContentBlock], *, skill: Activation | None = None
+        self,
+        prompt: str | list[ContentBlock],
+        *,
+        skill: Activation | None = None,
+        turn_id: str | None = None,
     ) -> AsyncIterator[AgentEvent]:
-        """One turn of the user's: `prompt`, and the skill or command it invoked (`/name args`)."""
+        """One turn of the user's: `prompt`, and the skill or command it invoked (`/name args`).
+        `turn_id` names the turn's checkpoint and its prompt's line in the session log."""
         self._stats = RunStats(denials_before=len(self.gate.denials) if self.gate else 0)
         self._skills = ActiveSkills()
         model = self.config.model
@@ -162,7 +173,10 @@ class Agent:
                         errors=(verdict.blocked,),
                     )
                 content += [TextBlock(text=text) for text in verdict.context]
-            self._append(Message(role="user", content=content))
+            turn_id = turn_id or str(uuid.uuid4())
+            if self.context.checkpoints is not None and self.agent_id is None:
+                self.context.checkpoints.begin(turn_id, len(self.history), _prompt_text(content))
+            self._append(Message(role="user", content=content), line_id=turn_id)
             kept_going = 0  # times Stop hooks kept this turn going
             while True:
                 done: MessageDone | None = None
@@ -422,6 +436,8 @@ class Agent:
         self.history = list(messages)
         self.meter.forget(self.history)
         self._sent = 0
+        if self.context.checkpoints is not None and info.get("trigger") != "rewind":
+            self.context.checkpoints.compacted()
         if self.transcript is not None:
             self.transcript.compacted(self.history, stubs=stubs, **info)
 
@@ -444,10 +460,17 @@ class Agent:
                 self.metrics.compactions += 1
             yield event
 
-    def _append(self, message: Message, *, usage: Usage | None = None, model: str | None = None) -> None:
+    def _append(
+        self,
+        message: Message,
+        *,
+        usage: Usage | None = None,
+        model: str | None = None,
+        line_id: str | None = None,
+    ) -> None:
         self.history.append(message)
         if self.transcript is not None:
-            self.transcript.append_message(message, usage=usage, model=model)
+            self.transcript.append_message(message, usage=usage, model=model, line_id=line_id)
 
     def _max_output(self) -> int:
         return self.config.max_output_tokens or model_info(self.config.model).max_output_tokens

@@ -21,6 +21,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from piton.core.activation import Activation
+from piton.core.checkpoints import Checkpoints
 from piton.core.conversation.messages import ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from piton.core.display import Display
 from piton.core.safety.lock import CommandLock
@@ -84,6 +85,7 @@ class ToolContext:
     state: dict[str, Any] = field(default_factory=dict)
     record: Callable[..., None] = _no_record
     lock: CommandLock = field(default_factory=CommandLock)  # shared by a session's main agent and subagents
+    checkpoints: Checkpoints | None = None  # what file tools changed, turn by turn (for /rewind)
 
 
 class Tool(ABC, Generic[InputT]):

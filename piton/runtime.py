@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from piton.core.activation_prep import ActivationPreparer
 from piton.core.agent import Agent, AgentConfig
+from piton.core.checkpoints import Checkpoints
 from piton.core.context.compaction import CompactionSettings
 from piton.core.context.result_store import FileResultStore
 from piton.core.conversation.claude_transcript import Mirrored
@@ -120,6 +121,16 @@ class Runtime:
         from piton.builtin_tools.ripgrep import list_files
 
         return list_files(self.agent.context.cwd, limit)
+
+
+def _writable(policy: SandboxPolicy) -> Callable[[Path], bool]:
+    def writable(path: Path) -> bool:
+        try:
+            return policy.check_write(path) == path
+        except PolicyError:
+            return False
+
+    return writable
 
 
 def _skill_preparer() -> ActivationPreparer:
@@ -238,7 +249,10 @@ def build_runtime(
     if options.effort is not None and not model_info(session.model).effort:
         notices.append(f"--effort {options.effort}: {session.model} takes no effort level; ignored")
     notices.extend(w for w in settings.warnings if w not in notices)  # reading values may have added some
-    context = ToolContext(cwd=options.cwd, session_id=log.session_id, policy=policy, record=log.record)
+    checkpoints = Checkpoints(SessionStore.session_dir(log) / "checkpoints", writable=_writable(policy))
+    context = ToolContext(
+        cwd=options.cwd, session_id=log.session_id, policy=policy, record=log.record, checkpoints=checkpoints
+    )
     if options.permission_mode == "dontAsk":
         approver = DontAsk()
     elif options.permission_mode == "auto":

@@ -75,6 +75,7 @@ class ClaudeTranscript:
         self._parent: str | None = None
         self._last_stamp = ""
         self._written: set[int] = set()  # id() of the messages written, which the history keeps alive
+        self._line_of: dict[int, str] = {}  # the uuid of each written message's line, by id()
         self._kept: list[Message] = []
 
     @property
@@ -90,10 +91,16 @@ class ClaudeTranscript:
 
     # -- what the agent logs (the same calls as the session log's) ---------------------------------
     def append_message(
-        self, message: Message, *, usage: Usage | None = None, model: str | None = None
+        self,
+        message: Message,
+        *,
+        usage: Usage | None = None,
+        model: str | None = None,
+        line_id: str | None = None,
     ) -> None:
-        self._remember(message)
-        self._write(self._message_line(message, usage, model))
+        line = self._message_line(message, usage, model, line_id)
+        self._remember(message, line["uuid"])
+        self._write(line)
 
     def record(self, kind: str, **data: object) -> None:
         """Piton's own records (task lists, stored results) have no line in this format."""
@@ -108,6 +115,13 @@ class ClaudeTranscript:
         if stubs:  # old tool results shortened in place: the same conversation, no new line
             for message in messages:
                 self._remember(message)
+            return
+        if info.get("trigger") == "rewind":  # back to an earlier prefix: later lines branch from there
+            self._line_of = {id(m): self._line_of[id(m)] for m in messages if id(m) in self._line_of}
+            for message in messages:
+                self._remember(message)
+            self._parent = self._line_of.get(id(messages[-1])) if messages else None
+            del kept
             return
         pre_tokens = info.get("pre_tokens")
         boundary = {
@@ -144,12 +158,14 @@ class ClaudeTranscript:
             self.append_message(message)
 
     # -- lines -------------------------------------------------------------------------------------
-    def _remember(self, message: Message) -> None:
+    def _remember(self, message: Message, line_id: str | None = None) -> None:
+        if line_id is not None:
+            self._line_of[id(message)] = line_id
         self._written.add(id(message))
         self._kept.append(message)  # keeps the id() unique while the set refers to it
 
-    def _common(self, kind: str) -> dict[str, Any]:
-        line_id = str(uuid.uuid4())
+    def _common(self, kind: str, line_id: str | None = None) -> dict[str, Any]:
+        line_id = line_id or str(uuid.uuid4())
         stamp = max(_stamp(datetime.now(UTC)), self._last_stamp)
         self._last_stamp = stamp
         line: dict[str, Any] = {
@@ -168,8 +184,10 @@ class ClaudeTranscript:
         self._parent = line_id
         return line
 
-    def _message_line(self, message: Message, usage: Usage | None, model: str | None) -> dict[str, Any]:
-        line = self._common(message.role)
+    def _message_line(
+        self, message: Message, usage: Usage | None, model: str | None, line_id: str | None = None
+    ) -> dict[str, Any]:
+        line = self._common(message.role, line_id)
         wire: dict[str, Any] = {"role": message.role, "content": message.to_wire()["content"]}
         if message.role == "user" and len(message.content) == 1 and isinstance(message.content[0], TextBlock):
             wire["content"] = message.content[0].text  # a typed prompt: Claude Code writes the string
@@ -217,10 +235,15 @@ class Mirrored:
         self.mirror = mirror
 
     def append_message(
-        self, message: Message, *, usage: Usage | None = None, model: str | None = None
+        self,
+        message: Message,
+        *,
+        usage: Usage | None = None,
+        model: str | None = None,
+        line_id: str | None = None,
     ) -> None:
-        self.log.append_message(message, usage=usage, model=model)
-        self.mirror.append_message(message, usage=usage, model=model)
+        self.log.append_message(message, usage=usage, model=model, line_id=line_id)
+        self.mirror.append_message(message, usage=usage, model=model, line_id=line_id)
 
     def record(self, kind: str, **data: object) -> None:
         self.log.record(kind, **data)

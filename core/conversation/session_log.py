@@ -156,13 +156,18 @@ class SessionLog:
         self._uuids = {id(m): u for m, u in zip(self._history, uuids, strict=True) if u is not None}
 
     def append_message(
-        self, message: Message, *, usage: Usage | None = None, model: str | None = None
+        self,
+        message: Message,
+        *,
+        usage: Usage | None = None,
+        model: str | None = None,
+        line_id: str | None = None,
     ) -> None:
         self._history.append(message)
         if self._failure is not None:
             self._catch_up()
             return
-        line_id = str(uuid.uuid4())
+        line_id = line_id or str(uuid.uuid4())
         entry: dict[str, Any] = {
             "type": "message",
             "uuid": line_id,
