@@ -94,16 +94,17 @@ class Commands:
 
 async def _help(c: Commands, _: str) -> None:
     table = Table(show_header=False, box=None, padding=(0, 2))
+    # Text, not markup: `[instructions]` is an argument hint, not a style
     for command in c.table.values():
-        table.add_row(f"/{command.name} {command.usage}".strip(), command.summary)
+        table.add_row(Text(f"/{command.name} {command.usage}".strip()), Text(command.summary))
     for name, summary, usage in c._prompts():
-        table.add_row(f"/{name} {usage}".strip(), summary)
+        table.add_row(Text(f"/{name} {usage}".strip()), Text(summary))
     console = c.console
     console.print(table)
     console.print(
         Text(
             "Enter sends · Alt+Enter, Ctrl-J or a trailing \\ adds a line · @path attaches a file · "
-            "!cmd runs a shell command · Esc or Ctrl-C interrupts · Shift+Tab changes the permission mode · "
+            "!cmd runs a shell command · Esc or Ctrl-C interrupts · Esc Esc rewinds · Shift+Tab changes the permission mode · "
             "Ctrl-O shows thinking in full · Ctrl-R searches history · Ctrl-D or Ctrl-C twice exits",
             style="dim",
         )

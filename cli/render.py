@@ -8,6 +8,7 @@ redraws at a capped rate; it is bounded, so a long answer never costs more than 
 from __future__ import annotations
 
 import re
+import textwrap
 import time
 
 from rich.console import Console, Group
@@ -40,6 +41,7 @@ LIVE_LINES = 12  # the most lines the live area shows of an unfinished block
 THINKING_LINES = 3  # thinking collapses to its last lines once the answer starts
 OUTPUT_LINES = 4  # of a shell command's output, under its tool line
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+_WRAP_KEEP, _WRAP_STEP = 8192, 4096  # of a longer line, the live area wraps only the end
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # the model's text must not steer the terminal
 LiveText = list[tuple[str, str]]  # (style, text) pairs, as prompt_toolkit formats them
 
@@ -70,6 +72,23 @@ def retry_text(event: StreamRetry) -> str:
         f"{reason[0].upper()}{reason[1:]}: asking again in {say_seconds(event.delay_s)} "
         f"(attempt {event.attempt + 1}/{event.max_attempts})"
     )
+
+
+def last_rows(text: str, width: int, rows: int) -> list[str]:
+    """The last `rows` screen rows of `text` wrapped at `width` columns, as the unfinished tail of a
+    stream grows: only rows near the end are wrapped, and a very long line is cut at a point that
+    stays put while it grows, so the rows above the newest one do not jump between redraws."""
+    out: list[str] = []
+    for line in reversed(text.split("\n")):
+        if len(line) > _WRAP_KEEP:
+            line = line[(len(line) - _WRAP_KEEP) // _WRAP_STEP * _WRAP_STEP :]
+        wrapped = textwrap.wrap(
+            line, width, replace_whitespace=False, drop_whitespace=True, break_on_hyphens=False
+        )
+        out = (wrapped or [""]) + out
+        if len(out) >= rows:
+            break
+    return out[-rows:]
 
 
 def todo_text(items: tuple[TodoItem, ...]) -> Text:
@@ -258,13 +277,15 @@ class Renderer:
         if not self.active:
             return []
         out: LiveText = []
+        width = max(self.console.width - 1, 10)  # the last column would wrap on some terminals
         if self._thinking:
-            for line in [line for line in self._thinking if line.strip()][-THINKING_LINES:]:
-                out.append(("class:thinking", f"  {_CONTROL.sub('', line)[: self.console.width - 4]}\n"))
+            thinking = "\n".join(line for line in self._thinking if line.strip())
+            for row in last_rows(_CONTROL.sub("", thinking), width - 2, THINKING_LINES):
+                out.append(("class:thinking", f"  {row}\n"))
         tail = self._md.tail
         if tail:
-            for line in tail.split("\n")[-LIVE_LINES:]:
-                out.append(("class:live", f"{_CONTROL.sub('', line)}\n"))
+            for row in last_rows(_CONTROL.sub("", tail), width, LIVE_LINES):
+                out.append(("class:live", f"{row}\n"))
         out.append(("class:spinner", self._spinner_line() + "\n"))
         return out
 

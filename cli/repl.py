@@ -272,6 +272,10 @@ class Repl:
             await self._leave()
             raise
         assert self.runtime is not None
+        from piton.cli.welcome import welcome_lines
+
+        for text, style in welcome_lines(self.runtime):
+            self.print_line(text, style)
         for notice in self.runtime.notices:
             self.print_line(f"piton: {notice}", "yellow")
         self.runtime.log.report_to(self._log_problem)
@@ -289,7 +293,10 @@ class Repl:
         """A session is open: its SessionStart hooks, and the settings' status line command."""
         from piton.cli.session_hooks import session_start
         from piton.cli.status import StatusCommand
+        from piton.cli.welcome import recap_lines
 
+        for text, style in recap_lines(runtime.agent.history) if source == "resume" else []:
+            self.print_line(text, style)
         show = self.driver.renderer.handle if self.driver.renderer is not None else lambda _: None
         await session_start(runtime, source, show)
         if runtime.status_command is not None:
@@ -320,6 +327,7 @@ class Repl:
         old.log.close()
         await asyncio.to_thread(old.close)  # its MCP servers; the new session starts its own
         self.runtime = await asyncio.to_thread(self._build, options, old.agent.provider)
+        self.driver.totals = SessionTotals()  # /cost and the status line speak of the new session
         for notice in self.runtime.notices:
             self.print_line(f"piton: {notice}", "yellow")
         self.runtime.log.report_to(self._log_problem)
@@ -352,8 +360,9 @@ class Repl:
         self._ready = asyncio.ensure_future(self._start())
         self._ready.add_done_callback(_observed)
         self.stopper.install(asyncio.get_running_loop(), self._stop)
-        if self.initial_prompt:
-            self.submit(self.initial_prompt)
+        if self.initial_prompt:  # `piton "first message"` (or `-r` alone: /resume), as if typed
+            self._console = self._console or self._make_console()
+            await self.on_input(self.initial_prompt)
         while not self.exiting:
             try:
                 text = await self.session.prompt_async()
@@ -568,7 +577,8 @@ class Repl:
             return FormattedText(ANSI(" " + self.status.text).__pt_formatted_text__())
         from piton.cli.status import status_line
 
-        return FormattedText([("", status_line(self.runtime, self.totals, len(self.queue)))])
+        width = self.session.app.output.get_size().columns if self.session is not None else 200
+        return FormattedText([("", status_line(self.runtime, self.totals, len(self.queue), width))])
 
     def _arm_exit(self) -> None:
         self._exit_armed_until = time.monotonic() + _EXIT_WINDOW_S

@@ -19,18 +19,28 @@ if TYPE_CHECKING:
     from piton.runtime import Runtime
 
 
-def status_line(runtime: Runtime, totals: SessionTotals, queued: int = 0) -> str:
+def status_line(runtime: Runtime, totals: SessionTotals, queued: int = 0, width: int = 200) -> str:
+    """The line, fitted to `width` columns: what goes first when it is narrow is the least needed
+    (the key hint, the sandbox, then the model's name is shortened); context and cost always stay."""
     agent = runtime.agent
     model = agent.config.model
     mode = agent.gate.permissions.mode if agent.gate is not None else "default"
     sandbox = agent.context.policy.mode if agent.context.policy is not None else "workspace-write"
-    parts = [model, f"{mode} (shift+tab)", f"sandbox {sandbox}"]
-    if agent.history:
-        parts.append(f"context {agent.context_used() / agent.context_window():.0%}")
-    parts.append(f"${totals.cost_usd:.2f}")
-    if queued:
-        parts.append(f"{queued} queued")
-    return " " + " · ".join(parts)
+    tail = [f"context {agent.context_used() / agent.context_window():.0%}"] if agent.history else []
+    tail.append(f"${totals.cost_usd:.2f}")
+    tail += [f"{queued} queued"] if queued else []
+    short = model.removeprefix("claude-")
+    for head in (
+        [model, f"{mode} (shift+tab)", f"sandbox {sandbox}"],
+        [model, mode, f"sandbox {sandbox}"],
+        [model, mode],
+        [short, mode],
+        [short],
+    ):
+        line = " " + " · ".join(head + tail)
+        if len(line) < width:
+            return line
+    return line[: max(width - 1, 1)]
 
 
 class StatusCommand:

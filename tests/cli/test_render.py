@@ -229,3 +229,22 @@ def test_tool_lines_show_paths_relative_to_the_project_and_keep_the_file_name(tm
     assert len(label) <= len("Edit()") + 40
     assert tool_label("Read", {"file_path": "/etc/hosts"}, base=base) == "Read(/etc/hosts)"
     assert tool_label("Bash", {"command": "echo " + "x" * 80}, width=20) == "Bash(echo xxxxxxxxxxxxxx…)"
+
+
+def test_a_paragraph_wider_than_the_terminal_wraps_and_grows_as_it_streams() -> None:
+    renderer, _ = make()
+    words = " ".join(f"w{i}" for i in range(60))  # about 240 columns: three rows at 80
+    feed(renderer, words)
+    rows = [text for style, text in renderer.live() if style == "class:live"]
+    assert len(rows) >= 3 and all(len(r.rstrip("\n")) < 80 for r in rows)
+    assert rows[0].startswith("w0 ") and rows[-1].rstrip("\n").endswith("w59")
+    feed(renderer, " w60 w61")
+    grown = [text for style, text in renderer.live() if style == "class:live"]
+    assert grown[:-1] == rows[:-1] and grown[-1].rstrip("\n").endswith("w61")  # only the last row changed
+
+
+def test_long_thinking_lines_wrap_rather_than_being_cut() -> None:
+    renderer, _ = make()
+    renderer.handle(ThinkingDelta("x" * 10 + " " + "considering the options " * 10 + "DECIDED"))
+    rows = [text for style, text in renderer.live() if style == "class:thinking"]
+    assert rows[-1].rstrip("\n").endswith("DECIDED") and all(len(r) <= 80 for r in rows)

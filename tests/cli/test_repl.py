@@ -603,3 +603,63 @@ def test_a_skill_typed_during_a_turn_runs_as_a_turn_of_its_own(project: Path) ->
     prompts = [m.content for m in s.history[::2]]
     assert [p[0].text for p in prompts] == ["first", "/greet Ada", "thanks"]
     assert "GREET-BODY Ada" in prompts[1][1].text and len(prompts[2]) == 1
+
+
+def test_help_keeps_argument_hints_and_the_first_message_is_shown(project: Path) -> None:
+    screen = slash(project, "/help").screen
+    assert "/compact [instructions]" in screen and "/model [id]" in screen
+
+    async def script(s: Session) -> None:
+        await s.until(lambda: len(s.history) == 2)
+
+    s = run(project, ScriptedProvider(reply("Started.")), script, initial_prompt="begin here")
+    assert s.screen.index("❯ begin here") < s.screen.index("Started.")
+
+
+def test_the_status_line_keeps_context_and_cost_when_narrow(project: Path) -> None:
+    from piton.cli.status import status_line
+
+    async def script(s: Session) -> None:
+        await s.type("hello" + ENTER)
+        await s.until(lambda: len(s.history) == 2)
+        await s.idle()
+        assert s.repl.runtime is not None
+        for width in (200, 60, 40):
+            line = status_line(s.repl.runtime, s.repl.totals, 0, width)
+            assert len(line) < width and "context" in line and "$" in line, (width, line)
+
+    run(project, ScriptedProvider(reply("Hi.")), script)
+
+
+def test_cost_after_clear_is_the_new_sessions(project: Path) -> None:
+    async def script(s: Session) -> None:
+        await s.type("hello" + ENTER)
+        await s.idle()
+        assert s.repl.totals.by_model
+        await s.type("/clear" + ENTER, pause=0.3)
+        await s.until(lambda: "(a new session" in s.screen)
+        await s.type("/cost" + ENTER, pause=0.3)
+        await s.idle()
+
+    s = run(project, ScriptedProvider(reply("Hi.")), script)
+    assert "No requests yet in this session." in s.screen.split("/cost")[-1]
+
+
+def test_a_welcome_on_start_and_a_recap_on_resume(project: Path) -> None:
+    provider = ScriptedProvider(reply("The answer is **42**."), reply("Again."))
+    ids: list[str] = []
+
+    async def first(s: Session) -> None:
+        await s.type("what is the answer?" + ENTER)
+        await s.until(lambda: len(s.history) == 2)
+        await s.idle()
+        assert s.repl.runtime is not None
+        ids.append(s.repl.runtime.log.session_id)
+
+    s = run(project, provider, first)
+    assert (
+        "✻ Piton" in s.screen and "/help for commands" in s.screen and "sandbox workspace-write" in s.screen
+    )
+    s = run(project, provider, lambda s: s.idle(), resume=ids[0])
+    recap = s.screen.split("Resumed: 2 messages")[1]
+    assert "❯ what is the answer?" in recap and "⎿  The answer is **42**." in recap

@@ -10,7 +10,7 @@ from pathlib import Path
 import pexpect
 
 from piton.testing.script import ToolCall, reply
-from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.fakes.fake_api import FakeAnthropicAPI, Stall
 
 PITON = str(Path(sys.executable).with_name("piton"))
 PROMPT = "❯ "
@@ -119,3 +119,17 @@ def test_esc_stops_a_shell_command_and_a_permission_question_takes_only_answers(
     assert child.exitstatus == 0
     assert not (project / "made-by-the-model").exists()
     assert len(fake_api.bodies) == 1  # Esc at the question stopped the turn: nothing more was asked
+
+
+def test_a_long_paragraph_wraps_while_it_streams(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    words = " ".join(f"w{i}" for i in range(200))  # about 800 columns: eight rows at 100
+    fake_api.add(Stall(reply(words + " END", chunk=40), after=20, seconds=30))
+    child = spawn(project)
+    child.send("talk\r")
+    child.expect_exact("w150 ")  # far past the first row, while the stream is still open
+    child.send("\x1b")
+    child.expect_exact("Interrupted")
+    child.send("\x04")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert " END" not in (child.before or "")

@@ -1,0 +1,59 @@
+"""What the first screen says: who is answering, where, with what sandbox, and how to get help; and,
+for a resumed session, the last few exchanges, so the user knows where the conversation stands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from piton import __version__
+
+if TYPE_CHECKING:
+    from piton.core.conversation.messages import Message
+    from piton.runtime import Runtime
+
+RECAP_EXCHANGES = 3
+_WIDTH = 100
+
+
+def _home_relative(path: Path) -> str:
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except ValueError:
+        return str(path)
+
+
+def welcome_lines(runtime: Runtime) -> list[tuple[str, str]]:
+    agent = runtime.agent
+    sandbox = agent.context.policy.mode if agent.context.policy is not None else "workspace-write"
+    mode = agent.gate.permissions.mode if agent.gate is not None else "default"
+    return [
+        (f"✻ Piton {__version__} · {agent.config.model} · {_home_relative(agent.config.cwd)}", "bold"),
+        (f"  sandbox {sandbox} · permission mode {mode} · /help for commands · Esc Esc rewinds", "dim"),
+    ]
+
+
+def _one_line(text: str, width: int = _WIDTH) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def recap_lines(history: list[Message], exchanges: int = RECAP_EXCHANGES) -> list[tuple[str, str]]:
+    """The last `exchanges` typed prompts, each with the last text the model answered it with."""
+    turns: list[tuple[str, str]] = []
+    for message in history:
+        typed = message.role == "user" and not message.tool_results and message.text.strip()
+        if typed:
+            turns.append((message.text, ""))
+        elif message.role == "assistant" and message.text.strip() and turns:
+            turns[-1] = (turns[-1][0], message.text)
+    if not turns:
+        return []
+    lines = [
+        (f"── Resumed: {len(history)} messages; the last {min(exchanges, len(turns))} exchanges:", "dim")
+    ]
+    for prompt, answer in turns[-exchanges:]:
+        lines.append((f"❯ {_one_line(prompt)}", "cyan"))
+        if answer:
+            lines.append((f"  ⎿  {_one_line(answer)}", "dim"))
+    return lines
