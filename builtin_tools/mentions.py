@@ -5,7 +5,9 @@ mentions: an MCP server's resource (`resources/read`), attached like a file, wit
 from __future__ import annotations
 
 import base64
+import os
 import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,12 +27,25 @@ MAX_CHARS = 200_000  # per file; the rest is left out with a note
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 
 
+_LISTED = 200  # entries of a mentioned folder
+
+
+def _is_dir_at(fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
 def attachment(ctx: ToolContext, mention: str) -> list[ContentBlock] | str:
     """The blocks for one mention, or why it was not attached."""
     try:
         with open_readable(ctx, mention.rstrip(".,;:!?)")) as opened:
-            if opened.is_dir:
-                return f"@{mention} is not a file"
+            if opened.is_dir:  # its entries, read through the descriptor that was checked
+                names = sorted(os.listdir(opened.fd))
+                shown = "\n".join(f"{n}/" if _is_dir_at(opened.fd, n) else n for n in names[:_LISTED])
+                more = f"\n… {len(names) - _LISTED} more" if len(names) > _LISTED else ""
+                return [TextBlock(text=f"(The folder {opened.path} holds:)\n{shown or '(nothing)'}{more}")]
             path, data, st = opened.path, opened.read(), opened.st
     except (PolicyError, OSError) as e:
         return f"@{mention}: {e}"

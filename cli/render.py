@@ -116,6 +116,7 @@ class Renderer:
         self._blocks_printed = 0  # in the current reply
         self.active = False
         self.doing: str | None = None  # what the spinner says instead of what the events show
+        self.shown_diffs: set[str] = set()  # diffs a permission question showed: not shown again
 
     # -- the run's lifecycle -----------------------------------------------------------------------
     def begin(self, doing: str | None = None) -> None:
@@ -254,6 +255,8 @@ class Renderer:
         match result.display:
             case CommandOutput(output=output) if output.strip():
                 self.console.print(self._output_lines(output, style), end="")
+            case FileDiff(diff=diff) if diff and diff in self.shown_diffs:
+                self.shown_diffs.discard(diff)  # the question showed it just before it was allowed
             case FileDiff(diff=diff) if diff:
                 self.console.print(diff_text(diff), end="")
             case TodoList(items=items) if items:

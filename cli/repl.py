@@ -229,7 +229,7 @@ class Repl:
         self.driver.renderer = Renderer(self._console, verbose=self.verbose)
         self.runtime = self._build(self.options, provider)
         self.commands = Commands(self)
-        self.files = self.runtime.project_files()
+        self.files = with_folders(self.runtime.project_files())
 
     def _build(self, options: RunOptions, provider: Provider) -> Runtime:
         from piton.runtime import build_runtime
@@ -459,6 +459,16 @@ class Repl:
             self.print_line(f"piton: internal error: {type(e).__name__}: {e}", "bold red")
         if self.status is not None:
             self.status.refresh(runtime, self.totals, self._redraw)
+        self._refresh_files(runtime)
+
+    def _refresh_files(self, runtime: Runtime) -> None:
+        """The turn or command may have made or removed files: `@` completion lists them anew, off the
+        event loop."""
+
+        async def refresh() -> None:
+            self.files = with_folders(await asyncio.to_thread(runtime.project_files))
+
+        self._background(refresh())
 
     def _restore(self, text: str) -> None:
         if self.session is not None:
@@ -495,6 +505,7 @@ class Repl:
             )
             return
         [result] = done
+        self._refresh_files(runtime)
         output = str(result.content)
         self.print_line(output, "red" if result.is_error else "")
         if runtime.agent.capper is not None:
@@ -525,7 +536,10 @@ class Repl:
             if renderer is not None:
                 renderer.doing = "Waiting for your permission"
             try:
-                return await approve(request, self.console, ask, self.runtime.agent.gate)
+                decision = await approve(request, self.console, ask, self.runtime.agent.gate)
+                if renderer is not None and request.preview and decision.behavior == "allow":
+                    renderer.shown_diffs.add(request.preview)
+                return decision
             finally:
                 if renderer is not None:
                     renderer.doing = None
@@ -606,6 +620,17 @@ class Repl:
             self.exit()
         else:
             self._arm_exit()
+
+
+def with_folders(files: list[str]) -> list[str]:
+    """What `@` completes: the files, and the folders they are in (`src/`), each once."""
+    folders = {f"{parent}/" for f in files for parent in _parents(f)}
+    return files + sorted(folders)
+
+
+def _parents(path: str) -> list[str]:
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def _observed(task: asyncio.Future[None]) -> None:

@@ -660,6 +660,6 @@ def test_a_welcome_on_start_and_a_recap_on_resume(project: Path) -> None:
     assert (
         "✻ Piton" in s.screen and "/help for commands" in s.screen and "sandbox workspace-write" in s.screen
     )
-    s = run(project, provider, lambda s: s.idle(), resume=ids[0])
+    s = run(project, provider, lambda s: s.until(lambda: "Resumed" in s.screen), resume=ids[0])
     recap = s.screen.split("Resumed: 2 messages")[1]
     assert "❯ what is the answer?" in recap and "⎿  The answer is **42**." in recap

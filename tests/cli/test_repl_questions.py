@@ -115,3 +115,44 @@ def test_esc_stops_a_shell_command_and_what_it_started(project: Path) -> None:
     assert "stopped it" in provider.requests[0].messages[0].text
     time.sleep(0.3)
     assert not marker.exists()
+
+
+def test_an_allowed_edit_shows_its_diff_once(project: Path) -> None:
+    from piton.runtime import default_tools
+
+    target = project / "notes.txt"
+    provider = ScriptedProvider(
+        reply(ToolCall("Write", {"file_path": str(target), "content": "a distinctive new line\n"})),
+        reply("Written."),
+    )
+
+    async def script(s: Session) -> None:
+        await s.type("write it" + ENTER)
+        await s.until(lambda: s.repl.question is not None)
+        await s.type("1" + ENTER)
+        await s.idle()
+
+    s = run(project, provider, script, tools=default_tools())
+    assert target.read_text() == "a distinctive new line\n"
+    assert s.screen.count("+a distinctive new line") == 1
+
+
+def test_mention_completion_sees_new_files_and_folders_and_a_folder_attaches_its_listing(
+    project: Path,
+) -> None:
+    (project / "src").mkdir()
+    (project / "src" / "old.py").write_text("x = 1\n")
+    provider = ScriptedProvider(reply("Seen."))
+
+    async def script(s: Session) -> None:
+        assert "src/" in s.repl.files and "src/old.py" in s.repl.files
+        await s.type("!touch src/fresh.py" + ENTER)
+        await s.until(lambda: "src/fresh.py" in s.repl.files)
+        await s.idle()
+        await s.type("look at @src/" + ENTER)
+        await s.idle()
+
+    run(project, provider, script)
+    sent = provider.requests[0].messages[-1].content
+    listing = [b.text for b in sent if hasattr(b, "text") and "The folder" in b.text]
+    assert listing and "fresh.py" in listing[0] and "old.py" in listing[0]
