@@ -383,10 +383,10 @@ async def _plugin(c: Commands, _: str) -> None:
     )
 
 
-async def _rewind(c: Commands, args: str) -> None:
+async def _rewind(c: Commands, _: str) -> None:
     from piton.cli.rewind_command import rewind_command
 
-    await rewind_command(c, args)
+    await rewind_command(c.ui)
 
 
 async def _exit(c: Commands, _: str) -> None:

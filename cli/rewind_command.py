@@ -9,21 +9,22 @@ from typing import TYPE_CHECKING
 from piton.rewind import RewindError, plan, rewind
 
 if TYPE_CHECKING:
-    from piton.cli.commands import Commands
+    from piton.cli.controller import Controller
 
 _SHOWN = 12
 _CHOICES = {"1": (True, True), "2": (False, True), "3": (True, False)}  # (code, conversation)
 
 
-async def rewind_command(c: Commands, _: str) -> None:
-    runtime = await c.ui.ready()
-    if c.ui.busy:
-        c.say("Stop the work under way first (Esc), then /rewind.", "yellow")
+async def rewind_command(ui: Controller) -> None:
+    say = ui.print_line
+    runtime = await ui.ready()
+    if ui.busy:
+        say("Stop the work under way first (Esc), then /rewind.", "yellow")
         return
     agent = runtime.agent
     turns = agent.context.checkpoints.turns if agent.context.checkpoints is not None else []
     if not turns:
-        c.say("Nothing to rewind yet: each message you send is a checkpoint.", "dim")
+        say("Nothing to rewind yet: each message you send is a checkpoint.", "dim")
         return
     shown = turns[-_SHOWN:]
     for number, turn in enumerate(shown, start=1):
@@ -34,32 +35,32 @@ async def rewind_command(c: Commands, _: str) -> None:
             if changed
             else "no file changes since"
         )
-        c.say(f"  {number:>2}. {when}  {turn.prompt[:70]}  ({files})")
-    answer = (await c.ui.ask("Rewind to before which message? (number, Enter cancels) › ")).strip()
+        say(f"  {number:>2}. {when}  {turn.prompt[:70]}  ({files})")
+    answer = (await ui.ask("Rewind to before which message? (number, Enter cancels) › ")).strip()
     if not answer.isdigit() or not 1 <= int(answer) <= len(shown):
         return
     checkpoint = shown[int(answer) - 1]
     try:
         restore = plan(agent, checkpoint.id)
     except RewindError as e:
-        c.say(str(e), "yellow")
+        say(str(e), "yellow")
         return
     for change in restore.changes:
         verb = "remove" if change.action == "delete" else "restore"
-        c.say(
+        say(
             f"    {verb} {change.path}" + ("  (changed outside Piton since)" if change.conflict else ""),
             "dim",
         )
     if not restore.changes:
-        c.say("    no file differs from what it was then", "dim")
+        say("    no file differs from what it was then", "dim")
     if checkpoint.conversation:
         question = "Restore 1 code and conversation · 2 conversation only · 3 code only (Enter cancels) › "
-        choice = _CHOICES.get((await c.ui.ask(question)).strip())
+        choice = _CHOICES.get((await ui.ask(question)).strip())
     else:
-        c.say("The conversation was compacted after that message; only the code can go back.", "dim")
+        say("The conversation was compacted after that message; only the code can go back.", "dim")
         choice = (
             (True, False)
-            if (await c.ui.ask("Restore the code? (y/N) › ")).strip().lower() in ("y", "yes")
+            if (await ui.ask("Restore the code? (y/N) › ")).strip().lower() in ("y", "yes")
             else None
         )
     if choice is None:
@@ -68,19 +69,19 @@ async def rewind_command(c: Commands, _: str) -> None:
     overwrite = False
     if code and restore.conflicts:
         names = ", ".join(str(p) for p in restore.conflicts[:5])
-        asked = await c.ui.ask(f"Overwrite what was changed outside Piton in {names}? (y/N) › ")
+        asked = await ui.ask(f"Overwrite what was changed outside Piton in {names}? (y/N) › ")
         overwrite = asked.strip().lower() in ("y", "yes")
     try:
         done = rewind(agent, checkpoint.id, code=code, conversation=conversation, overwrite=overwrite)
     except RewindError as e:
-        c.say(str(e), "yellow")
+        say(str(e), "yellow")
         return
     for path in done.restored:
-        c.say(f"  ⎿  restored {path}", "dim")
+        say(f"  ⎿  restored {path}", "dim")
     for problem in done.problems:
-        c.say(f"  ⎿  {problem}", "yellow")
+        say(f"  ⎿  {problem}", "yellow")
     if code:
-        c.say("Files changed by shell commands are not restored.", "dim")
+        say("Files changed by shell commands are not restored.", "dim")
     if done.prompt is not None:
-        c.ui.edit(done.prompt)
-        c.say("The conversation is back to before that message; it is in the prompt to edit.", "dim")
+        ui.edit(done.prompt)
+        say("The conversation is back to before that message; it is in the prompt to edit.", "dim")

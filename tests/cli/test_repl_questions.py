@@ -145,9 +145,9 @@ def test_mention_completion_sees_new_files_and_folders_and_a_folder_attaches_its
     provider = ScriptedProvider(reply("Seen."))
 
     async def script(s: Session) -> None:
-        assert "src/" in s.repl.files and "src/old.py" in s.repl.files
         await s.type("!touch src/fresh.py" + ENTER)
         await s.until(lambda: "src/fresh.py" in s.repl.files)
+        assert "src/" in s.repl.files and "src/old.py" in s.repl.files
         await s.idle()
         await s.type("look at @src/" + ENTER)
         await s.idle()

@@ -292,7 +292,12 @@ class Recorder:
         self.records: list[tuple[str, dict[str, object]]] = []
 
     def append_message(
-        self, message: Message, *, usage: Usage | None = None, model: str | None = None
+        self,
+        message: Message,
+        *,
+        usage: Usage | None = None,
+        model: str | None = None,
+        line_id: str | None = None,
     ) -> None:
         self.messages.append(message)
 
