@@ -11,7 +11,19 @@ from piton.builtin_tools.read import Read
 from piton.builtin_tools.write import Write
 from piton.core.checkpoints import Checkpoints
 from piton.core.safety.policy import PolicyError
+from piton.core.tools import ToolContext
 from tests.builtin_tools.helpers import call, context
+
+
+def changed_in_a_turn(tmp_path: Path) -> tuple[Path, Path, Checkpoints, ToolContext]:
+    """A project whose src/old.txt the Write tool changed in turn-1, with its checkpoints."""
+    project, outside, checkpoints = setup(tmp_path)
+    ctx = context(project)
+    ctx.checkpoints = checkpoints
+    checkpoints.begin("turn-1", 0, "change things")
+    assert not call(Read(), ctx, file_path=str(project / "src" / "old.txt")).is_error
+    assert not call(Write(), ctx, file_path=str(project / "src" / "old.txt"), content="changed\n").is_error
+    return project, outside, checkpoints, ctx
 
 
 def setup(tmp_path: Path) -> tuple[Path, Path, Checkpoints]:
@@ -34,12 +46,7 @@ def setup(tmp_path: Path) -> tuple[Path, Path, Checkpoints]:
 
 
 def test_a_rewind_does_not_follow_a_folder_swapped_for_a_symlink(tmp_path: Path) -> None:
-    project, outside, checkpoints = setup(tmp_path)
-    ctx = context(project)
-    ctx.checkpoints = checkpoints
-    checkpoints.begin("turn-1", 0, "change things")
-    assert not call(Read(), ctx, file_path=str(project / "src" / "old.txt")).is_error
-    assert not call(Write(), ctx, file_path=str(project / "src" / "old.txt"), content="changed\n").is_error
+    project, outside, checkpoints, ctx = changed_in_a_turn(tmp_path)
     assert not call(Write(), ctx, file_path=str(project / "src" / "new.txt"), content="created\n").is_error
     # later, a command replaces the folder with a link to a folder outside the project
     (project / "src").rename(project / "src.gone")
@@ -55,12 +62,7 @@ def test_a_rewind_does_not_follow_a_folder_swapped_for_a_symlink(tmp_path: Path)
 
 
 def test_no_sandboxed_command_can_write_the_checkpoints(tmp_path: Path) -> None:
-    project, _, checkpoints = setup(tmp_path)
-    ctx = context(project)
-    ctx.checkpoints = checkpoints
-    checkpoints.begin("turn-1", 0, "change things")
-    assert not call(Read(), ctx, file_path=str(project / "src" / "old.txt")).is_error
-    assert not call(Write(), ctx, file_path=str(project / "src" / "old.txt"), content="changed\n").is_error
+    project, _, checkpoints, ctx = changed_in_a_turn(tmp_path)
     assert checkpoints.folder is not None
     index = checkpoints.folder / "index.jsonl"
     before = index.read_bytes()
