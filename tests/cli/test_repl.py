@@ -663,3 +663,22 @@ def test_a_welcome_on_start_and_a_recap_on_resume(project: Path) -> None:
     s = run(project, provider, lambda s: s.until(lambda: "Resumed" in s.screen), resume=ids[0])
     recap = s.screen.split("Resumed: 2 messages")[1]
     assert "❯ what is the answer?" in recap and "⎿  The answer is **42**." in recap
+
+
+def test_resume_without_an_id_opens_the_picker(project: Path) -> None:
+    provider = ScriptedProvider(reply("first answer"))
+
+    async def earlier(s: Session) -> None:
+        await s.type("an earlier session" + ENTER)
+        await s.until(lambda: len(s.history) == 2)
+        await s.idle()
+
+    async def picker(s: Session) -> None:
+        await s.until(lambda: s.repl.question is not None)
+        assert "Resume which?" in s.repl.question.text  # type: ignore[union-attr]
+        await s.type(ENTER)
+        await s.idle()
+
+    run(project, provider, earlier)
+    s = run(project, provider, picker, initial_prompt="/resume")  # what `piton -r` alone starts with
+    assert "an earlier session" in s.screen and provider.requests[1:] == []
