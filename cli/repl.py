@@ -103,7 +103,7 @@ class Repl:
         self.driver = TurnDriver(
             model=lambda: self.runtime.agent.config.model if self.runtime else "",
             submit=self.submit,
-            restore=self._restore,
+            restore=self.edit,
             changed=self._redraw,
             print_line=self.print_line,
         )
@@ -115,6 +115,7 @@ class Repl:
         self._trust_store: TrustStore | None = None  # the user's answers about trusting folders
         self.stopper = Stopper()  # SIGTERM, SIGHUP, SIGQUIT: the turn is interrupted and the REPL ends
         self.status: StatusCommand | None = None  # the settings' statusLine command
+        self._told_checkpoints = False
         self.start_failed = False  # the session could not open: said once, and the REPL exits 1
 
     # -- what commands and tests see ---------------------------------------------------------------
@@ -459,6 +460,10 @@ class Repl:
             self.print_line(f"piton: internal error: {type(e).__name__}: {e}", "bold red")
         if self.status is not None:
             self.status.refresh(runtime, self.totals, self._redraw)
+        checkpoints = runtime.agent.context.checkpoints
+        if checkpoints is not None and checkpoints.problem is not None and not self._told_checkpoints:
+            self._told_checkpoints = True  # /rewind cannot restore what was not kept: said once
+            self.print_line(f"piton: {checkpoints.problem}; /rewind may not restore every file", "yellow")
         self._refresh_files(runtime)
 
     def _refresh_files(self, runtime: Runtime) -> None:
@@ -470,13 +475,11 @@ class Repl:
 
         self._background(refresh())
 
-    def _restore(self, text: str) -> None:
+    def edit(self, text: str) -> None:
+        """Put `text` into the input, the cursor at its end (queued messages after an interrupt, a
+        rewound prompt)."""
         if self.session is not None:
             self.session.default_buffer.text = text
-
-    def edit(self, text: str) -> None:
-        self._restore(text)
-        if self.session is not None:
             self.session.default_buffer.cursor_position = len(text)
 
     def rewind(self) -> None:

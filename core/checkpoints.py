@@ -99,6 +99,7 @@ class Checkpoints:
         self._after: dict[str, str | None] = {}  # path -> hash of what Piton last left there
         self._lost: set[str] = set()
         self._memory: dict[str, bytes] = {}  # contents by hash, when there is no folder
+        self._torn = False  # the index ends in a partial line
         self._writable = writable or (lambda _: True)
         if folder is not None and (folder / _INDEX).exists():
             self._load(folder / _INDEX)
@@ -250,7 +251,10 @@ class Checkpoints:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = os.open(self.folder / _INDEX, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
             with open(fd, "ab") as f:
-                f.write(json.dumps(entry, ensure_ascii=False).encode() + b"\n")
+                f.write(
+                    (b"\n" if self._torn else b"") + json.dumps(entry, ensure_ascii=False).encode() + b"\n"
+                )
+            self._torn = False
         except OSError as e:
             self._fail(e)
 
@@ -262,6 +266,7 @@ class Checkpoints:
         """The checkpoints a resumed session recorded; an unreadable line is skipped."""
         with contextlib.suppress(OSError), index.open("rb") as f:
             for raw in f:
+                self._torn = not raw.endswith(b"\n")  # a killed writer's last line: start anew after it
                 with contextlib.suppress(ValueError, KeyError, TypeError):
                     self._replay(json.loads(raw))
 
@@ -274,7 +279,9 @@ class Checkpoints:
                 )
             )
         elif kind == "file" and self.turns:
-            turn = next(t for t in self.turns if t.id == entry["turn"])
+            turn = next((t for t in self.turns if t.id == entry["turn"]), None)
+            if turn is None:  # its turn's line was lost: nothing can be restored to it
+                return
             blob = entry["blob"]
             turn.files.setdefault(str(entry["path"]), str(blob) if blob is not None else None)
             if blob is not None and self.folder is not None and not (self.folder / "blobs" / blob).exists():

@@ -111,3 +111,21 @@ def test_conversation_only_keeps_the_files_and_the_history_stays_valid_after_res
     assert (project / "a.txt").read_text() == "three\n"  # conversation only: the files stay
     assert is_valid(s.history) and [m.text for m in provider.requests[-1].messages][-1] == "make b"
     assert len(provider.requests[-1].messages) == 5  # turn 1's four messages, then the prompt again
+
+
+def test_checkpoints_that_cannot_be_written_are_said_once(project: Path) -> None:
+    provider = two_turns(project)
+
+    async def script(s: Session) -> None:
+        assert s.repl.runtime is not None
+        checkpoints = s.repl.runtime.agent.context.checkpoints
+        assert checkpoints is not None and checkpoints.folder is not None
+        checkpoints.folder.parent.mkdir(parents=True, exist_ok=True)
+        checkpoints.folder.write_text("a file where the folder should be")
+        await s.type("edit a" + ENTER)
+        await s.idle()
+        await s.type("make b" + ENTER)
+        await s.idle()
+
+    s = run(project, provider, script, tools=default_tools(), permission_mode="acceptEdits")
+    assert " ".join(s.screen.split()).count("checkpoints cannot be written") == 1
