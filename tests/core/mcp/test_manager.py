@@ -198,7 +198,10 @@ def test_closing_leaves_no_server_process_behind() -> None:
 def test_a_changed_tool_list_reaches_the_registry(shared: McpManager) -> None:
     async def go() -> bool:
         registry = await synced(shared)
-        await call(registry, "mcp__fixture__grow")
+        grown = await call(registry, "mcp__fixture__grow")
+        if grown.is_error:  # an earlier test of this worker left the server to restart at this call
+            grown = await call(registry, "mcp__fixture__grow")
+        assert grown.content == "grown", grown.content
         for _ in range(200):  # the server's notification may be slow on a loaded machine
             await registry.refresh()
             if "mcp__fixture__fresh" in registry.names():
