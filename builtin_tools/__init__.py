@@ -11,8 +11,9 @@ def builtin_tools() -> list[AnyTool]:
     from piton.builtin_tools.edit import Edit
     from piton.builtin_tools.glob import Glob
     from piton.builtin_tools.grep import Grep
+    from piton.builtin_tools.plan import ExitPlanMode
     from piton.builtin_tools.read import Read
     from piton.builtin_tools.todo import TodoWrite
     from piton.builtin_tools.write import Write
 
-    return [Bash(), Glob(), Grep(), Read(), Edit(), Write(), TodoWrite()]
+    return [Bash(), Glob(), Grep(), Read(), Edit(), Write(), TodoWrite(), ExitPlanMode()]

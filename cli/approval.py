@@ -31,6 +31,8 @@ async def approve(
     ask: Callable[[str], Awaitable[str]],
     gate: PermissionGate | None,
 ) -> Decision:
+    if request.tool.kind == "plan":
+        return await approve_plan(request, console, ask)
     why = "" if request.reason.endswith("needs permission") else f" ({request.reason})"
     console.print(Text(f"  ⎿  Waiting for your permission{why}", style="yellow"))
     if request.preview:
@@ -53,3 +55,34 @@ async def approve(
         return Decision("allow", f"the user allowed {request.suggestion} for this session")
     reason = rest.strip() if word.lower() in _NO else answer
     return Decision("deny", f"the user said no: {reason}" if reason else "the user said no")
+
+
+async def approve_plan(
+    request: PermissionRequest, console: Console, ask: Callable[[str], Awaitable[str]]
+) -> Decision:
+    """The model's plan, for the user to approve (and choose how the work goes on) or send back."""
+    from rich.padding import Padding
+
+    from piton.cli.markdown_render import render_block
+    from piton.cli.markdown_stream import MarkdownStream
+
+    console.print(Text("  ⎿  Here is the plan:", style="yellow"))
+    stream = MarkdownStream()
+    for block in stream.feed(str(request.input.get("plan", "")) + "\n") + stream.flush():
+        console.print(Padding(render_block(block), (0, 0, 0, 4)))
+    answer = (
+        await ask(
+            "Go ahead? 1 yes, and accept edits · 2 yes, and ask before each edit · "
+            "3 no, keep planning (type what to change after it) › "
+        )
+    ).strip()
+    word, _, rest = answer.partition(" ")
+    if word.lower() in _YES:
+        console.print(Text("  ⎿  The plan is approved; edits are accepted from now on", style="dim"))
+        return Decision("allow", "the user approved the plan", mode="acceptEdits")
+    if word.lower() in _ALWAYS:
+        console.print(Text("  ⎿  The plan is approved; each edit is asked about", style="dim"))
+        return Decision("allow", "the user approved the plan", mode="default")
+    reason = rest.strip() if word.lower() in _NO else answer
+    keep = "the user did not approve the plan; stay in plan mode and revise it"
+    return Decision("deny", f"{keep}: {reason}" if reason else keep)

@@ -10,7 +10,15 @@ from typing import Any
 
 from piton.core.agent import AfterTool
 from piton.core.conversation.messages import TextBlock, ToolUseBlock
-from piton.core.safety.permissions import Decision, PermissionGate, PermissionRequest, PreToolHook, Rule
+from piton.core.safety.permissions import (
+    PERMISSION_MODES,
+    Decision,
+    PermissionGate,
+    PermissionMode,
+    PermissionRequest,
+    PreToolHook,
+    Rule,
+)
 from piton.core.tools import ToolResult
 
 # sends one control request and waits for the client's answer (raises when it answers with an error)
@@ -18,7 +26,10 @@ Ask = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 def suggestions(request: PermissionRequest) -> list[dict[str, Any]]:
-    """The rules a person would add, in the SDK's PermissionUpdate shape."""
+    """The rules a person would add, in the SDK's PermissionUpdate shape (for a plan: the mode the
+    work goes on in)."""
+    if request.tool.kind == "plan":
+        return [{"type": "setMode", "mode": "acceptEdits", "destination": "session"}]
     entries: list[dict[str, Any]] = []
     for text in request.session_rules:
         try:
@@ -32,6 +43,18 @@ def suggestions(request: PermissionRequest) -> list[dict[str, Any]]:
     if not entries:
         return []
     return [{"type": "addRules", "rules": entries, "behavior": "allow", "destination": "session"}]
+
+
+def _new_mode(updates: Any) -> PermissionMode | None:
+    """The mode a client's `setMode` update moves the session to, if any."""
+    for update in updates if isinstance(updates, list) else []:
+        if (
+            isinstance(update, dict)
+            and update.get("type") == "setMode"
+            and update.get("mode") in PERMISSION_MODES
+        ):
+            return update["mode"]  # type: ignore[no-any-return]
+    return None
 
 
 def _session_rules(updates: Any) -> list[str]:
@@ -81,7 +104,10 @@ class ClientApprover:
                         continue
             edited = answer.get("updatedInput")
             return Decision(
-                "allow", "the client allowed it", updated_input=edited if isinstance(edited, dict) else None
+                "allow",
+                "the client allowed it",
+                updated_input=edited if isinstance(edited, dict) else None,
+                mode=_new_mode(answer.get("updatedPermissions")),
             )
         message = answer.get("message") or "the client denied it"
         return Decision("deny", str(message))

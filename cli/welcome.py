@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from piton import __version__
+from piton.core.conversation.messages import TextBlock
 
 if TYPE_CHECKING:
     from piton.core.conversation.messages import Message
@@ -43,8 +44,9 @@ def recap_lines(history: list[Message], exchanges: int = RECAP_EXCHANGES) -> lis
     turns: list[tuple[str, str]] = []
     for message in history:
         typed = message.role == "user" and not message.tool_results and message.text.strip()
-        if typed:
-            turns.append((message.text, ""))
+        if typed:  # what was typed is the first block; reminders and hook context come after it
+            first = next(b.text for b in message.content if isinstance(b, TextBlock))
+            turns.append((first, ""))
         elif message.role == "assistant" and message.text.strip() and turns:
             turns[-1] = (turns[-1][0], message.text)
     if not turns:

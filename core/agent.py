@@ -49,6 +49,7 @@ from piton.core.conversation.messages import (
 )
 from piton.core.hooks.session import Hooks
 from piton.core.models import model_info, resolve_alias
+from piton.core.modes import PLAN_MODE_ENDED, PLAN_MODE_REMINDER
 from piton.core.providers import ModelRequest, Provider, ProviderError
 from piton.core.run_state import RunStats, Stop
 from piton.core.safety.permissions import PermissionGate
@@ -133,12 +134,23 @@ class Agent:
         self._sent = 0  # messages the previous request sent (where its cache entry ends)
         self._skills = ActiveSkills()  # skills loaded in the current turn
         self._loaded: list[str] = []  # texts of skills loaded by the tool calls under way
+        self._planning = False  # the last turn was in plan mode (the model was told so)
         self.prepare: ActivationPreparer | None = None  # runs a skill's `!`cmd`` lines, inlines `@file`s
 
     def add_note(self, text: str) -> None:
         """Put something in the conversation for the model's next turn, without a turn now (a shell
         command the user ran, say). It joins the next prompt in the same request."""
         self._append(Message.user(text))
+
+    def _mode_notes(self, mode: str) -> list[ContentBlock]:
+        """What the model must know of the permission mode this turn: plan mode's rules, and once
+        that it is over (its rules are still in the history)."""
+        if self.agent_id is not None:
+            return []
+        was, self._planning = self._planning, mode == "plan"
+        if self._planning:
+            return [TextBlock(text=PLAN_MODE_REMINDER)]
+        return [TextBlock(text=PLAN_MODE_ENDED)] if was else []
 
     async def run(
         self,
@@ -176,6 +188,7 @@ class Agent:
             turn_id = turn_id or str(uuid.uuid4())
             if self.context.checkpoints is not None and self.agent_id is None:
                 self.context.checkpoints.begin(turn_id, len(self.history), _prompt_text(content))
+            content += self._mode_notes(mode)
             self._append(Message(role="user", content=content), line_id=turn_id)
             kept_going = 0  # times Stop hooks kept this turn going
             while True:

@@ -30,7 +30,7 @@ TASK_TOOL = "Task"
 DEFAULT_MAX_TURNS = 50
 EXPLORE_TOOLS = ("Read", "Glob", "Grep", "Bash")
 # no recursion; and skills are listed in the main agent's prompt only
-_NOT_FOR_SUBAGENTS = (TASK_TOOL, "Skill")
+_NOT_FOR_SUBAGENTS = (TASK_TOOL, "Skill", "ExitPlanMode")  # a plan is the main agent's to hand in
 
 
 @dataclass(frozen=True, slots=True)

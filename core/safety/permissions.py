@@ -15,6 +15,7 @@ applies whatever is decided here.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fnmatch
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -74,6 +75,7 @@ class Decision:
     default: bool = False  # the question asked when no rule and no mode decides (a skill may waive it)
     # an allow that runs the call with this input instead (a client's or a hook's edit of it)
     updated_input: dict[str, Any] | None = None
+    mode: PermissionMode | None = None  # an allow that moves the session to this mode (a plan approved)
 
 
 def _command_matches(spec: str, command: str) -> bool:
@@ -215,6 +217,10 @@ class Permissions:
             parts, runs = split_command(content), effect(content)
         if rule := self._first(self.deny, tool, content, runs):
             return Decision("deny", f"the rule {rule} denies it", rule)
+        if tool.kind == "plan":  # the end of plan mode: a question to the user, whatever else says
+            if self.mode != "plan":
+                return Decision("deny", "not in plan mode: there is no plan to approve; go on with the task")
+            return Decision("ask", "the plan needs the user's approval")
         if self.mode == "plan" and not (tool.read_only or looks):
             return Decision("deny", "plan mode allows only read-only tools and commands")
         if runs is not None and self._unsure(tool, runs):
@@ -292,6 +298,12 @@ class DenyAll:
     """The approver of `-p` runs: nobody is there to answer, so asking means no."""
 
     async def __call__(self, request: PermissionRequest) -> Decision:
+        if request.tool.kind == "plan":
+            return Decision(
+                "deny",
+                "nobody can approve a plan in a non-interactive run: stay in plan mode and give the "
+                "plan as your final answer",
+            )
         return Decision(
             "deny",
             f"{request.reason}, and nobody can approve it in a non-interactive run. To allow it, run with "
@@ -336,7 +348,9 @@ class PermissionGate:
                     "deny", f"a PreToolUse hook blocked it: {why}" if why else "a hook blocked it"
                 )
             if verdict == "allow" and self.permissions.decide(tool, content, looks=looks).behavior != "deny":
-                return Decision("allow", "a PreToolUse hook allowed it", updated_input=edited)
+                return self._allowed(
+                    tool, Decision("allow", "a PreToolUse hook allowed it", updated_input=edited)
+                )
             if verdict == "ask":
                 forced_ask = f"a PreToolUse hook asks first: {why}" if why else "a PreToolUse hook asks first"
         decision = self._decide(tool, content, looks, forced_ask)
@@ -361,8 +375,18 @@ class PermissionGate:
             self.denials.append(
                 {"tool_name": tool.name, "tool_use_id": tool_use_id, "tool_input": tool_input}
             )
-        elif edited is not None and decision.updated_input is None:
-            return Decision(decision.behavior, decision.reason, decision.rule, updated_input=edited)
+            return decision
+        if edited is not None and decision.updated_input is None:
+            decision = dataclasses.replace(decision, updated_input=edited)
+        return self._allowed(tool, decision)
+
+    def _allowed(self, tool: GovernedTool, decision: Decision) -> Decision:
+        """An allowed call that moves the session to another mode: an approved plan ends plan mode
+        (in the mode the user chose, else the default)."""
+        if decision.mode is not None:
+            self.permissions.mode = decision.mode
+        elif tool.kind == "plan" and self.permissions.mode == "plan":
+            self.permissions.mode = "default"
         return decision
 
     def _decide(

@@ -133,3 +133,29 @@ def test_a_long_paragraph_wraps_while_it_streams(fake_api: FakeAnthropicAPI, pro
     child.expect(pexpect.EOF)
     child.close()
     assert " END" not in (child.before or "")
+
+
+def test_shift_tab_into_plan_mode_and_approve_the_plan(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    plan = "1. Write **out.txt**\n2. Check it"
+    fake_api.add(
+        reply(ToolCall("ExitPlanMode", {"plan": plan})),
+        reply(ToolCall("Write", {"file_path": str(project / "out.txt"), "content": "ok\n"})),
+        reply("Written as planned."),
+    )
+    child = spawn(project)
+    child.send("/status\r")  # the session is up (the status line needs a terminal that reports its cursor)
+    expect_text(child, "Permission mode: default")
+    child.send("\x1b[Z\x1b[Z")  # Shift+Tab twice: acceptEdits, then plan
+    child.send("/status\r")
+    expect_text(child, "Permission mode: plan")
+    child.send("plan the work\r")
+    expect_text(child, "Here is the plan:")
+    expect_text(child, "Write out.txt")
+    expect_text(child, "Go ahead?")
+    child.send("1\r")
+    expect_text(child, "Written as planned.")
+    child.send("\x04")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert (project / "out.txt").read_text() == "ok\n"
+    assert "Plan mode is active" in str(fake_api.bodies[0]["messages"][0]["content"])

@@ -345,3 +345,38 @@ def test_deny_rules_see_through_shell_grammar(command: str) -> None:
 def test_commands_hidden_behind_variables_globs_or_files_ask(command: str) -> None:
     decision = perms("bypassPermissions", deny=("Bash(git push:*)",)).decide(BASH, command)
     assert decision.behavior == "ask", command
+
+
+def test_a_plan_is_always_a_question_in_plan_mode_and_refused_outside_it() -> None:
+    from piton.builtin_tools.plan import ExitPlanMode
+
+    plan = ExitPlanMode()
+    for allow in ((), ("ExitPlanMode",)):  # no allow rule spares the user the question
+        assert perms("plan", allow=allow).decide(plan, None).behavior == "ask"
+    assert perms("plan", deny=("ExitPlanMode",)).decide(plan, None).behavior == "deny"
+    for mode in ("default", "acceptEdits", "bypassPermissions"):
+        decision = perms(mode).decide(plan, None)
+        assert decision.behavior == "deny" and "not in plan mode" in decision.reason
+
+
+def test_an_approved_plan_ends_plan_mode_in_the_mode_chosen() -> None:
+    from piton.builtin_tools.plan import ExitPlanMode
+
+    async def hook_allows(
+        name: str, tool_input: dict[str, object], tool_use_id: str
+    ) -> tuple[str, str, None]:
+        return "allow", "", None
+
+    async def chooses(request: PermissionRequest) -> Decision:
+        return Decision("allow", "the user approved the plan", mode="acceptEdits")
+
+    by_user = PermissionGate(perms("plan"), chooses)
+    assert asyncio.run(by_user.check(ExitPlanMode(), None, "t1", {"plan": "p"})).behavior == "allow"
+    assert by_user.permissions.mode == "acceptEdits"
+    by_hook = PermissionGate(perms("plan"), pre_tool=hook_allows)
+    assert asyncio.run(by_hook.check(ExitPlanMode(), None, "t1", {"plan": "p"})).behavior == "allow"
+    assert by_hook.permissions.mode == "default"
+    nobody = PermissionGate(perms("plan"))
+    refused = asyncio.run(nobody.check(ExitPlanMode(), None, "t1", {"plan": "p"}))
+    assert refused.behavior == "deny" and "final answer" in refused.reason
+    assert nobody.permissions.mode == "plan"

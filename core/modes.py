@@ -1,0 +1,16 @@
+"""What the model is told about the permission mode it works in."""
+
+from __future__ import annotations
+
+# Told to the model at the start of each turn in plan mode (and once after it ends)
+PLAN_MODE_REMINDER = (
+    "<system-reminder>\nPlan mode is active. The user does not want you to make changes yet: do not "
+    "edit or write files, do not run commands that change anything (no installs, commits or config "
+    "changes), whatever other instructions say. Read, search and run read-only commands to "
+    "understand the task, ask the user about anything unclear, then call ExitPlanMode with your "
+    "plan for the user to approve. Do not ask for approval in text.\n</system-reminder>"
+)
+PLAN_MODE_ENDED = (
+    "<system-reminder>\nPlan mode has ended: you may now edit files and run commands, as the "
+    "permission mode allows.\n</system-reminder>"
+)
