@@ -1,12 +1,17 @@
 """`piton doctor`: what this installation and this folder's settings amount to, and what is wrong
-with them, one line each (✓ works, ✗ broken, ! noted)."""
+with them, one line each (✓ works, ✗ broken, ! noted). It asks the API about the model (no tokens
+spent) and starts the MCP servers once, so what it says is what a session would meet."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
+import time
 from pathlib import Path
 from typing import Any
+
+Line = tuple[str, str]
 
 
 def doctor(cwd: Path) -> int:
@@ -14,19 +19,17 @@ def doctor(cwd: Path) -> int:
     from piton import __version__
     from piton.core.project.settings import load_settings, settings_files
     from piton.core.project.settings_sources import shown
-    from piton.core.providers.credentials import credential_source
     from piton.core.safety.policy import SandboxPolicy
     from piton.core.safety.sandbox import make_sandbox
     from piton.extensions import apply_user_env, hook_commands
 
-    lines: list[tuple[str, str]] = [("✓", f"Piton {__version__}")]
+    lines: list[Line] = [("✓", f"Piton {__version__}, Python {sys.version.split()[0]} ({sys.executable})")]
     settings = load_settings(cwd)
+    before = dict(os.environ)
     settings.warnings += apply_user_env(settings)  # the settings' env may hold the key, as in a run
-    source = {"key": "an API key or token", "sdk": "the SDK's profile"}.get(credential_source() or "")
-    lines.append(
-        ("✓", f"credentials: {source}") if source else ("✗", "credentials: none (set ANTHROPIC_API_KEY)")
-    )
-    lines.append(("✓", f"API: {os.environ.get('ANTHROPIC_BASE_URL') or 'https://api.anthropic.com'}"))
+    credentials = _credentials(before)
+    lines.append(credentials)
+    lines.append(_api(settings, reachable=credentials[0] == "✓"))
     sandbox = make_sandbox(SandboxPolicy.create("workspace-write", cwd))
     problem = sandbox.unavailable_reason()
     lines.append(("✗", f"sandbox: {problem}") if problem else ("✓", f"sandbox: {sandbox.describe()}"))
@@ -41,14 +44,102 @@ def doctor(cwd: Path) -> int:
         lines.append(
             ("✓", f"hooks: {len(hooks)} ({', '.join(events)}); a project's run only in a trusted folder")
         )
+    lines += _skill_lines(cwd)
     lines += _plugin_lines(cwd, settings)
+    lines += _mcp_lines(cwd)
     lines += [("!", warning) for warning in settings.warnings]
     for mark, text in lines:
         print(f"{mark} {text}")
     return 1 if any(mark == "✗" for mark, _ in lines) else 0
 
 
-def _plugin_lines(cwd: Path, settings: Any) -> list[tuple[str, str]]:
+def _credentials(before: dict[str, str]) -> Line:
+    """Which credentials a request would use, and where they come from."""
+    from piton.core.providers.credentials import credential_source
+
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        if os.environ.get(name):
+            where = "the environment" if before.get(name) else "the settings' env"
+            return "✓", f"credentials: {name} from {where}"
+    if credential_source() == "sdk":
+        return "✓", "credentials: the Anthropic SDK's profile (ANTHROPIC_PROFILE or its config folder)"
+    return "✗", "credentials: none (export ANTHROPIC_API_KEY=sk-ant-…)"
+
+
+def _api(settings: Any, *, reachable: bool) -> Line:
+    """Whether the API answers for the model a session would use (a model lookup: no tokens spent)."""
+    import asyncio
+
+    from piton.core.models import DEFAULT_MODEL, resolve_alias
+    from piton.core.providers import ProviderError
+    from piton.core.providers.anthropic import AnthropicProvider
+    from piton.core.providers.failures import DEFAULT_BASE_URL
+
+    base = os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+    model = resolve_alias(os.environ.get("ANTHROPIC_MODEL") or settings.model or DEFAULT_MODEL)
+    if not reachable:
+        return "!", f"API: {base} not checked (no credentials)"
+    provider = AnthropicProvider()
+
+    async def probe() -> str:
+        try:
+            return await provider.probe(model)
+        finally:
+            await provider.aclose()
+
+    started = time.monotonic()
+    try:
+        name = asyncio.run(probe())
+    except ProviderError as e:
+        return "✗", f"API: {base}, model {model}: {e}"
+    took = (time.monotonic() - started) * 1000
+    return "✓", f"API: {base} answers; model {model} ({name}) is available to this key ({took:.0f} ms)"
+
+
+def _skill_lines(cwd: Path) -> list[Line]:
+    """How many skills, commands and subagent types load here, and how many files were skipped."""
+    from piton.skills.agents import discover_agent_types
+    from piton.skills.catalog import discover
+
+    catalog = discover(cwd)
+    types, warnings = discover_agent_types(cwd)
+    sources: dict[str, int] = {}
+    for skill in catalog.skills.values():
+        sources[skill.source] = sources.get(skill.source, 0) + 1
+    words = {"project": "from the project", "user": "of your own"}
+    found = ", ".join(f"{n} {words.get(source, source)}" for source, n in sorted(sources.items(), key=_first))
+    skipped = sum(w.endswith("; skipped") for w in [*catalog.warnings, *warnings])
+    lines = [
+        ("✓", f"skills and commands: {len(catalog.skills)} ({found or 'none'}); subagent types: {len(types)}")
+    ]
+    if skipped:
+        lines.append(("!", f"{skipped} skill, command or agent file(s) skipped (piton skills says why)"))
+    return lines
+
+
+def _first(item: tuple[str, int]) -> int:
+    order = ("project", "user", "plugin", "bundled")
+    return order.index(item[0]) if item[0] in order else len(order)
+
+
+def _mcp_lines(cwd: Path) -> list[Line]:
+    """Each MCP server a session here would know of, started once (a failure is a note: the
+    session goes on without it)."""
+    from piton.cli.mcp_command import describe_state, server_health
+    from piton.runtime import SetupError
+
+    try:
+        states = server_health(cwd)
+    except SetupError as e:
+        return [("!", f"MCP servers: {e}")]
+    marks = {"connected": "✓", "disabled": "-", "stopped": "-"}
+    return [
+        (marks.get(s.status, "!"), f"MCP server {s.config.name} ({s.config.scope}): {describe_state(s)}")
+        for s in states
+    ]
+
+
+def _plugin_lines(cwd: Path, settings: Any) -> list[Line]:
     """The plugins a session here would load (a project's only once the folder is trusted)."""
     from piton.core.project.trust import decide
     from piton.skills.catalog import Catalog

@@ -35,6 +35,14 @@ def main() -> None:
         from piton.cli.plugin_command import main as plugin_main
 
         sys.exit(plugin_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["config"]:  # `piton config list|get|set|add|remove …`
+        from piton.cli.config_command import main as config_main
+
+        sys.exit(config_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["update"]:
+        from piton.cli.update_command import update
+
+        sys.exit(update(sys.argv[2:]))
     if sys.argv[1:] == ["doctor"]:
         from pathlib import Path
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import re
 import sys
@@ -24,6 +25,7 @@ from piton.core.mcp.store import SCOPES, StoreError, WriteScope, add, remove, sc
 
 if TYPE_CHECKING:
     from piton.core.mcp.connection import ServerState
+    from piton.core.mcp.manager import McpManager
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 _VALUED = ("-t", "--transport", "-s", "--scope", "-e", "--env", "-H", "--header")
@@ -223,19 +225,41 @@ def _show(name: str | None, cwd: Path, out: TextIO) -> int:
         return 0
     if active:
         out.write("Checking MCP server health…\n\n")
-    manager = McpManager(active, cwd=cwd, pending=pending, disabled=disabled)
+    for state in _started(McpManager(active, cwd=cwd, pending=pending, disabled=disabled)):
+        status = describe_state(state)
+        if name is None:
+            out.write(f"{state.config.name}: {state.config.target} - {status}\n")
+        else:
+            out.write(_details(state.config, status, len(state.tools)))
+    return 0
+
+
+def _started(manager: McpManager) -> list[ServerState]:
+    """Each server's state once it started (or failed to, within MCP_TIMEOUT); none left running."""
     manager.start()
     try:
         asyncio.run(manager.wait_started())
-        for state in manager.states():
-            status = _STATUS[state.status] + (f": {state.error}" if state.error else "")
-            if name is None:
-                out.write(f"{state.config.name}: {state.config.target} - {status}\n")
-            else:
-                out.write(_details(state.config, status, len(state.tools)))
+        return [dataclasses.replace(state) for state in manager.states()]  # as they were, not as closed
     finally:
         manager.close()
-    return 0
+
+
+def describe_state(state: ServerState) -> str:
+    return _STATUS[state.status] + (f": {state.error}" if state.error else "")
+
+
+def server_health(cwd: Path) -> list[ServerState]:
+    """Every MCP server a session here would know of, started once to see (`piton doctor`)."""
+    from piton.core.mcp.manager import McpManager
+    from piton.core.options import RunOptions
+    from piton.runtime import mcp_selection, run_settings, workspace_trust
+
+    options = RunOptions(cwd=cwd)
+    settings = run_settings(options)
+    found, chosen = mcp_selection(options, settings, workspace_trust(options, settings=settings))
+    if not found.servers:
+        return []
+    return _started(McpManager(chosen.active, cwd=cwd, pending=chosen.pending, disabled=chosen.disabled))
 
 
 def status_lines(states: list[ServerState]) -> list[tuple[str, str]]:

@@ -164,6 +164,23 @@ class AnthropicProvider:
                 self._sdk_client = client
             return self._sdk_client
 
+    async def probe(self, model: str, timeout_s: float = 10) -> str:
+        """Ask the API about `model`, spending no tokens: its display name, or a `ProviderError`
+        saying why no request could succeed (no connection, the key refused, the model unknown)."""
+        import anthropic
+
+        client = await asyncio.to_thread(self._client)
+        try:
+            info = await client.models.retrieve(model, timeout=timeout_s)
+        except anthropic.APIStatusError as e:
+            failure = status_failure(e, str(client.base_url))
+            if isinstance(failure, Retry):
+                raise failure.give_up(1) from e
+            raise failure from e
+        except anthropic.APIConnectionError as e:
+            raise ProviderError(f"cannot reach {client.base_url}: {describe(e)}", kind="connection") from e
+        return str(getattr(info, "display_name", "") or info.id)
+
     async def aclose(self) -> None:
         """Release the HTTP connections; call it on the event loop that used them."""
         if self._sdk_client is not None:

@@ -99,7 +99,7 @@ def test_a_hook_in_claude_code_settings_runs_and_is_reported(
     assert (event["hook_event"], event["exit_code"], event["outcome"]) == ("UserPromptSubmit", 0, "success")
 
 
-def test_doctor_names_settings_piton_does_not_apply(project: Path) -> None:
+def test_doctor_names_settings_piton_does_not_apply(fake_api: FakeAnthropicAPI, project: Path) -> None:
     write(Path.home() / ".claude" / "settings.json", {"apiKeyHelper": "~/bin/key.sh", "model": "opus"})
     write(project / ".claude" / "settings.json", {"spinnerTipsEnabled": False})
     done = piton("doctor", cwd=project)

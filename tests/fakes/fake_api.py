@@ -246,6 +246,25 @@ class _Handler(BaseHTTPRequestHandler):
             self.fake.rejections.append(message)
         self._send_json(status, _error_body(error_type, message))
 
+    def do_GET(self) -> None:
+        """`GET /v1/models/{id}` (what `piton doctor` asks): ids of the `claude-` family exist."""
+        recorded = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, {})
+        self.fake.requests.append(recorded)
+        path = self.path.split("?")[0]
+        if not path.startswith("/v1/models/"):
+            return self._reject(404, "not_found_error", f"Not found: {self.path}")
+        auth = self.headers.get("authorization", "")
+        key = (
+            auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else self.headers.get("x-api-key", "")
+        )
+        if not key or key != self.fake.api_key:
+            return self._reject(401, "authentication_error", "invalid x-api-key")
+        model = path.removeprefix("/v1/models/")
+        if not model.startswith("claude-"):
+            return self._reject(404, "not_found_error", f"model: {model}")
+        info = {"type": "model", "id": model, "display_name": model, "created_at": "2026-01-01T00:00:00Z"}
+        return self._send_json(200, json.dumps(info).encode())
+
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
