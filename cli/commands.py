@@ -1,7 +1,7 @@
 """Slash commands in the REPL: /help, /clear, /compact, /context, /cost, /model, /resume, /rewind,
-/permissions, /skills, /memory, /status, /exit. Skills and custom commands register through the
-same table (a built-in keeps its name); the MCP servers' prompts (`/mcp__<server>__<prompt>`) come
-and go with their servers, so they are asked for each time."""
+/permissions, /skills, /memory, /status, /add-dir, /export, /vim, /exit. Skills and custom commands
+register through the same table (a built-in keeps its name); the MCP servers' prompts
+(`/mcp__<server>__<prompt>`) come and go with their servers, so they are asked for each time."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from piton import __version__
+from piton.cli.session_commands import add_dir, export, vim
 from piton.core.context.meter import report
 from piton.core.models import model_info, resolve_alias
 from piton.core.project.settings import load_settings, settings_files
@@ -411,6 +412,9 @@ BUILTIN = (
     Command("plugin", "the plugins loaded, what each added, and how to install more", _plugin),
     Command("status", "version, session, model, sandbox, API", _status),
     Command("mcp", "the MCP servers, their status and tools", _mcp),
+    Command("add-dir", "another folder the tools may read and write, for this session", add_dir, "<path>"),
+    Command("export", "the conversation as a Markdown file", export, "[file]"),
+    Command("vim", "vi keys in the prompt (on or off)", vim),
     Command("exit", "leave Piton", _exit),
 )
 BUILTIN_NAMES = tuple(c.name for c in BUILTIN)

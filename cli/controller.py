@@ -3,7 +3,8 @@ never reach into the REPL's workings (and the REPL's modules import no circle)."
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -49,6 +50,10 @@ class Controller(Protocol):
         """Put `text` into the input for the user to edit and send."""
         ...
 
+    def toggle_vi(self) -> bool:
+        """Switch the prompt between vi and emacs keys; whether vi keys are on now."""
+        ...
+
     def send(self, text: str) -> None:
         """A message for the model: now, or queued until the work under way ends."""
         ...
@@ -57,8 +62,9 @@ class Controller(Protocol):
         """Show `events` as the work under way (Esc stops it, saying `interrupted`); True when done."""
         ...
 
-    async def switch(self, *, resume: str | None) -> Runtime:
-        """Leave this session for a new one (`resume=None`) or an earlier one."""
+    async def switch(self, *, resume: str | None, add_dirs: Sequence[Path] = ()) -> Runtime:
+        """Leave this session for a new one (`resume=None`) or an earlier one; or reopen this one
+        with more folders to work in (`add_dirs`)."""
         ...
 
     def command_names(self) -> list[tuple[str, str]]:

@@ -1,14 +1,17 @@
 """The keys of the prompt, beyond prompt_toolkit's editing keys: Esc and Ctrl-C stop the work (or
 dismiss a question), Ctrl-D exits, Enter sends (or continues a line ending in a backslash),
 Alt+Enter and Ctrl-J add a line, Shift+Tab cycles the permission mode, Ctrl-O shows thinking, Esc Esc on
-an empty prompt opens /rewind."""
+an empty prompt opens /rewind (in vi mode, an idle Esc is vi's)."""
 
 from __future__ import annotations
 
 import time
 from typing import Protocol
 
+from prompt_toolkit.application.current import get_app
 from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.enums import EditingMode
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 _DOUBLE_ESCAPE_S = 0.8  # two Esc presses this close on an empty prompt open /rewind
@@ -38,12 +41,20 @@ class Keyed(Protocol):
 
     def toggle_thinking(self) -> None: ...
 
+    @property
+    def busy(self) -> bool:
+        """Whether work (a turn, a `!cmd`) is under way."""
+        ...
+
 
 def bindings(repl: Keyed) -> KeyBindings:
     kb = KeyBindings()
     last_escape = [0.0]
 
-    @kb.add("escape", eager=False)
+    # in vi mode an idle Esc is vi's (to normal mode); work and questions still stop at Esc
+    ours = Condition(lambda: get_app().editing_mode != EditingMode.VI or repl.asking or repl.busy)
+
+    @kb.add("escape", eager=False, filter=ours)
     def _(event: KeyPressEvent) -> None:
         if repl.asking:
             repl.dismiss(event.app.current_buffer)

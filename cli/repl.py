@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -290,13 +290,13 @@ class Repl:
             self.print_line(f"piton: {e}", "bold red")
         await self._opened(self.runtime, "resume" if self.runtime.agent.history else "startup")
 
-    async def _opened(self, runtime: Runtime, source: str) -> None:
+    async def _opened(self, runtime: Runtime, source: str, *, recap: bool = True) -> None:
         """A session is open: its SessionStart hooks, and the settings' status line command."""
         from piton.cli.session_hooks import session_start
         from piton.cli.status import StatusCommand
         from piton.cli.welcome import recap_lines
 
-        for text, style in recap_lines(runtime.agent.history) if source == "resume" else []:
+        for text, style in recap_lines(runtime.agent.history) if source == "resume" and recap else []:
             self.print_line(text, style)
         show = self.driver.renderer.handle if self.driver.renderer is not None else lambda _: None
         await session_start(runtime, source, show)
@@ -313,9 +313,13 @@ class Repl:
         assert self.runtime is not None
         return self.runtime
 
-    async def switch(self, *, resume: str | None) -> Runtime:
-        """A new runtime for a new or resumed session, keeping the provider and the model."""
+    async def switch(self, *, resume: str | None, add_dirs: Sequence[Path] = ()) -> Runtime:
+        """A new runtime for a new or resumed session, keeping the provider and the model; with
+        `add_dirs`, the same session reopened with more folders to work in (and the permission mode
+        and rules it had)."""
         old = await self.ready()
+        if add_dirs:
+            self.options = replace(self.options, add_dirs=[*self.options.add_dirs, *add_dirs])
         work = self.driver.task
         if self.busy and work is not None and work is not asyncio.current_task():
             self.interrupt()  # and wait until it has let go: its last lines belong to the old session
@@ -332,7 +336,9 @@ class Repl:
         for notice in self.runtime.notices:
             self.print_line(f"piton: {notice}", "yellow")
         self.runtime.log.report_to(self._log_problem)
-        await self._opened(self.runtime, "clear" if resume is None else "resume")
+        if add_dirs:
+            _carry_permissions(old, self.runtime)
+        await self._opened(self.runtime, "clear" if resume is None else "resume", recap=not add_dirs)
         return self.runtime
 
     # -- the loop ----------------------------------------------------------------------------------
@@ -416,6 +422,10 @@ class Repl:
         self.print_line(f"❯ {text}", "bold cyan" if not self.busy else "dim")
         if text.startswith("/"):
             self._background(self._command(text))  # a command may ask a question: the prompt must stay up
+        elif text.startswith("#"):  # a note for a memory file, as in Claude Code
+            from piton.cli.session_commands import remember
+
+            self._background(remember(self, text[1:].strip()))
         else:  # a message or a !shell command: now, or after the work under way
             self.send(text)
 
@@ -481,6 +491,15 @@ class Repl:
         if self.session is not None:
             self.session.default_buffer.text = text
             self.session.default_buffer.cursor_position = len(text)
+
+    def toggle_vi(self) -> bool:
+        from prompt_toolkit.enums import EditingMode
+
+        if self.session is None:
+            return False
+        app = self.session.app
+        app.editing_mode = EditingMode.EMACS if app.editing_mode == EditingMode.VI else EditingMode.VI
+        return app.editing_mode == EditingMode.VI
 
     def rewind(self) -> None:
         """Esc Esc on an empty prompt: /rewind, as Claude Code has it."""
@@ -623,6 +642,15 @@ class Repl:
             self.exit()
         else:
             self._arm_exit()
+
+
+def _carry_permissions(old: Runtime, new: Runtime) -> None:
+    """The same session reopened: the mode and the rules allowed meanwhile stay as they were."""
+    before, after = old.agent.gate, new.agent.gate
+    if before is None or after is None:
+        return
+    after.permissions.mode = before.permissions.mode
+    after.permissions.allow += [r for r in before.permissions.allow if r not in after.permissions.allow]
 
 
 def with_folders(files: list[str]) -> list[str]:
