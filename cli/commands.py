@@ -107,7 +107,7 @@ async def _help(c: Commands, _: str) -> None:
             "Enter sends · Alt+Enter, Ctrl-J or a trailing \\ adds a line · @path attaches a file · "
             "!cmd runs a shell command · Esc or Ctrl-C interrupts · Esc Esc rewinds · "
             "Shift+Tab changes the permission mode · "
-            "Ctrl-O shows thinking in full · Ctrl-R searches history · Ctrl-D or Ctrl-C twice exits",
+            "Ctrl-O opens the transcript (thinking and results in full) · Ctrl-R searches history · Ctrl-D or Ctrl-C twice exits",
             style="dim",
         )
     )

@@ -629,8 +629,27 @@ class Repl:
             self._redraw()
 
     def toggle_thinking(self) -> None:
-        if self.driver.renderer is not None:
-            self.driver.renderer.verbose = not self.driver.renderer.verbose
+        """Ctrl-O: while work is under way, thinking streams in full (or collapses again); at the
+        prompt, the transcript so far opens in full."""
+        if self.busy or self.runtime is None or self.session is None:
+            if self.driver.renderer is not None:
+                self.driver.renderer.verbose = not self.driver.renderer.verbose
+            return
+        from prompt_toolkit.application import run_in_terminal
+
+        from piton.cli.transcript_view import show
+
+        history, width = list(self.runtime.agent.history), self.session.app.output.get_size().columns
+
+        def page() -> None:
+            text = show(history, width)
+            if text is not None:  # no pager here: the transcript goes to the scrollback
+                sys.stdout.write(text)
+
+        async def view() -> None:
+            await run_in_terminal(page)
+
+        self._background(view())
 
     def ctrl_c(self, buffer: Buffer) -> None:
         """Ctrl-C: stop the work under way, else clear the line, else exit on a second press."""

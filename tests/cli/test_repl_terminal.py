@@ -159,3 +159,34 @@ def test_shift_tab_into_plan_mode_and_approve_the_plan(fake_api: FakeAnthropicAP
     child.close()
     assert (project / "out.txt").read_text() == "ok\n"
     assert "Plan mode is active" in str(fake_api.bodies[0]["messages"][0]["content"])
+
+
+def test_ctrl_o_at_the_prompt_opens_the_whole_transcript(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    from piton.testing.script import Thinking
+
+    lines = [f"output line {n}" for n in range(30)]
+    (project / "long.txt").write_text("\n".join(lines) + "\n")
+    thought = (
+        " ".join(f"step{n}" for n in range(12)) + "\nfirst reason\nsecond reason\nthird reason\nlast reason"
+    )
+    fake_api.add(
+        reply(Thinking(thought), ToolCall("Bash", {"command": "cat long.txt"})),
+        reply("All read."),
+        reply("Back at the prompt."),
+    )
+    child = spawn(project)
+    child.send("/permissions allow Bash\r")
+    child.send("read it\r")
+    expect_text(child, "All read.")
+    child.expect_exact(PROMPT)
+    child.send("\x0f")  # Ctrl-O
+    child.expect_exact("output line 29")  # it opens at the end: a result the screen showed cut
+    child.send("g")  # to the top (less may draw it bottom-up, so one thing is looked for)
+    child.expect_exact("step0 step1")  # thinking that collapsed on the screen
+    child.send("q")
+    child.send("after\r")
+    expect_text(child, "Back at the prompt.")
+    child.send("\x04")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
