@@ -17,7 +17,6 @@ from rich.table import Table
 from rich.text import Text
 
 from piton import __version__
-from piton.cli.session_commands import add_dir, export, vim
 from piton.core.context.meter import report
 from piton.core.models import model_info, resolve_alias
 from piton.core.project.settings import load_settings, settings_files
@@ -107,7 +106,8 @@ async def _help(c: Commands, _: str) -> None:
             "Enter sends · Alt+Enter, Ctrl-J or a trailing \\ adds a line · @path attaches a file · "
             "!cmd runs a shell command · Esc or Ctrl-C interrupts · Esc Esc rewinds · "
             "Shift+Tab changes the permission mode · "
-            "Ctrl-O opens the transcript (thinking and results in full) · Ctrl-R searches history · Ctrl-D or Ctrl-C twice exits",
+            "Ctrl-O opens the transcript (thinking and results in full) · Ctrl-R searches history · "
+            "Ctrl-D or Ctrl-C twice exits",
             style="dim",
         )
     )
@@ -390,6 +390,24 @@ async def _rewind(c: Commands, _: str) -> None:
     await rewind_command(c.ui)
 
 
+async def _add_dir(c: Commands, args: str) -> None:
+    from piton.cli.session_commands import add_dir
+
+    await add_dir(c.ui, args)
+
+
+async def _export(c: Commands, args: str) -> None:
+    from piton.cli.session_commands import export
+
+    await export(c.ui, args)
+
+
+async def _vim(c: Commands, args: str) -> None:
+    from piton.cli.session_commands import vim
+
+    await vim(c.ui, args)
+
+
 async def _exit(c: Commands, _: str) -> None:
     c.ui.exit()
 
@@ -412,9 +430,9 @@ BUILTIN = (
     Command("plugin", "the plugins loaded, what each added, and how to install more", _plugin),
     Command("status", "version, session, model, sandbox, API", _status),
     Command("mcp", "the MCP servers, their status and tools", _mcp),
-    Command("add-dir", "another folder the tools may read and write, for this session", add_dir, "<path>"),
-    Command("export", "the conversation as a Markdown file", export, "[file]"),
-    Command("vim", "vi keys in the prompt (on or off)", vim),
+    Command("add-dir", "another folder the tools may read and write, for this session", _add_dir, "<path>"),
+    Command("export", "the conversation as a Markdown file", _export, "[file]"),
+    Command("vim", "vi keys in the prompt (on or off)", _vim),
     Command("exit", "leave Piton", _exit),
 )
 BUILTIN_NAMES = tuple(c.name for c in BUILTIN)

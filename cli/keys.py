@@ -41,6 +41,10 @@ class Keyed(Protocol):
 
     def toggle_thinking(self) -> None: ...
 
+    def typed_ahead(self) -> bool:
+        """Whether the keys being read were typed before the first prompt was up."""
+        ...
+
     @property
     def busy(self) -> bool:
         """Whether work (a turn, a `!cmd`) is under way."""
@@ -93,9 +97,16 @@ def bindings(repl: Keyed) -> KeyBindings:
             buffer.validate_and_handle()
 
     @kb.add("escape", "enter")
-    @kb.add("c-j")
     def _(event: KeyPressEvent) -> None:
         event.app.current_buffer.insert_text("\n")
+
+    @kb.add("c-j")
+    def _(event: KeyPressEvent) -> None:
+        buffer = event.app.current_buffer
+        if repl.typed_ahead() and not repl.asking:  # an Enter typed before the prompt was up
+            buffer.validate_and_handle()
+        else:
+            buffer.insert_text("\n")
 
     @kb.add("s-tab")
     def _(event: KeyPressEvent) -> None:

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 _EXIT_WINDOW_S = 2.0
 _SPINNER_S = 0.1  # the spinner's frame time, while the model works (and only then)
 _REDRAW_S = 0.05  # the least time between two redraws, however fast the stream
+_TYPED_AHEAD_S = 0.2  # keys read this soon after the first prompt started were typed before it
 _MODES = ("default", "acceptEdits", "plan")  # Shift+Tab cycles these; bypass only by flag
 STYLE = Style.from_dict(
     {
@@ -109,6 +110,7 @@ class Repl:
         )
         self._ready: asyncio.Task[None] | None = None
         self._exit_armed_until = 0.0
+        self._prompt_since = float("-inf")  # when the first prompt started, with keys typed ahead
         self._tasks: set[asyncio.Future[None]] = set()  # commands and shell commands under way
         self._asking = asyncio.Lock()
         self._ticker: asyncio.Task[None] | None = None
@@ -370,6 +372,8 @@ class Repl:
         if self.initial_prompt:  # `piton "first message"` (or `-r` alone: /resume), as if typed
             self._console = self._console or self._make_console()
             await self.on_input(self.initial_prompt)
+        if _pending_input(app.input):
+            self._prompt_since = time.monotonic()
         while not self.exiting:
             try:
                 text = await self.session.prompt_async()
@@ -491,6 +495,11 @@ class Repl:
         if self.session is not None:
             self.session.default_buffer.text = text
             self.session.default_buffer.cursor_position = len(text)
+
+    def typed_ahead(self) -> bool:
+        """Whether keys now read were typed before the first prompt was up: the terminal, not yet in
+        raw mode, turned their Enter into a line feed, which must still send rather than add a line."""
+        return time.monotonic() - self._prompt_since < _TYPED_AHEAD_S
 
     def toggle_vi(self) -> bool:
         from prompt_toolkit.enums import EditingMode
@@ -661,6 +670,19 @@ class Repl:
             self.exit()
         else:
             self._arm_exit()
+
+
+def _pending_input(source: Input) -> bool:
+    """Whether keys wait to be read already (typed while Piton started)."""
+    import fcntl
+    import struct
+    import termios
+
+    try:
+        fd = source.fileno()
+        return bool(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
+    except (OSError, ValueError, NotImplementedError):
+        return False
 
 
 def _carry_permissions(old: Runtime, new: Runtime) -> None:

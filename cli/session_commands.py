@@ -14,50 +14,51 @@ from typing import TYPE_CHECKING, Any
 from piton.core.conversation.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 if TYPE_CHECKING:
-    from piton.cli.commands import Commands
     from piton.cli.controller import Controller
 
 _RESULT_LINES = 40  # of each tool result, in an export
 
 
-async def add_dir(c: Commands, args: str) -> None:
+async def add_dir(ui: Controller, args: str) -> None:
     if not args:
-        c.say("Usage: /add-dir PATH (a folder the tools may read and write, for the rest of the session)")
+        ui.print_line(
+            "Usage: /add-dir PATH (a folder the tools may read and write, for the rest of the session)"
+        )
         return
-    runtime = await c.ui.ready()
-    folder = _under(c.ui.options.cwd, args).resolve()
+    runtime = await ui.ready()
+    folder = _under(ui.options.cwd, args).resolve()
     if not folder.is_dir():
-        c.say(f"/add-dir: {folder} is not a folder", "yellow")
+        ui.print_line(f"/add-dir: {folder} is not a folder", "yellow")
         return
     policy = runtime.agent.context.policy
     if policy is not None and any(folder == root for root in policy.roots):
-        c.say(f"{folder} is already a working folder", "dim")
+        ui.print_line(f"{folder} is already a working folder", "dim")
         return
-    runtime = await c.ui.switch(resume=runtime.log.session_id, add_dirs=[folder])
+    runtime = await ui.switch(resume=runtime.log.session_id, add_dirs=[folder])
     runtime.agent.add_note(f"The user added a working folder: {folder}. The tools may read and write there.")
-    c.say(
+    ui.print_line(
         f"Added {folder} for this session (to keep it: piton config add permissions.additionalDirectories "
         f"{folder})",
         "dim",
     )
 
 
-async def export(c: Commands, args: str) -> None:
-    runtime = await c.ui.ready()
+async def export(ui: Controller, args: str) -> None:
+    runtime = await ui.ready()
     history = runtime.agent.history
     if not history:
-        c.say("Nothing to export yet.", "dim")
+        ui.print_line("Nothing to export yet.", "dim")
         return
     session = runtime.log.session_id
     name = args or f"piton-{time.strftime('%Y%m%d-%H%M%S')}-{session[:8]}.md"
-    target = _under(c.ui.options.cwd, name)
+    target = _under(ui.options.cwd, name)
     text = transcript_markdown(history, session=session, model=runtime.agent.config.model)
     try:
         write_export(target, text)
     except OSError as e:
-        c.say(f"/export: cannot write {target}: {e.strerror or e}", "yellow")
+        ui.print_line(f"/export: cannot write {target}: {e.strerror or e}", "yellow")
         return
-    c.say(f"Exported {len(history)} messages to {target}", "dim")
+    ui.print_line(f"Exported {len(history)} messages to {target}", "dim")
 
 
 def _under(cwd: Path, typed: str) -> Path:
@@ -122,9 +123,9 @@ def transcript_markdown(history: list[Message], *, session: str, model: str) -> 
     return "\n\n".join(parts) + "\n"
 
 
-async def vim(c: Commands, _: str) -> None:
-    on = c.ui.toggle_vi()
-    c.say(
+async def vim(ui: Controller, _: str) -> None:
+    on = ui.toggle_vi()
+    ui.print_line(
         "Vi keys are on: Esc goes to normal mode (Ctrl-C still stops work); /vim turns them off"
         if on
         else "Vi keys are off",

@@ -190,3 +190,19 @@ def test_ctrl_o_at_the_prompt_opens_the_whole_transcript(fake_api: FakeAnthropic
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_a_message_typed_before_the_prompt_is_drawn_is_sent(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    fake_api.add(reply("Typed ahead and answered."))
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "40"}
+    child = pexpect.spawn(
+        PITON, cwd=str(project), env=env, encoding="utf-8", timeout=30, dimensions=(40, 100)
+    )
+    child.send("quick question\r")  # at once: the prompt is not drawn yet
+    expect_text(child, "Typed ahead and answered.")
+    child.send("\x04")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert fake_api.bodies[0]["messages"][0]["content"][0]["text"] == "quick question"
