@@ -246,6 +246,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.fake.rejections.append(message)
         self._send_json(status, _error_body(error_type, message))
 
+    def _authorized(self) -> bool:
+        auth = self.headers.get("authorization", "")
+        key = (
+            auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else self.headers.get("x-api-key", "")
+        )
+        return bool(key) and key == self.fake.api_key
+
     def do_GET(self) -> None:
         """`GET /v1/models/{id}` (what `piton doctor` asks): ids of the `claude-` family exist."""
         recorded = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, {})
@@ -253,11 +260,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         if not path.startswith("/v1/models/"):
             return self._reject(404, "not_found_error", f"Not found: {self.path}")
-        auth = self.headers.get("authorization", "")
-        key = (
-            auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else self.headers.get("x-api-key", "")
-        )
-        if not key or key != self.fake.api_key:
+        if not self._authorized():
             return self._reject(401, "authentication_error", "invalid x-api-key")
         model = path.removeprefix("/v1/models/")
         if not model.startswith("claude-"):
@@ -276,11 +279,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.fake.requests.append(recorded)
         if self.path.split("?")[0] != "/v1/messages":
             return self._reject(404, "not_found_error", f"Not found: {self.path}")
-        auth = self.headers.get("authorization", "")
-        key = (
-            auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else self.headers.get("x-api-key", "")
-        )
-        if not key or key != self.fake.api_key:
+        if not self._authorized():
             return self._reject(401, "authentication_error", "invalid x-api-key")
         if not self.headers.get("anthropic-version"):
             return self._reject(400, "invalid_request_error", "anthropic-version: header is required")
