@@ -651,7 +651,7 @@ class Repl:
         history, width = list(self.runtime.agent.history), self.session.app.output.get_size().columns
 
         def page() -> None:
-            text = show(history, width)
+            text = show(history, width, self.options.cwd)
             if text is not None:  # no pager here: the transcript goes to the scrollback
                 sys.stdout.write(text)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from piton.core.conversation.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from piton.core.modes import is_reminder
 
 if TYPE_CHECKING:
     from piton.cli.controller import Controller
@@ -110,7 +111,7 @@ def transcript_markdown(history: list[Message], *, session: str, model: str) -> 
             for block in results:
                 label = "Error" if block.is_error else "Result"
                 parts.append(f"{label}:\n\n{_block(_result_text(block))}")
-            if typed and not results and not typed[0].startswith("<system-reminder>"):
+            if typed and not results and not is_reminder(typed[0]):
                 parts.append(f"## You\n\n{typed[0]}")
             continue
         answer = [b.text for b in message.content if isinstance(b, TextBlock) and b.text.strip()]

@@ -7,8 +7,8 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import subprocess
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -22,6 +22,7 @@ from piton.core.conversation.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from piton.core.modes import is_reminder
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -49,7 +50,7 @@ def render(history: Sequence[Message], width: int, color: bool = True) -> str:
                 console.print(Text("✻ Thinking (redacted by the API)", style="dim italic"))
             elif isinstance(block, TextBlock) and block.text.strip():
                 if message.role == "user":
-                    if not block.text.startswith("<system-reminder>"):
+                    if not is_reminder(block.text):
                         console.print(Text(f"❯ {block.text}", style="bold cyan"))
                 else:
                     console.print(Text(block.text))
@@ -73,9 +74,9 @@ def _result(block: ToolResultBlock) -> str:
     return "  ⎿  " + text.replace("\n", "\n     ")
 
 
-def show(history: Sequence[Message], width: int) -> str | None:
+def show(history: Sequence[Message], width: int, project: Path) -> str | None:
     """Page the transcript; the text shown instead when no pager can run (None: it was paged)."""
-    pager = _pager()
+    pager = pager_command(project)
     if pager is None:
         return render(history, width)
     try:
@@ -85,10 +86,20 @@ def show(history: Sequence[Message], width: int) -> str | None:
     return None
 
 
-def _pager() -> list[str] | None:
-    """`less` on the alternate screen (colours kept, starting at the end), else $PAGER as it is."""
-    less = shutil.which("less")
-    if less is not None:
-        return [less, "-R", "+G"]
+# the system's `less`, at fixed places: never looked up on PATH, where an activated project
+# virtualenv (which the model can write) comes first
+_SYSTEM_PAGERS = ("/usr/bin/less", "/bin/less", "/usr/local/bin/less")
+
+
+def pager_command(project: Path) -> list[str] | None:
+    """$PAGER when it names a program by absolute path, else the system's `less` (colours kept,
+    opening at the end); never a program inside the project, which commands and the model write."""
     chosen = os.environ.get("PAGER", "").split()
-    return chosen if chosen and shutil.which(chosen[0]) else None
+    candidates = [chosen] if chosen and os.path.isabs(chosen[0]) else []
+    candidates += [[path, "-R", "+G"] for path in _SYSTEM_PAGERS]
+    root = project.resolve()
+    for command in candidates:
+        real = Path(command[0]).resolve()
+        if real.is_file() and os.access(real, os.X_OK) and not real.is_relative_to(root):
+            return command
+    return None

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+REMINDER_TAG = "<system-reminder>"
+
+
+def is_reminder(text: str) -> bool:
+    """Whether a text block is a note to the model (a mode's rules), not what someone typed."""
+    return text.startswith(REMINDER_TAG)
+
+
 # Told to the model at the start of each turn in plan mode (and once after it ends)
 PLAN_MODE_REMINDER = (
     "<system-reminder>\nPlan mode is active. The user does not want you to make changes yet: do not "

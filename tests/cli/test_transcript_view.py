@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from piton.cli.transcript_view import render, show
+from piton.cli.transcript_view import render
 from piton.core.conversation.messages import (
     Message,
     TextBlock,
@@ -40,12 +36,3 @@ def test_the_transcript_has_all_thinking_and_whole_results_and_no_reminders() ->
     assert "line 1" in text and "line 6" in text
     assert "● Bash(seq 100)" in text and "     99" in text
     assert text.index("line 6") < text.index("● Bash") < text.index("     99") < text.index("Done.")
-
-
-def test_without_a_pager_the_transcript_is_returned_to_print(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path))  # no less here
-    monkeypatch.delenv("PAGER", raising=False)
-    shown = show(HISTORY, 80)
-    assert shown is not None and "line 6" in shown
