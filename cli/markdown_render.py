@@ -38,6 +38,7 @@ _TOKEN_STYLES = (  # pygments token type prefix -> style, most specific first
     ("Token.Name.Decorator", "#e5c07b"),
     ("Token.Operator", "#56b6c2"),
 )
+CODE_CONTEXT_LINES = 100  # lexed before the rows of a code block being printed, for multi-line strings
 
 
 def inline(text: str, base: str = "") -> Text:
@@ -66,8 +67,8 @@ def _lexer(language: str) -> Any:
     from pygments.lexers import get_lexer_by_name
     from pygments.util import ClassNotFound
 
-    try:
-        return get_lexer_by_name(language or "text")
+    try:  # leading blank lines kept: rows lexed in windows must stay aligned with the body's lines
+        return get_lexer_by_name(language or "text", stripnl=False)
     except ClassNotFound:
         return None
 
@@ -78,26 +79,53 @@ def _token_style(token: Any) -> str:
     return next((style for prefix, style in _TOKEN_STYLES if name.startswith(prefix)), "")
 
 
-def code(body: str, language: str) -> Text:
+def code_rows(body: list[str], language: str, start: int = 0) -> list[Text]:
+    """The highlighted rows of `body[start:]`, as printed under the answer. They are lexed with up to
+    `CODE_CONTEXT_LINES` lines before them, so a string or comment opened there colours them right while
+    the cost of a block printed line by line as it streams stays linear."""
     lexer = _lexer(language.strip().split()[0] if language.strip() else "")
-    out = Text(no_wrap=False)
+    first = max(0, start - CODE_CONTEXT_LINES)
     if lexer is None:
-        out.append(body, style="#abb2bf")
+        rows = [Text(line, style="#abb2bf") for line in body[start:]]
     else:
-        for token, value in lexer.get_tokens(body):
+        out = Text(no_wrap=False)
+        for token, value in lexer.get_tokens("\n".join(body[first:])):
             out.append(value, style=_token_style(token))
-        out.rstrip()
-    return Text("\n").join(Text("  ") + line for line in out.split("\n"))
+        rows = out.split("\n", allow_blank=True)[: len(body) - first][start - first :]
+        rows += [Text() for _ in range(len(body) - start - len(rows))]
+    for row in rows:
+        row.rstrip()
+    return [Text("  ") + row for row in rows]
+
+
+def code(body: str, language: str) -> Text:
+    rows = code_rows(body.split("\n"), language)
+    while rows and not rows[-1].plain.strip():
+        rows.pop()
+    return Text("\n").join(rows)
+
+
+def fence_info(line: str) -> str:
+    """The language of a fence's opening line."""
+    return line.lstrip().lstrip("`~")
+
+
+def code_block(block: str) -> tuple[str, list[str]] | None:
+    """A fenced block's language and body lines (its closing fence may be missing), or None."""
+    lines = block.split("\n")
+    first = lines[0].lstrip()
+    if not first.startswith(("```", "~~~")):
+        return None
+    closed = len(lines) > 1 and lines[-1].strip().startswith(first[:3])
+    return fence_info(first), lines[1:-1] if closed else lines[1:]
 
 
 def render_block(block: str) -> RenderableType:
     """One finished block (as `MarkdownStream` splits them) as something the console can print."""
+    fenced = code_block(block)
+    if fenced is not None:
+        return code("\n".join(fenced[1]), fenced[0])
     lines = block.split("\n")
-    first = lines[0].lstrip()
-    if first.startswith(("```", "~~~")):
-        fence = first[:3]
-        body = lines[1:-1] if len(lines) > 1 and lines[-1].strip().startswith(fence) else lines[1:]
-        return code("\n".join(body), first.lstrip("`~"))
     heading = _HEADING.match(lines[0])
     if heading and len(lines) == 1:
         level = len(heading.group("level"))

@@ -64,6 +64,18 @@ class MarkdownStream:
         return []
 
     @property
+    def open_code(self) -> tuple[str, list[str]] | None:
+        """Inside a code fence: its opening line and the body's complete lines so far."""
+        if self._fence is None:
+            return None
+        return self._block[0], self._block[1:]
+
+    @property
+    def partial(self) -> str:
+        """The line being streamed."""
+        return self._partial
+
+    @property
     def tail(self) -> str:
         """What has streamed but is not yet a finished block."""
         return "\n".join([*self._block, self._partial]) if self._block else self._partial

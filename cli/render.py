@@ -11,10 +11,16 @@ import re
 import textwrap
 import time
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from piton.cli.markdown_render import render_block
+from piton.cli.markdown_render import (
+    CODE_CONTEXT_LINES,
+    code_block,
+    code_rows,
+    fence_info,
+    render_block,
+)
 from piton.cli.markdown_stream import MarkdownStream
 from piton.cli.output import TODO_MARKS, compacted_line, hook_line, tool_label
 from piton.core.conversation.events import (
@@ -38,6 +44,7 @@ from piton.core.display import CommandOutput, FileDiff, TodoItem, TodoList
 from piton.core.providers.waits import say_seconds
 
 LIVE_LINES = 12  # the most lines the live area shows of an unfinished block
+CODE_BATCH_S = 0.1  # how often lines of a streaming code block are printed
 THINKING_LINES = 3  # thinking collapses to its last lines once the answer starts
 OUTPUT_LINES = 4  # of a shell command's output, under its tool line
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -100,11 +107,30 @@ def todo_text(items: tuple[TodoItem, ...]) -> Text:
     return text
 
 
+def _fragments(text: Text) -> LiveText:
+    """Rich text as prompt_toolkit fragments (the styles Piton uses read the same in both)."""
+    plain = text.plain
+    out: LiveText = []
+    position = 0
+    for span in sorted(text.spans, key=lambda span: span.start):
+        if span.start > position:
+            out.append(("class:live", plain[position : span.start]))
+        out.append((str(span.style), plain[max(span.start, position) : span.end]))
+        position = max(position, span.end)
+    if position < len(plain):
+        out.append(("class:live", plain[position:]))
+    return out
+
+
 class Renderer:
     def __init__(self, console: Console, *, verbose: bool = False) -> None:
         self.console = console
         self.verbose = verbose
         self._md = MarkdownStream()
+        self._code_printed = 0  # body lines of the open code block already in the scrollback
+        self._code_batch_at = 0.0
+        self._code_live_key: tuple[int, str, int, int] | None = None
+        self._code_live_rows: LiveText = []
         self._thinking: list[str] = []
         self._thinking_started = 0.0
         self._busy_since = 0.0
@@ -146,6 +172,7 @@ class Renderer:
             self._streamed_chars += len(event.text)
             for block in self._md.feed(event.text):
                 self._print_markdown(block)
+            self._print_code_lines()
         elif isinstance(event, ThinkingDelta):
             self._think(event.thinking)
         elif isinstance(event, ToolUseStart):
@@ -170,6 +197,7 @@ class Renderer:
             # stays, under this line)
             self._thinking = []
             self._md = MarkdownStream()
+            self._code_printed = 0
             self._tool = None
             self.console.print(Text(f"  ⎿  {retry_text(event)}", style="yellow"))
         elif isinstance(event, Notice):
@@ -208,11 +236,54 @@ class Renderer:
             self.console.print(Text(f"       ⎿  {summary}", style="red"))
 
     def _print_markdown(self, block: str) -> None:
-        rendered = render_block(_CONTROL.sub("", block))
+        block = _CONTROL.sub("", block)
+        fenced = code_block(block) if self._code_printed else None
+        if fenced is not None:  # the rest of a code block whose lines were printed as they came
+            rows = code_rows(fenced[1], fenced[0], self._code_printed)
+            self._code_printed = 0
+            while rows and not rows[-1].plain.strip():
+                rows.pop()
+            if rows:
+                self.console.print(Text("\n").join(rows))
+            return
+        self._print_block(render_block(block))
+
+    def _print_block(self, rendered: RenderableType) -> None:
         if self._blocks_printed:  # blocks are rendered one by one; keep the blank line between them
             rendered = Text("\n") + rendered if isinstance(rendered, Text) else Group(Text(), rendered)
         self._blocks_printed += 1
         self.console.print(rendered)
+
+    def _print_code_lines(self) -> None:
+        """A code block goes to the scrollback as it streams, highlighted as it will stay: nothing
+        jumps when it ends, and a long block is all there to read while it streams. Lines are
+        printed in batches, at most every `CODE_BATCH_S`, as each batch lexes its context again."""
+        opened = self._md.open_code
+        now = time.monotonic()
+        if opened is None or now - self._code_batch_at < CODE_BATCH_S:
+            return
+        done, end = self._code_printed, len(opened[1])
+        while end > done and not opened[1][end - 1].strip():
+            end -= 1  # blank lines wait for what follows: at the block's end they are dropped
+        if end <= done:
+            return
+        rows = self._code_rows(opened, done, end)
+        self._code_printed, self._code_batch_at = end, now
+        if not done:
+            self._print_block(Text("\n").join(rows))
+        else:
+            self.console.print(Text("\n").join(rows))
+
+    @staticmethod
+    def _code_rows(
+        opened: tuple[str, list[str]], start: int, end: int, partial: str | None = None
+    ) -> list[Text]:
+        """Rows `start` to `end` of the open block (and `partial` after them)."""
+        low = max(0, start - CODE_CONTEXT_LINES)  # only the lines lexed again are cleaned
+        window = [_CONTROL.sub("", line) for line in opened[1][low:end]]
+        if partial is not None:
+            window.append(partial)
+        return code_rows(window, fence_info(opened[0]), start - low)
 
     def _flush_text(self) -> None:
         for block in self._md.flush():
@@ -285,12 +356,38 @@ class Renderer:
             thinking = "\n".join(line for line in self._thinking if line.strip())
             for row in last_rows(_CONTROL.sub("", thinking), width - 2, THINKING_LINES):
                 out.append(("class:thinking", f"  {row}\n"))
-        tail = self._md.tail
-        if tail:
-            for row in last_rows(_CONTROL.sub("", tail), width, LIVE_LINES):
-                out.append(("class:live", f"{row}\n"))
+        out += self._code_live(width) if self._md.open_code is not None else self._tail(width)
         out.append(("class:spinner", self._spinner_line() + "\n"))
         return out
+
+    def _tail(self, width: int) -> LiveText:
+        tail = _CONTROL.sub("", self._md.tail)
+        if not tail or ("\n" not in tail and tail.lstrip().startswith(("```", "~~~"))):
+            return []  # a fence's opening line is never shown: its code will be, line by line
+        return [("class:live", f"{row}\n") for row in last_rows(tail, width, LIVE_LINES)]
+
+    def _code_live(self, width: int) -> LiveText:
+        """The open code block's lines not yet printed, highlighted as they will be; a closing fence
+        is not shown, as it will not be printed."""
+        opened = self._md.open_code
+        assert opened is not None
+        partial = _CONTROL.sub("", self._md.partial)
+        key = (len(opened[1]), partial, self._code_printed, width)
+        if key == self._code_live_key:  # redraws without new text lex nothing
+            return self._code_live_rows
+        closing = partial.strip().startswith(("```", "~~~"))
+        end = len(opened[1])
+        start = max(self._code_printed, end - LIVE_LINES)  # no more is drawn
+        rows = self._code_rows(opened, start, end, None if closing or not partial else partial)
+        while rows and not rows[-1].plain.strip():
+            rows.pop()
+        if any(row.cell_len > width for row in rows):  # wrapped plainly rather than cut
+            plain = "\n".join(row.plain for row in rows)
+            live: LiveText = [("class:live", f"{row}\n") for row in last_rows(plain, width, LIVE_LINES)]
+        else:
+            live = [part for row in rows for part in (*_fragments(row), ("", "\n"))]
+        self._code_live_key, self._code_live_rows = key, live
+        return live
 
     def _spinner_line(self) -> str:
         elapsed = time.monotonic() - self._busy_since

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 
 from rich.console import Console
 
-from piton.cli.render import LIVE_LINES, Renderer
+from piton.cli.render import CODE_BATCH_S, LIVE_LINES, Renderer
 from piton.core.context.usage import Usage
 from piton.core.conversation.events import (
     MessageDone,
@@ -28,8 +30,8 @@ def plain(console: Console, clear: bool = True) -> str:
     return "\n".join(line.rstrip() for line in console.export_text(clear=clear).split("\n"))
 
 
-def make(verbose: bool = False) -> tuple[Renderer, Console]:
-    console = Console(record=True, width=80, color_system=None)
+def make(verbose: bool = False, colour: bool = False) -> tuple[Renderer, Console]:
+    console = Console(record=True, width=80, color_system="truecolor" if colour else None)
     renderer = Renderer(console, verbose=verbose)
     renderer.begin()
     return renderer, console
@@ -57,11 +59,76 @@ def test_finished_blocks_are_printed_once_and_the_tail_stays_live() -> None:
 
 def test_the_live_area_is_bounded_however_long_the_block() -> None:
     renderer, _ = make()
-    feed(renderer, "```\n" + "".join(f"line {i}\n" for i in range(500)))
+    feed(renderer, "> " + "".join(f"line {i}\n" for i in range(500)))
     live = renderer.live()
     assert len(live) == LIVE_LINES + 1  # the last lines of the block, and the spinner
     assert live[-2][1] == "line 499\n" or live[-2][1] == "\n"
     assert "esc to interrupt" in live[-1][1]
+
+
+CODE = 'Here:\n\n```python\ndef f(x):\n    """doc\n    more"""\n\n    return x\n\n\n```\n\nAfter.\n'
+
+
+def _screen(renderer: Renderer, console: Console) -> str:
+    """The scrollback and the live area above the spinner, as the terminal shows them."""
+    text = plain(console, clear=False) + "".join(text for _, text in renderer.live()[:-1])
+    return "\n".join(line.rstrip() for line in text.split("\n"))
+
+
+def test_a_code_block_streams_highlighted_as_it_will_stay() -> None:
+    renderer, console = make(colour=True)
+    cut = CODE.index("    return")
+    feed(renderer, CODE[:cut] + "    return", size=3)
+    # what is shown already looks as it will: the line being typed too, highlighted
+    assert _screen(renderer, console) == 'Here:\n\n  def f(x):\n      """doc\n      more"""\n\n      return\n'
+    assert ("bold #c678dd", "return") in renderer.live()  # the keyword's colour, as it will be printed
+    assert "  def f(x):" in plain(console, clear=False)  # the first line went to the scrollback at once
+    time.sleep(CODE_BATCH_S)
+    feed(renderer, CODE[cut + 10 :], size=3)
+    assert plain(console, clear=False).endswith("      return x\n")  # the next batch is printed
+    renderer.handle(done())
+    streamed = console.export_text(styles=True, clear=False)
+
+    at_once, whole = make(colour=True)
+    feed(at_once, CODE, size=len(CODE))
+    at_once.handle(done())
+    # the same text, the blank line inside kept and the trailing ones dropped, and the same colours
+    shown = plain(console)
+    assert shown == plain(whole, clear=False)
+    assert shown == 'Here:\n\n  def f(x):\n      """doc\n      more"""\n\n      return x\n\nAfter.\n'
+    assert _colours(streamed) == _colours(whole.export_text(styles=True))
+    assert ("r", "\x1b[1;38;2;198;120;221m") in _colours(streamed)
+
+
+def _colours(ansi: str) -> list[tuple[str, str]]:
+    """Each visible character with the colour codes in force, so that how runs are split does not matter."""
+    out, style = [], ""
+    for part in re.split(r"(\x1b\[[0-9;]*m)", ansi):
+        if part.startswith("\x1b["):
+            style = "" if part in ("\x1b[0m", "\x1b[m") else style + part
+        else:
+            out += [(ch, style) for ch in part if not ch.isspace()]
+    return out
+
+
+def test_a_long_code_block_is_in_the_scrollback_before_it_ends() -> None:
+    renderer, console = make()
+    feed(renderer, "```\n" + "".join(f"line {i}\n" for i in range(500)))
+    rows = "".join(text for _, text in renderer.live()).splitlines()
+    assert len(rows) == LIVE_LINES + 1 and rows[-2] == "  line 499"  # what waits for the next batch
+    time.sleep(CODE_BATCH_S)
+    feed(renderer, "```")
+    shown = plain(console, clear=False).splitlines()
+    assert shown[0] == "  line 0" and shown[-1] == "  line 499" and len(shown) == 500
+    assert len(renderer.live()) == 1  # a closing fence is never drawn: only the spinner
+    renderer.handle(done())
+    assert plain(console).count("line 499") == 1
+
+
+def test_a_fence_opening_is_not_drawn_while_it_streams() -> None:
+    renderer, _ = make()
+    feed(renderer, "```pyt")
+    assert len(renderer.live()) == 1  # only the spinner
 
 
 def test_thinking_collapses_to_its_last_lines_when_the_answer_starts() -> None:
