@@ -402,6 +402,12 @@ async def _export(c: Commands, args: str) -> None:
     await export(c.ui, args)
 
 
+async def _output_style(c: Commands, args: str) -> None:
+    from piton.cli.style_command import output_style
+
+    await output_style(c.ui, args)
+
+
 async def _vim(c: Commands, args: str) -> None:
     from piton.cli.session_commands import vim
 
@@ -432,6 +438,12 @@ BUILTIN = (
     Command("mcp", "the MCP servers, their status and tools", _mcp),
     Command("add-dir", "another folder the tools may read and write, for this session", _add_dir, "<path>"),
     Command("export", "the conversation as a Markdown file", _export, "[file]"),
+    Command(
+        "output-style",
+        "how the model answers: Default, Explanatory, Learning, your own…",
+        _output_style,
+        "[name]",
+    ),
     Command("vim", "vi keys in the prompt (on or off)", _vim),
     Command("exit", "leave Piton", _exit),
 )

@@ -93,6 +93,16 @@ def main(argv: list[str], out: TextIO | None = None, err: TextIO | None = None) 
     return 0
 
 
+def save(scope: str, cwd: Path, keys: list[str], value: Any) -> Path:
+    """Set `keys` to `value` in Piton's own file of `scope`, and say which file that is. ConfigError
+    for a file that cannot be read as settings, OSError for one that cannot be written."""
+    target = scope_file(scope, cwd)
+    data = _read(target)
+    _put(data, keys, value)
+    write_object(target, data, private=scope != "project")
+    return target
+
+
 def _path(key: str) -> list[str]:
     keys = key.split(".")
     if not all(keys):

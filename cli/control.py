@@ -170,7 +170,7 @@ class ControlSession:
         from piton.cli.output import Catalogue, StreamJsonWriter
 
         self._runtime = runtime
-        catalogue = Catalogue.of(runtime.catalog, runtime.agent_types)
+        catalogue = Catalogue.of(runtime.catalog, runtime.agent_types, runtime.style_name)
         verbose, partial = self.options.verbose, self.options.include_partial_messages
         self._writer = StreamJsonWriter(
             self.streams.stdout, self.streams.stderr, verbose, partial=partial, catalogue=catalogue

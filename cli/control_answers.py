@@ -107,8 +107,11 @@ def _initialize(session: ControlSession, request: dict[str, Any]) -> dict[str, A
     return {
         "commands": commands,
         "agents": agents,
-        "output_style": "default",
-        "available_output_styles": ["default"],
+        "output_style": runtime.style_name,
+        "available_output_styles": [
+            "default" if not style.prompt else style.name for style in runtime.output_styles.values()
+        ]
+        or ["default"],
         "models": models,
         "account": {},
         "pid": os.getpid(),

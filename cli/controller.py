@@ -62,9 +62,11 @@ class Controller(Protocol):
         """Show `events` as the work under way (Esc stops it, saying `interrupted`); True when done."""
         ...
 
-    async def switch(self, *, resume: str | None, add_dirs: Sequence[Path] = ()) -> Runtime:
+    async def switch(
+        self, *, resume: str | None, add_dirs: Sequence[Path] = (), reopen: bool = False
+    ) -> Runtime:
         """Leave this session for a new one (`resume=None`) or an earlier one; or reopen this one
-        with more folders to work in (`add_dirs`)."""
+        (`reopen`, or with more folders to work in: `add_dirs`) as the settings now say."""
         ...
 
     def command_names(self) -> list[tuple[str, str]]:

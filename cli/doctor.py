@@ -9,7 +9,10 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from piton.skills.plugins import Plugins
 
 Line = tuple[str, str]
 
@@ -45,7 +48,9 @@ def doctor(cwd: Path) -> int:
             ("✓", f"hooks: {len(hooks)} ({', '.join(events)}); a project's run only in a trusted folder")
         )
     lines += _skill_lines(cwd)
-    lines += _plugin_lines(cwd, settings)
+    plugin_lines, plugins = _plugin_lines(cwd, settings)
+    lines += _style_lines(cwd, settings.output_style, plugins)
+    lines += plugin_lines
     lines += _mcp_lines(cwd)
     lines += [("!", warning) for warning in settings.warnings]
     for mark, text in lines:
@@ -117,6 +122,18 @@ def _skill_lines(cwd: Path) -> list[Line]:
     return lines
 
 
+def _style_lines(cwd: Path, name: str | None, plugins: Plugins) -> list[Line]:
+    """The output style a session here would answer in."""
+    from piton.skills.output_styles import choose, discover_output_styles
+
+    styles, warnings = discover_output_styles(cwd, plugins=plugins.plugins)
+    notices: list[str] = []
+    style = choose(styles, name, notices)
+    where = "" if style.source == "builtin" else f" ({style.source})"
+    lines: list[Line] = [("✓", f"output style: {style.name}{where}; {len(styles)} available")]
+    return lines + [("!", text) for text in [*notices, *warnings]]
+
+
 def _first(item: tuple[str, int]) -> int:
     order = ("project", "user", "plugin", "bundled")
     return order.index(item[0]) if item[0] in order else len(order)
@@ -139,7 +156,7 @@ def _mcp_lines(cwd: Path) -> list[Line]:
     ]
 
 
-def _plugin_lines(cwd: Path, settings: Any) -> list[Line]:
+def _plugin_lines(cwd: Path, settings: Any) -> tuple[list[Line], Plugins]:
     """The plugins a session here would load (a project's only once the folder is trusted)."""
     from piton.core.project.trust import decide
     from piton.skills.catalog import Catalog
@@ -153,4 +170,4 @@ def _plugin_lines(cwd: Path, settings: Any) -> list[Line]:
         ("!", f"plugin {pid}: enabled by the project; loads once you trust the folder")
         for pid in plugins.blocked
     ]
-    return lines + [("!", warning) for warning in plugins.warnings]
+    return lines + [("!", warning) for warning in plugins.warnings], plugins

@@ -221,7 +221,7 @@ def _start(
     if isinstance(writer, StreamJsonWriter):
         from piton.cli.mcp_turn import follow
 
-        writer.catalogue = Catalogue.of(runtime.catalog, runtime.agent_types)
+        writer.catalogue = Catalogue.of(runtime.catalog, runtime.agent_types, runtime.style_name)
         writer.hook_events = options.include_hook_events
         follow(writer, runtime.mcp)
     for notice in runtime.notices:

@@ -1,6 +1,7 @@
 """The keys of the prompt, beyond prompt_toolkit's editing keys: Esc and Ctrl-C stop the work (or
 dismiss a question), Ctrl-D exits, Enter sends (or continues a line ending in a backslash),
-Alt+Enter and Ctrl-J add a line, Shift+Tab cycles the permission mode, Ctrl-O shows thinking, Esc Esc on
+Alt+Enter and Ctrl-J add a line, Shift+Tab cycles the permission mode, Ctrl-O shows thinking, Ctrl-V
+pastes an image from the clipboard, Esc Esc on
 an empty prompt opens /rewind (in vi mode, an idle Esc is vi's)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Protocol
 from prompt_toolkit.application.current import get_app
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.enums import EditingMode
-from prompt_toolkit.filters import Condition
+from prompt_toolkit.filters import Condition, vi_navigation_mode
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 _DOUBLE_ESCAPE_S = 0.8  # two Esc presses this close on an empty prompt open /rewind
@@ -40,6 +41,8 @@ class Keyed(Protocol):
     def cycle_mode(self) -> None: ...
 
     def toggle_thinking(self) -> None: ...
+
+    def paste_image(self, buffer: Buffer) -> None: ...
 
     def typed_ahead(self) -> bool:
         """Whether the keys being read were typed before the first prompt was up."""
@@ -115,5 +118,12 @@ def bindings(repl: Keyed) -> KeyBindings:
     @kb.add("c-o")
     def _(event: KeyPressEvent) -> None:
         repl.toggle_thinking()
+
+    # as in Claude Code (text still pastes with the terminal's own paste); vi's normal mode keeps
+    # Ctrl-V for a block selection
+    @kb.add("c-v", filter=~vi_navigation_mode)
+    def _(event: KeyPressEvent) -> None:
+        if not repl.asking:
+            repl.paste_image(event.app.current_buffer)
 
     return kb

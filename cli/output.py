@@ -234,14 +234,19 @@ class Catalogue:
     slash_commands: list[str] = field(default_factory=list)
     skills: list[str] = field(default_factory=list)
     agents: list[str] = field(default_factory=list)
+    output_style: str = "default"
 
     @classmethod
-    def of(cls, catalog: Catalog | None, agent_types: Iterable[str]) -> Catalogue:
-        """What a run offers: the commands a user may type, the skills the model may use, the types."""
+    def of(
+        cls, catalog: Catalog | None, agent_types: Iterable[str], output_style: str = "default"
+    ) -> Catalogue:
+        """What a run offers: the commands a user may type, the skills the model may use, the types,
+        and the output style it answers in."""
         return cls(
             slash_commands=[s.name for s in catalog.for_user()] if catalog else [],
             skills=[s.name for s in catalog.for_model() if s.kind == "skill"] if catalog else [],
             agents=sorted(agent_types),
+            output_style=output_style,
         )
 
 
@@ -305,7 +310,7 @@ class StreamJsonWriter(_Base):
                     "agents": list(self.catalogue.agents),
                     "skills": list(self.catalogue.skills),
                     "apiKeySource": "ANTHROPIC_API_KEY" if os.environ.get("ANTHROPIC_API_KEY") else "none",
-                    "output_style": "default",
+                    "output_style": self.catalogue.output_style,
                     # SDKs read Claude Code's version field to judge what the CLI supports
                     "claude_code_version": __version__,
                     "piton_version": __version__,

@@ -29,6 +29,7 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
+from piton.cli.clipboard import PastedImages
 from piton.cli.keys import bindings
 from piton.cli.questions import Check, Question, Questions
 from piton.cli.signals import Stopper, say
@@ -119,6 +120,7 @@ class Repl:
         self.status: StatusCommand | None = None  # the settings' statusLine command
         self._told_checkpoints = False
         self.start_failed = False  # the session could not open: said once, and the REPL exits 1
+        self.images = PastedImages()  # Ctrl-V's, by the number of their `[Image #N]`
 
     # -- what commands and tests see ---------------------------------------------------------------
     @property
@@ -315,11 +317,14 @@ class Repl:
         assert self.runtime is not None
         return self.runtime
 
-    async def switch(self, *, resume: str | None, add_dirs: Sequence[Path] = ()) -> Runtime:
+    async def switch(
+        self, *, resume: str | None, add_dirs: Sequence[Path] = (), reopen: bool = False
+    ) -> Runtime:
         """A new runtime for a new or resumed session, keeping the provider and the model; with
-        `add_dirs`, the same session reopened with more folders to work in (and the permission mode
-        and rules it had)."""
+        `reopen` or `add_dirs` (more folders to work in), the same session reopened with the
+        permission mode and rules it had, and no recap."""
         old = await self.ready()
+        reopen = reopen or bool(add_dirs)
         if add_dirs:
             self.options = replace(self.options, add_dirs=[*self.options.add_dirs, *add_dirs])
         work = self.driver.task
@@ -338,9 +343,9 @@ class Repl:
         for notice in self.runtime.notices:
             self.print_line(f"piton: {notice}", "yellow")
         self.runtime.log.report_to(self._log_problem)
-        if add_dirs:
+        if reopen:
             _carry_permissions(old, self.runtime)
-        await self._opened(self.runtime, "clear" if resume is None else "resume", recap=not add_dirs)
+        await self._opened(self.runtime, "clear" if resume is None else "resume", recap=not reopen)
         return self.runtime
 
     # -- the loop ----------------------------------------------------------------------------------
@@ -463,7 +468,7 @@ class Repl:
         def warn(warning: str) -> None:
             self.print_line(warning, "yellow")
 
-        attached = runtime.attach(text, warn)
+        attached = self.images.attach(text, runtime.attach(text, warn))
         content = await turn_content(runtime, text, attached, warn)
         if content is None:  # an MCP prompt that is unknown or could not be fetched: said, nothing sent
             return
@@ -636,6 +641,14 @@ class Repl:
             current = permissions.mode if permissions.mode in _MODES else _MODES[-1]
             permissions.mode = _MODES[(_MODES.index(current) + 1) % len(_MODES)]  # type: ignore[assignment]
             self._redraw()
+
+    def paste_image(self, buffer: Buffer) -> None:
+        """Ctrl-V: the clipboard's image, as `[Image #N]` where the cursor is."""
+        from piton.cli.clipboard import paste
+
+        policy = self.runtime.agent.context.policy if self.runtime is not None else None
+        exclude = [self.options.cwd, *(policy.roots if policy is not None else ())]
+        self._background(paste(buffer, self.images, exclude, self.print_line))
 
     def toggle_thinking(self) -> None:
         """Ctrl-O: while work is under way, thinking streams in full (or collapses again); at the

@@ -115,6 +115,6 @@ def _status_input(runtime: Runtime, totals: SessionTotals) -> dict[str, Any]:
         "model": {"id": agent.config.model, "display_name": agent.config.model},
         "workspace": {"current_dir": cwd, "project_dir": cwd},
         "version": __version__,
-        "output_style": {"name": "default"},
+        "output_style": {"name": runtime.style_name},
         "cost": {"total_cost_usd": round(totals.cost_usd, 6)},
     }

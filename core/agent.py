@@ -49,7 +49,7 @@ from piton.core.conversation.messages import (
 )
 from piton.core.hooks.session import Hooks
 from piton.core.models import model_info, resolve_alias
-from piton.core.modes import PLAN_MODE_ENDED, PLAN_MODE_REMINDER
+from piton.core.modes import PLAN_MODE_ENDED, PLAN_MODE_REMINDER, style_reminder
 from piton.core.providers import ModelRequest, Provider, ProviderError
 from piton.core.run_state import RunStats, Stop
 from piton.core.safety.permissions import PermissionGate
@@ -97,6 +97,7 @@ class AgentConfig:
     skills_listing: str = ""  # the part of the system prompt that lists the skills (for /context)
     max_budget_usd: float | None = None  # the run stops before a turn once it has cost more
     effort: str | None = None  # low ... max: sent to models that take an effort level
+    output_style: str | None = None  # a style's name (not Default): the model is reminded each turn
 
 
 MAX_KEPT_GOING = 8  # Stop hooks may send the agent back to work this often in one turn
@@ -143,14 +144,19 @@ class Agent:
         self._append(Message.user(text))
 
     def _mode_notes(self, mode: str) -> list[ContentBlock]:
-        """What the model must know of the permission mode this turn: plan mode's rules, and once
-        that it is over (its rules are still in the history)."""
+        """What the model must know this turn: plan mode's rules, and once that it is over (its rules
+        are still in the history); the output style it answers in."""
         if self.agent_id is not None:
             return []
+        notes: list[ContentBlock] = []
+        if self.config.output_style:
+            notes.append(TextBlock(text=style_reminder(self.config.output_style)))
         was, self._planning = self._planning, mode == "plan"
         if self._planning:
-            return [TextBlock(text=PLAN_MODE_REMINDER)]
-        return [TextBlock(text=PLAN_MODE_ENDED)] if was else []
+            notes.append(TextBlock(text=PLAN_MODE_REMINDER))
+        elif was:
+            notes.append(TextBlock(text=PLAN_MODE_ENDED))
+        return notes
 
     async def run(
         self,

@@ -1,4 +1,4 @@
-"""What the model is told about the permission mode it works in."""
+"""What the model is told each turn about the permission mode and the output style it works in."""
 
 from __future__ import annotations
 
@@ -22,3 +22,11 @@ PLAN_MODE_ENDED = (
     "<system-reminder>\nPlan mode has ended: you may now edit files and run commands, as the "
     "permission mode allows.\n</system-reminder>"
 )
+
+
+def style_reminder(name: str) -> str:
+    """Told each turn while an output style other than Default is chosen."""
+    return (
+        f"<system-reminder>\nThe output style {name!r} is active: answer as its instructions, at the end "
+        "of the system prompt, describe.\n</system-reminder>"
+    )

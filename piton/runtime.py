@@ -27,7 +27,7 @@ from piton.core.project.settings import (
     SettingsFlagError,
     load_settings,
 )
-from piton.core.project.system_prompt import build_system_prompt, environment_section
+from piton.core.project.system_prompt import OutputStyle, build_system_prompt, environment_section
 from piton.core.project.trust import Grant, Trust, TrustStore, decide
 from piton.core.providers import Provider
 from piton.core.safety.permissions import (
@@ -77,6 +77,14 @@ class Runtime:
     status_command: str | None = None  # the settings' statusLine command
     unsupported: list[str] = field(default_factory=list)  # settings keys Piton does not apply
     plugins: Plugins | None = None  # the Claude Code plugins loaded, and what they added
+    output_style: OutputStyle | None = None  # the style the model answers in
+    output_styles: dict[str, OutputStyle] = field(default_factory=dict)  # all found, by lower-case name
+
+    @property
+    def style_name(self) -> str:
+        """The output style's name as Claude Code reports it (`default` for Piton's own)."""
+        style = self.output_style
+        return "default" if style is None or not style.prompt else style.name
 
     async def start_hooks(self, source: str) -> None:
         """SessionStart hooks (`startup`, `resume`, `clear`): what they print is context for the
@@ -204,6 +212,7 @@ def build_runtime(
     from piton.core.project.memory import load_memory
     from piton.skills.agents import agent_types_from_json, discover_agent_types
     from piton.skills.catalog import discover, with_skills
+    from piton.skills.output_styles import choose, discover_output_styles
     from piton.skills.plugins import load_plugins
 
     settings = run_settings(options)
@@ -244,8 +253,11 @@ def build_runtime(
     budget = listing_budget(
         settings.model_limits(session.model)[0] or model_info(session.model).context_window
     )
+    styles, style_warnings = discover_output_styles(options.cwd, plugins=plugins.plugins)
+    notices += style_warnings
+    style = choose(styles, settings.output_style, notices)
     sections = [memory.prompt_section(), attribution(settings), catalog.prompt_section(budget)]
-    config = _agent_config(options, settings, session, policy, sections)
+    config = _agent_config(options, settings, session, policy, sections, style)
     if options.effort is not None and not model_info(session.model).effort:
         notices.append(f"--effort {options.effort}: {session.model} takes no effort level; ignored")
     notices.extend(w for w in settings.warnings if w not in notices)  # reading values may have added some
@@ -321,6 +333,8 @@ def build_runtime(
         status_command=status_command(options.cwd, settings, trust),
         unsupported=settings.unsupported_keys(),
         plugins=plugins,
+        output_style=style,
+        output_styles=styles,
     )
 
 
@@ -387,16 +401,17 @@ def _agent_config(
     session: OpenedSession,
     policy: SandboxPolicy,
     sections: list[str],
+    style: OutputStyle,
 ) -> AgentConfig:
     """The main agent's configuration: its model and limits, and the system prompt (the project's
-    memory and the skills listing as its last `sections`)."""
+    memory and the skills listing as its last `sections`, then the output style's instructions)."""
     thinking = options.thinking if options.thinking is not None else settings.thinking
     # git runs in a read-only sandbox: a repository's config can name programs for it to run
     git_sandbox = None if policy.mode == "danger-full-access" else make_sandbox(policy.read_only())
     window, max_output = settings.model_limits(session.model)
     return AgentConfig(
         model=session.model,
-        system_prompt=_system_prompt(options, git_sandbox, sections),
+        system_prompt=_system_prompt(options, git_sandbox, sections, style),
         cwd=options.cwd,
         session_id=session.log.session_id,
         max_turns=options.max_turns,
@@ -406,15 +421,23 @@ def _agent_config(
         skills_listing=sections[-1] if options.system_prompt is None else "",
         max_budget_usd=options.max_budget_usd,
         effort=options.effort,
+        output_style=style.name if style.prompt and options.system_prompt is None else None,
     )
 
 
-def _system_prompt(options: RunOptions, git_sandbox: Sandbox | None, sections: list[str]) -> str:
+def _system_prompt(
+    options: RunOptions, git_sandbox: Sandbox | None, sections: list[str], style: OutputStyle
+) -> str:
     """Piton's prompt, or the one `--system-prompt` gives in its place (as Claude Code does, whole:
-    the project's memory and the skills listing go with Piton's own prompt); then what is appended."""
+    the project's memory, the skills listing and the output style go with Piton's own prompt); then
+    what is appended."""
     if options.system_prompt is None:
         return build_system_prompt(
-            options.cwd, append=options.append_system_prompt, sandbox=git_sandbox, sections=sections
+            options.cwd,
+            append=options.append_system_prompt,
+            sandbox=git_sandbox,
+            sections=sections,
+            style=style,
         )
     parts = (options.system_prompt, options.append_system_prompt or "")
     return "\n\n".join(p.strip() for p in parts if p.strip())

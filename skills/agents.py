@@ -7,13 +7,12 @@ apply (agent hooks, a color) is kept as a note the listings show."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from piton.core.project.claude_home import user_config_dirs
 from piton.core.project.roots import project_dirs
 from piton.core.subagents import DEFAULT_MAX_TURNS, TASK_TOOL, AgentType, builtin_types
-from piton.skills.frontmatter import FrontmatterError, list_field, read, shown, text_field
+from piton.skills.frontmatter import FrontmatterError, list_field, markdown_files, read, shown, text_field
 
 
 def load_agent_type(path: Path, source: str) -> AgentType:
@@ -53,23 +52,6 @@ def load_agent_type(path: Path, source: str) -> AgentType:
 AGENT_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 
-def _agent_files(top: Path, warnings: list[str]) -> list[Path]:
-    """The `*.md` files anywhere under `top` (links to folders not followed); a folder that cannot be
-    listed is named in `warnings` (a glob would say nothing) and its siblings are still read."""
-
-    def unlisted(e: OSError) -> None:
-        where = Path(e.filename or top)
-        if not (where == top and isinstance(e, FileNotFoundError)):
-            warnings.append(f"{shown(where)}: cannot list it ({e.strerror or e}); skipped")
-
-    return sorted(
-        Path(folder, name)
-        for folder, _dirs, names in os.walk(top, onerror=unlisted)
-        for name in names
-        if name.endswith(".md") and name.lower() != "readme.md"
-    )
-
-
 def discover_agent_types(cwd: Path, home: Path | None = None) -> tuple[dict[str, AgentType], list[str]]:
     """Every type by name, first found wins: the project's, the user's, then the built-in ones."""
     home = home if home is not None else Path.home()
@@ -79,7 +61,7 @@ def discover_agent_types(cwd: Path, home: Path | None = None) -> tuple[dict[str,
     types: dict[str, AgentType] = {}
     warnings: list[str] = []
     for folder, source in folders:
-        for path in _agent_files(folder, warnings):
+        for path in markdown_files(folder, warnings):
             try:
                 found = load_agent_type(path, source)
             except FrontmatterError as e:

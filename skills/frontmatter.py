@@ -281,3 +281,21 @@ def bool_field(meta: dict[str, Any], key: str, default: bool) -> bool:
     if isinstance(value, str) and value.strip().lower() in ("true", "yes", "false", "no"):
         return value.strip().lower() in ("true", "yes")
     raise FrontmatterError(f"'{key}' should be true or false")
+
+
+def markdown_files(top: Path, warnings: list[str]) -> list[Path]:
+    """The `*.md` files anywhere under `top` but READMEs (links to folders not followed); a folder
+    that cannot be listed is named in `warnings` (a glob would say nothing) and its siblings are
+    still read."""
+
+    def unlisted(e: OSError) -> None:
+        where = Path(e.filename or top)
+        if not (where == top and isinstance(e, FileNotFoundError)):
+            warnings.append(f"{shown(where)}: cannot list it ({e.strerror or e}); skipped")
+
+    return sorted(
+        Path(folder, name)
+        for folder, _dirs, names in os.walk(top, onerror=unlisted)
+        for name in names
+        if name.endswith(".md") and name.lower() != "readme.md"
+    )

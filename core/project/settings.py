@@ -72,6 +72,13 @@ class Settings(ExtensionSettings):
         return value if isinstance(value, str) and value.strip() else None
 
     @property
+    def output_style(self) -> str | None:
+        """`outputStyle`: the name of the style the model answers in (a project's file may choose
+        one: a style only changes how the model talks)."""
+        value = self._last("outputStyle")
+        return value if isinstance(value, str) and value.strip() else None
+
+    @property
     def thinking(self) -> bool | None:
         """`"thinking": false` turns extended thinking off (Claude Code's `alwaysThinkingEnabled` too)."""
         for key in ("thinking", "alwaysThinkingEnabled"):

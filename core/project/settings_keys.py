@@ -32,6 +32,7 @@ SUPPORTED: dict[str, frozenset[str] | None] = {
     "alwaysThinkingEnabled": None,
     "cleanupPeriodDays": None,
     "includeCoAuthoredBy": None,
+    "outputStyle": None,
     "sandbox": frozenset(
         {"mode", "network", "limits", "credentialPaths", "enabled", "autoAllowBashIfSandboxed"}
     ),

@@ -6,6 +6,7 @@ import platform
 import shlex
 import subprocess
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date
 from importlib.resources import files
 from pathlib import Path
@@ -88,6 +89,33 @@ def git_summary(cwd: Path, sandbox: Sandbox | None = None) -> str:
     return "\n".join(out)
 
 
+_ROLE = {
+    True: "You are Piton, a coding assistant that works in the user's terminal, inside their project. You "
+    "help with software engineering tasks: explaining code, fixing bugs, adding features, refactoring, "
+    "writing tests, and running commands.",
+    False: "You are Piton, an assistant that works in the user's terminal, inside their project. You help "
+    "the user as the output style at the end of these instructions describes.",
+}
+_BREVITY = (
+    "- Be direct and brief. Answer in the fewest words that fully serve the user; no preamble, no "
+    "summary of what you are about to do unless asked."
+)
+_MARKDOWN = "- Use GitHub-flavoured Markdown; it is rendered in a terminal."
+
+
+@dataclass(frozen=True, slots=True)
+class OutputStyle:
+    """How the model talks (`piton.skills.output_styles` finds them): its instructions, added at the
+    end of the prompt (none for Default), and whether the coding instructions stay."""
+
+    name: str
+    description: str
+    prompt: str
+    keep_coding: bool
+    source: str  # builtin, project, user or plugin
+    path: Path | None = None
+
+
 def build_system_prompt(
     cwd: Path,
     *,
@@ -95,17 +123,28 @@ def build_system_prompt(
     today: date | None = None,
     sandbox: Sandbox | None = None,
     sections: Sequence[str] = (),
+    style: OutputStyle | None = None,
 ) -> str:
-    """The template filled in, then `sections` (project instructions, the skills listing) and what
-    the user appends. Everything here stays the same for the session: it is the cached prefix."""
-    template = Template(files("piton.core").joinpath("prompts/system.md").read_text(encoding="utf-8"))
+    """The template filled in, then `sections` (project instructions, the skills listing), the output
+    style's instructions, and what the user appends. Everything here stays the same for the session:
+    it is the cached prefix."""
+    prompts = files("piton.core").joinpath("prompts")
+    template = Template(prompts.joinpath("system.md").read_text(encoding="utf-8"))
+    coding = style is None or style.keep_coding
+    how = [] if style is not None and style.prompt else [_BREVITY]  # a style says how long to be
+    how.append(_MARKDOWN)
+    if coding:
+        how.append(prompts.joinpath("how-to-work.md").read_text(encoding="utf-8").strip())
     text = template.safe_substitute(
+        role=_ROLE[coding],
+        how_to_work="\n".join(how),
         cwd=str(cwd),
         platform=f"{platform.system()} {platform.release()}",
         date=(today or date.today()).isoformat(),
         git_status=git_summary(cwd, sandbox),
     ).rstrip()
-    for part in [*sections, append or ""]:
+    styled = f"# Output style: {style.name}\n{style.prompt.strip()}" if style and style.prompt.strip() else ""
+    for part in [*sections, styled, append or ""]:
         if part.strip():
             text += "\n\n" + part.strip()
     return text

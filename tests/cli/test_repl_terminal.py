@@ -22,8 +22,8 @@ def expect_text(child: pexpect.spawn, text: str) -> None:
     child.expect(_ANSI.join(re.escape(ch) for ch in text))
 
 
-def spawn(project: Path) -> pexpect.spawn:
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "40"}
+def spawn(project: Path, **extra_env: str) -> pexpect.spawn:
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "40", **extra_env}
     child = pexpect.spawn(
         PITON, cwd=str(project), env=env, encoding="utf-8", timeout=30, dimensions=(40, 100)
     )
@@ -206,3 +206,65 @@ def test_a_message_typed_before_the_prompt_is_drawn_is_sent(
     child.expect(pexpect.EOF)
     child.close()
     assert fake_api.bodies[0]["messages"][0]["content"][0]["text"] == "quick question"
+
+
+def test_output_style_picked_in_the_terminal_applies_to_the_next_message(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    fake_api.add(reply("Insightful answer."))
+    child = spawn(project)
+    child.send("/output-style\r")
+    expect_text(child, "2. Explanatory")
+    expect_text(child, "Output style?")
+    child.send("2\r")
+    expect_text(child, "Output style: Explanatory")
+    child.send("explain it\r")
+    expect_text(child, "Insightful answer.")
+    child.send("\x04")
+    child.expect(pexpect.EOF)
+    child.close()
+    system = fake_api.bodies[0]["system"]
+    assert "# Output style: Explanatory" in (system if isinstance(system, str) else str(system))
+    assert '"outputStyle": "Explanatory"' in (project / ".piton/settings.local.json").read_text()
+
+
+def test_ctrl_v_pastes_the_clipboards_image_into_the_message(
+    fake_api: FakeAnthropicAPI, project: Path, tmp_path: Path
+) -> None:
+    import base64
+
+    from tests.fakes.images import png
+
+    image = tmp_path / "clip.png"
+    image.write_bytes(png())
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    state = tmp_path / "clipboard-state"  # what the clipboard holds: an image, then text
+    state.write_text("image/png")
+    xclip = tools / "xclip"  # the user's own clipboard program, answering as xclip does
+    xclip.write_text(
+        "#!/bin/sh\n"
+        f'case "$*" in *TARGETS*) echo TARGETS; cat "{state}"; echo ;; *image/png*) cat "{image}" ;; esac\n'
+    )
+    xclip.chmod(0o755)
+    fake_api.add(reply("A red square."))
+    child = spawn(project, PATH=f"{tools}{os.pathsep}{os.environ['PATH']}", DISPLAY=":0")
+    child.send("what is")
+    child.send("\x16")  # Ctrl-V
+    expect_text(child, "[Image #1]")
+    child.send("?\r")
+    expect_text(child, "A red square.")
+    state.write_text("UTF8_STRING")
+    child.send("\x16")
+    expect_text(child, "Ctrl-V: no image on the clipboard")
+    child.send("\x04")
+    child.expect(pexpect.EOF)
+    child.close()
+    content = fake_api.bodies[0]["messages"][0]["content"]
+    assert content[0] == {"type": "text", "text": "what is [Image #1] ?"}
+    assert content[1]["text"] == "(Image #1, pasted:)"
+    assert content[2]["source"] == {
+        "type": "base64",
+        "media_type": "image/png",
+        "data": base64.b64encode(png()).decode(),
+    }

@@ -181,13 +181,13 @@ def test_keys_piton_does_not_apply_are_named_once(project: Path) -> None:
     write(
         project,
         ".claude/settings.json",
-        {"outputStyle": "Explanatory", "permissions": {"allow": [], "weird": 1}},
+        {"outputStyles": ["x"], "permissions": {"allow": [], "weird": 1}},
     )
     runtime = build(project)
     assert runtime.unsupported == [
         "apiKeyHelper (~/.claude/settings.json)",
         "sandbox.network (only true or false) (~/.claude/settings.json)",
-        "outputStyle (.claude/settings.json)",
+        "outputStyles (.claude/settings.json)",
         "permissions.weird (.claude/settings.json)",
     ]
 
