@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
@@ -215,7 +216,12 @@ class Repl:
 
         if self.io.console is not None:
             return self.io.console
-        return Console(file=sys.stdout, highlight=False, force_terminal=sys.stdout.isatty() or None)
+        # Rich would take an exported COLUMNS (or LINES) as the width for good: the terminal's own
+        # size, asked at each print, follows its resizes
+        environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        return Console(
+            file=sys.stdout, highlight=False, force_terminal=sys.stdout.isatty() or None, _environ=environ
+        )
 
     def _load(self) -> None:
         """Everything the first turn needs; runs on a worker thread while the prompt is up."""

@@ -1,0 +1,148 @@
+"""Resizing the terminal while an answer streams: what the screen shows afterwards, through a VT100
+emulator fed everything the real `piton` writes to its pseudo-terminal."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Callable
+from functools import partial
+from itertools import pairwise
+from pathlib import Path
+
+import pexpect
+import pyte
+import pytest
+
+from piton.testing.script import reply
+from tests.cli.test_repl_terminal import PITON, PROMPT
+from tests.fakes.fake_api import FakeAnthropicAPI
+
+ROWS, COLUMNS = 40, 100
+SPINNER = "esc to interrupt"
+_TOKEN = re.compile(r"\bp\d\dw\d\d\d\b")  # fixed width: a word cut at the screen's edge never matches
+
+
+def paragraph(n: int, words: int = 80) -> str:
+    return " ".join(f"p{n:02d}w{w:03d}" for w in range(words))
+
+
+PARAGRAPHS = [paragraph(n) for n in range(6)]
+LAST_WORD = PARAGRAPHS[-1].split()[-1]
+QUESTION = "tell me a story"
+
+
+class Terminal(pyte.HistoryScreen):
+    """A screen that keeps what scrolls off its top, as a terminal's scrollback does, and answers the
+    cursor position reports prompt_toolkit asks for."""
+
+    def __init__(self, child: pexpect.spawn[str], rows: int, columns: int) -> None:
+        super().__init__(columns, rows, history=10_000)
+        self.child = child
+        self.stream = pyte.Stream(self)
+
+    def write_process_input(self, data: str) -> None:
+        self.child.send(data)
+
+    def resize_both(self, rows: int, columns: int) -> None:
+        # The pty and the screen change together, as a terminal window does: SIGWINCH follows.
+        self.resize(rows, columns)
+        self.child.setwinsize(rows, columns)
+
+    def rows(self) -> list[str]:
+        """Every row, scrollback first, without trailing blanks."""
+        scrolled = ["".join(line[x].data for x in sorted(line)).rstrip() for line in self.history.top]
+        return scrolled + [row.rstrip() for row in self.display]
+
+    def dump(self) -> str:
+        return "\n".join(f"{i:4d}|{row}" for i, row in enumerate(self.rows()))
+
+    def pump(self, until: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+        """Feed the screen what the child writes until `until()` holds for it."""
+        deadline = time.monotonic() + timeout
+        while not until():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {what} within {timeout:.0f}s; the screen:\n{self.dump()}")
+            try:
+                self.stream.feed(self.child.read_nonblocking(65536, timeout=0.05))
+            except pexpect.TIMEOUT:
+                continue
+            except pexpect.EOF as e:
+                raise AssertionError(f"piton exited before {what}; the screen:\n{self.dump()}") from e
+
+    def settle(self, quiet: float = 0.5, timeout: float = 30.0) -> None:
+        """Feed the screen until the child has written nothing for `quiet` seconds: while it works,
+        the spinner turns ten times a second, so a silence means the turn is over."""
+        deadline = time.monotonic() + timeout
+        last = time.monotonic()
+        while time.monotonic() - last < quiet:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"piton never fell quiet; the screen:\n{self.dump()}")
+            try:
+                self.stream.feed(self.child.read_nonblocking(65536, timeout=0.05))
+            except pexpect.TIMEOUT:
+                continue
+            last = time.monotonic()
+
+    def shows(self, text: str) -> bool:
+        return any(text in row for row in self.display)
+
+    def idle(self) -> bool:
+        """The prompt is drawn without the spinner right above it, where the live area keeps it;
+        a spinner left anywhere else is for the assertions to find, not a reason to wait."""
+        rows = [row.rstrip() for row in self.display]
+        return any(row == PROMPT.rstrip() and SPINNER not in above for above, row in pairwise(rows))
+
+
+@pytest.mark.parametrize("exported", [False, True], ids=["size-from-terminal", "COLUMNS-exported"])
+def test_resizing_while_an_answer_streams_leaves_no_stale_rows(
+    fake_api: FakeAnthropicAPI, project: Path, exported: bool
+) -> None:
+    fake_api.add(reply("\n\n".join(PARAGRAPHS), chunk=8, delay_s=0.01))
+    # Whether or not the shell exports COLUMNS and LINES (at the starting size), the width must come
+    # from the terminal and follow its resizes.
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    if exported:
+        env.update(COLUMNS=str(COLUMNS), LINES=str(ROWS))
+    env["TERM"] = "xterm-256color"
+    child = pexpect.spawn(
+        PITON, cwd=str(project), env=env, encoding="utf-8", timeout=30, dimensions=(ROWS, COLUMNS)
+    )
+    term = Terminal(child, ROWS, COLUMNS)
+    try:
+        term.pump(lambda: term.shows("/help"), "welcome")  # typed earlier, the echo would precede it
+        child.send(f"{QUESTION}\r")
+        # Each resize lands while the live area holds several rows of an unfinished paragraph.
+        streaming: list[bool] = []
+        # the last width is no multiple of a word's 8 columns: text laid out at a stale width
+        # splits words at the screen's edge, and the last paragraph's words go missing
+        for shown, columns in (("p01w020", 60), ("p03w020", 90), ("p04w040", 69)):
+            term.pump(partial(term.shows, shown), shown)
+            streaming.append(term.shows(SPINNER))
+            term.resize_both(ROWS, columns)
+        term.pump(lambda: term.shows(LAST_WORD) and term.idle(), "end of the answer")
+        term.settle()
+        rows, screen = term.rows(), term.dump()
+    finally:
+        child.close(force=True)
+
+    assert any(streaming), f"the answer was over before the terminal was resized\n{screen}"
+    assert not [row for row in rows if SPINNER in row], screen
+    prompts = [i for i, row in enumerate(rows) if row.startswith(PROMPT.rstrip())]
+    assert [rows[i] for i in prompts] == [f"{PROMPT}{QUESTION}", PROMPT.rstrip()], screen
+    echo, prompt = prompts
+    assert prompt >= len(rows) - ROWS, screen  # on the screen, not in the scrollback
+    assert all(not row for row in rows[prompt + 1 : -1]), screen  # below it, only the status line
+
+    last = max(i for i, row in enumerate(rows) if LAST_WORD in row)
+    assert echo < last < prompt and all(not row for row in rows[last + 1 : prompt]), screen
+    # Between the question and the answer's end there is only the answer: a copy of a live row
+    # or a spinner frame left behind would show here.
+    assert all(re.fullmatch(r"[pw\d ]*", row) for row in rows[echo + 1 : last + 1]), screen
+    words = Counter(word for row in rows for word in _TOKEN.findall(row))
+    repeated = sorted(word for word, count in words.items() if count > 1)
+    assert not repeated, f"shown twice: {repeated[:20]}\n{screen}"
+    # The last paragraph was printed after every resize, at the final width: all of it is there.
+    assert all(word in words for word in PARAGRAPHS[-1].split()), screen
