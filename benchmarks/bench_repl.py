@@ -81,6 +81,14 @@ def answer(size: int) -> str:
     return (unit * (size // len(unit) + 1))[:size]
 
 
+def code_answer(lines: int) -> str:
+    """One long Python block, printed in batches as it streams, with a docstring every few lines."""
+    body = "".join(
+        f'def f{i}(x):\n    """Doc {i}."""\n    return x * {i}  # note\n\n' for i in range(lines // 4)
+    )
+    return f"Here it is:\n\n```python\n{body}```\n"
+
+
 def _console() -> Console:
     """A terminal-like console that writes nowhere."""
     return Console(
@@ -202,6 +210,11 @@ def main() -> None:
         streamed[size] = statistics.median(render_cpu(text) for _ in range(3))
         print(f"{size // 1000:>4} KB    {once:>12.2f} {streamed[size]:>9.2f} {streamed[size] / once:>6.2f}")
     print(f"\n4x the text costs {streamed[200_000] / streamed[50_000]:.2f}x the time")
+    text = code_answer(1600)
+    once = statistics.median(render_once(text) for _ in range(3))
+    code_streamed = statistics.median(render_cpu(text) for _ in range(3))
+    label = f"{len(text) // 1000} KB, one 1,600-line code block"
+    print(f"{label}: render once {once:.2f}, streamed {code_streamed:.2f}, ratio {code_streamed / once:.2f}")
 
     print(f"\nIdle for {IDLE_S:.0f} s: CPU and memory (after the answer, for the REPL)\n")
     base_cpu, base_rss = baseline_idle()
