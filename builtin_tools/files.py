@@ -174,22 +174,6 @@ class FileTool(PathTool[InputT]):
 
 # -- text and binary ------------------------------------------------------------------------------
 
-_IMAGE_MAGIC = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-)
-
-
-def image_type(head: bytes) -> str | None:
-    for magic, media_type in _IMAGE_MAGIC:
-        if head.startswith(magic):
-            return media_type
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
-    return None
-
 
 @dataclass(frozen=True, slots=True)
 class Encoding:

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from piton.builtin_tools.files import decode, image_type, looks_binary, open_readable, remember
+from piton.builtin_tools.files import decode, looks_binary, open_readable, remember
+from piton.core.conversation.media import image_type
 from piton.core.conversation.messages import Base64ImageSource, ContentBlock, ImageBlock, TextBlock
 from piton.core.safety.policy import PolicyError
 from piton.core.tools import ToolContext

@@ -21,7 +21,6 @@ from piton.builtin_tools.files import (
     bom_encoding,
     decode_line,
     detect,
-    image_type,
     lines_of,
     looks_binary,
     numbered,
@@ -29,6 +28,7 @@ from piton.builtin_tools.files import (
     readable,
     remember,
 )
+from piton.core.conversation.media import image_type
 from piton.core.conversation.messages import Base64ImageSource, ImageBlock
 from piton.core.tools import ToolContext, ToolResult
 

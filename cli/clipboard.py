@@ -105,7 +105,7 @@ def read_image(exclude: Sequence[Path], env: Mapping[str, str] | None = None) ->
 
 
 def _checked(data: bytes) -> bytes:
-    from piton.builtin_tools.files import image_type
+    from piton.core.conversation.media import image_type
 
     if image_type(data[:16]) is None:
         raise ClipboardError("the clipboard's image is in a format the model does not read")
@@ -128,7 +128,7 @@ class PastedImages:
     def attach(self, text: str, content: str | list[ContentBlock]) -> str | list[ContentBlock]:
         """`content` (the message and its `@` attachments) followed by each image whose marker the
         text holds, once each, in the order they appear."""
-        from piton.builtin_tools.files import image_type
+        from piton.core.conversation.media import image_type
         from piton.core.conversation.messages import Base64ImageSource, ImageBlock, TextBlock
 
         blocks: list[ContentBlock] = []
