@@ -14,6 +14,7 @@ def builtin_tools() -> list[AnyTool]:
     from piton.builtin_tools.plan import ExitPlanMode
     from piton.builtin_tools.read import Read
     from piton.builtin_tools.todo import TodoWrite
+    from piton.builtin_tools.web_fetch import WebFetch
     from piton.builtin_tools.write import Write
 
-    return [Bash(), Glob(), Grep(), Read(), Edit(), Write(), TodoWrite(), ExitPlanMode()]
+    return [Bash(), Glob(), Grep(), Read(), Edit(), Write(), TodoWrite(), WebFetch(), ExitPlanMode()]

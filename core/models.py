@@ -70,6 +70,17 @@ def resolve_alias(name: str) -> str:
     return ALIASES.get(name.strip().lower(), name.strip())
 
 
+def small_fast_model() -> str:
+    """The model for side requests (WebFetch's reading of a page): Claude Code's variables, else
+    the haiku alias."""
+    import os
+
+    for name in ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_SMALL_FAST_MODEL"):
+        if value := os.environ.get(name, "").strip():
+            return resolve_alias(value)
+    return ALIASES["haiku"]
+
+
 def _prices(family: str, version: tuple[int, int]) -> Prices:
     if family == "opus":
         return _OPUS if version >= (4, 5) else _OPUS_OLD

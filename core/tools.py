@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -86,6 +86,10 @@ class ToolContext:
     record: Callable[..., None] = _no_record
     lock: CommandLock = field(default_factory=CommandLock)  # shared by a session's main agent and subagents
     checkpoints: Checkpoints | None = None  # what file tools changed, turn by turn (for /rewind)
+    # a side request to the model (a ModelRequest; its events), its usage counted as the agent's
+    ask_model: Callable[[Any], AsyncIterator[Any]] | None = None
+    # whether an allow rule names this tool and content (not the tool alone): what a rule must open
+    rule_names: Callable[[str, str], bool] | None = None
 
 
 class Tool(ABC, Generic[InputT]):

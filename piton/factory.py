@@ -10,6 +10,7 @@ from pathlib import Path
 
 from piton.core.activation_prep import ActivationPreparer
 from piton.core.agent import Agent, AgentConfig, Transcript
+from piton.core.agent_view import AgentConversation
 from piton.core.context.compaction import CompactionSettings, Compactor
 from piton.core.context.result_store import ResultCapper, ResultHandle, ToolResultStore
 from piton.core.conversation.messages import Message
@@ -56,6 +57,10 @@ class AgentFactory:
             compactor=Compactor(self.compaction, self.store),
         )
         agent.prepare = self.prepare
+        # WebFetch reads pages through a side request counted as this agent's, and opens a private
+        # address only for a rule that names its host; the gate's rules may be swapped later
+        context.ask_model = AgentConversation(agent).ask
+        context.rule_names = lambda tool, content: gate.permissions.names(tool, content)
         return agent
 
     def subagent(

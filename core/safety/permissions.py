@@ -207,6 +207,14 @@ class Permissions:
         matched = [next((r for r in self.allow if self._matches(r, tool, content, p)), None) for p in parts]
         return matched[0] if all(matched) else None
 
+    def names(self, tool: str, content: str) -> bool:
+        """Whether an allow rule names this content of `tool` (`WebFetch(domain:localhost)`), not
+        the tool alone: what only a rule written for it may open."""
+        return any(
+            r.tool == tool and r.specifier is not None and fnmatch.fnmatchcase(content, r.specifier)
+            for r in self.allow
+        )
+
     def decide(self, tool: GovernedTool, content: str | None, *, looks: bool = False) -> Decision:
         """The decision for calling `tool` on `content` (its command or absolute path, if any).
         `looks` says that this call of a tool that may change things only looks (a Bash line the
@@ -255,6 +263,8 @@ def suggest_rules(tool: GovernedTool, content: str | None) -> list[str]:
             if words and rule not in rules:
                 rules.append(rule)
         return rules or [f"{tool.name}({content})"]
+    if tool.kind == "other" and content and content.startswith("domain:"):
+        return [f"{tool.name}({content})"]  # this site, not every site
     return [tool.name]
 
 

@@ -291,6 +291,7 @@ def test_a_tool_loop_with_the_built_in_tools(fake_api: FakeAnthropicAPI, project
         "Edit",
         "Write",
         "TodoWrite",
+        "WebFetch",
         "ExitPlanMode",
         "Skill",
         "Task",

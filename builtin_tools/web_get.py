@@ -1,0 +1,158 @@
+"""Fetching one web page for the model, from Piton's own process (the sandbox's network stays off).
+
+The host is resolved once and the connection goes to the address that was checked (TLS still
+verifies the host's certificate, by name): a name that resolves to a public address when checked
+and to 127.0.0.1 when used cannot reach the machine's own services. Private, loopback, link-local
+and other non-public addresses are refused unless `allow_private(host)` says a rule names the host.
+`http://` becomes `https://` for public hosts. Redirects are followed on the same host only; one to
+another host is returned, for the model to fetch (and be allowed) on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    import httpx2
+
+MAX_BYTES = 10 * 1024 * 1024  # of a response body; the rest is not read
+MAX_REDIRECTS = 10
+TIMEOUT_S = 30.0
+CONNECT_TIMEOUT_S = 10.0
+_REDIRECTS = (301, 302, 303, 307, 308)
+
+
+class FetchError(Exception):
+    """The page could not be fetched; the message says why, in one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    url: str  # where the content came from, after same-host redirects
+    status: int
+    content_type: str
+    body: bytes
+    truncated: bool = False  # the body was over MAX_BYTES
+    redirect: str | None = None  # a redirect to another host, not followed
+
+
+def _public(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+async def _resolve(host: str, port: int) -> list[str]:
+    try:
+        return [str(ipaddress.ip_address(host.strip("[]")))]  # an address already: nothing to look up
+    except ValueError:
+        pass
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise FetchError(f"cannot resolve {host} ({e.strerror or e})") from e
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def _split(url: str) -> tuple[str, str, int, str]:
+    """Scheme, host, port and the rest (path and query) of an absolute http(s) URL."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise FetchError(f"not an http or https URL: {url[:200]}")
+    if parts.username or parts.password:
+        raise FetchError("a URL with a user name or password in it is not fetched")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as e:
+        raise FetchError(f"a bad port in {url[:200]}") from e
+    rest = urlunsplit(("", "", parts.path or "/", parts.query, ""))
+    return parts.scheme, parts.hostname.lower(), port, rest
+
+
+async def fetch(
+    url: str,
+    *,
+    allow_private: Callable[[str], bool],
+    user_agent: str,
+    wait_s: float = TIMEOUT_S,
+    max_bytes: int = MAX_BYTES,
+) -> Page:
+    """The page at `url`. FetchError, in one line, when it cannot be fetched or may not be."""
+    import httpx2
+
+    first_host = _split(url)[1]
+    async with httpx2.AsyncClient(
+        follow_redirects=False,
+        trust_env=False,  # a proxy would resolve the name again, past the address check
+        timeout=httpx2.Timeout(wait_s, connect=CONNECT_TIMEOUT_S),
+    ) as client:
+        for _ in range(MAX_REDIRECTS + 1):
+            scheme, host, port, rest = _split(url)
+            if host != first_host:
+                return Page(url, 0, "", b"", redirect=url)
+            addresses = await _resolve(host, port)
+            private = [a for a in addresses if not _public(a)]
+            if private and not allow_private(host):
+                raise FetchError(
+                    f"{host} resolves to {private[0]}, a private or local address; a permission rule "
+                    f"WebFetch(domain:{host}) allows it"
+                )
+            if scheme == "http" and not private:
+                scheme, port = "https", 443 if port == 80 else port
+                named = f"[{host}]" if ":" in host else host
+                netloc = named if port == 443 else f"{named}:{port}"
+                url = urlunsplit(("https", netloc, *urlsplit(url)[2:]))
+            address = addresses[0]
+            literal = f"[{address}]" if ":" in address else address
+            default = 443 if scheme == "https" else 80
+            host_header = host if port == default else f"{host}:{port}"
+            request = client.build_request(
+                "GET",
+                f"{scheme}://{literal}:{port}{rest}",
+                headers={
+                    "Host": host_header,
+                    "User-Agent": user_agent,
+                    "Accept": "text/html, text/markdown, text/plain, application/pdf;q=0.9, */*;q=0.5",
+                },
+                extensions={"sni_hostname": host} if scheme == "https" else {},
+            )
+            try:
+                response = await client.send(request, stream=True)
+            except httpx2.TimeoutException as e:
+                raise FetchError(f"{host} did not answer within {wait_s:g} s") from e
+            except httpx2.HTTPError as e:
+                raise FetchError(f"cannot fetch {host}: {e}") from e
+            try:
+                if response.status_code in _REDIRECTS and "location" in response.headers:
+                    url = urljoin(url, response.headers["location"])
+                    continue
+                body, truncated = await _read(response, max_bytes, host, wait_s)
+            finally:
+                await response.aclose()
+            return Page(url, response.status_code, response.headers.get("content-type", ""), body, truncated)
+    raise FetchError(f"more than {MAX_REDIRECTS} redirects")
+
+
+async def _read(response: httpx2.Response, max_bytes: int, host: str, wait_s: float) -> tuple[bytes, bool]:
+    import httpx2
+
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_bytes:
+                return b"".join(chunks)[:max_bytes], True
+    except httpx2.TimeoutException as e:
+        raise FetchError(f"{host} stopped sending for {wait_s:g} s") from e
+    except httpx2.HTTPError as e:
+        raise FetchError(f"the answer from {host} broke off: {e}") from e
+    return b"".join(chunks), False

@@ -1,0 +1,27 @@
+"""WebFetch runs in Piton's own process, outside the sandbox whose network is off. A prompt-injected
+model must not reach the machine's own services or the cloud metadata address through it: not by
+naming them, not through a redirect, not through another name for an allowed host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.builtin_tools.test_web_fetch import call, context, site
+
+__all__ = ["site"]  # the local web server these tests attack through
+
+
+def test_a_local_address_needs_a_rule_naming_its_host(site: str, project: Path) -> None:
+    text, error, _ = call(context(project, allowed=()), f"{site}/docs")
+    assert error and "127.0.0.1, a private or local address" in text and "WebFetch(domain:127.0.0.1)" in text
+    text, error, _ = call(context(project, allowed=()), "http://169.254.169.254/latest/meta-data/")
+    assert error and "private or local address" in text
+    port = site.rsplit(":", 1)[1]
+    text, error, _ = call(context(project, allowed=("127.0.0.1",)), f"http://localhost:{port}/docs")
+    assert error and "WebFetch(domain:localhost)" in text  # a rule for one name does not open another
+
+
+def test_a_redirect_never_reaches_the_metadata_service(site: str, project: Path) -> None:
+    # the cloud metadata address is another host: the redirect goes back to the model, unfollowed
+    text, error, _ = call(context(project), f"{site}/metadata")
+    assert not error and "redirects to another host: http://169.254.169.254/" in text
