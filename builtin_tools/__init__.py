@@ -15,6 +15,18 @@ def builtin_tools() -> list[AnyTool]:
     from piton.builtin_tools.read import Read
     from piton.builtin_tools.todo import TodoWrite
     from piton.builtin_tools.web_fetch import WebFetch
+    from piton.builtin_tools.web_search import WebSearch
     from piton.builtin_tools.write import Write
 
-    return [Bash(), Glob(), Grep(), Read(), Edit(), Write(), TodoWrite(), WebFetch(), ExitPlanMode()]
+    return [
+        Bash(),
+        Glob(),
+        Grep(),
+        Read(),
+        Edit(),
+        Write(),
+        TodoWrite(),
+        WebFetch(),
+        WebSearch(),
+        ExitPlanMode(),
+    ]

@@ -7,6 +7,8 @@ from typing import Any
 
 from piton.core.models import model_info
 
+WEB_SEARCH_USD = 0.01  # $10 per 1,000 searches
+
 
 @dataclass(slots=True)
 class Usage:
@@ -14,6 +16,7 @@ class Usage:
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    web_search_requests: int = 0  # server-side searches, billed by the search
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -21,6 +24,7 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cache_creation_input_tokens + other.cache_creation_input_tokens,
             self.cache_read_input_tokens + other.cache_read_input_tokens,
+            self.web_search_requests + other.web_search_requests,
         )
 
     def cost_usd(self, model: str) -> float:
@@ -30,14 +34,19 @@ class Usage:
             + self.output_tokens * p.output
             + self.cache_creation_input_tokens * p.cache_write
             + self.cache_read_input_tokens * p.cache_read
-        ) / 1_000_000
+        ) / 1_000_000 + self.web_search_requests * WEB_SEARCH_USD
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "input_tokens": self.input_tokens,
             "cache_creation_input_tokens": self.cache_creation_input_tokens,
             "cache_read_input_tokens": self.cache_read_input_tokens,
             "output_tokens": self.output_tokens,
+            **(
+                {"server_tool_use": {"web_search_requests": self.web_search_requests}}
+                if self.web_search_requests
+                else {}
+            ),
         }
 
 
@@ -69,6 +78,7 @@ class UsageTotals:
                 "outputTokens": u.output_tokens,
                 "cacheReadInputTokens": u.cache_read_input_tokens,
                 "cacheCreationInputTokens": u.cache_creation_input_tokens,
+                "webSearchRequests": u.web_search_requests,
                 "costUSD": round(u.cost_usd(model), 6),
                 "contextWindow": model_info(model).context_window,
             }

@@ -65,6 +65,8 @@ class MessageDone:
     model: str
     message_id: str
     input_errors: dict[str, str] = field(default_factory=dict)
+    # the results of server-side web searches the reply made (title and URL, or `error`)
+    web_results: list[dict[str, str]] = field(default_factory=list)
     # time spent waiting on the API for this reply, from sending the request to the end of its stream
     # (the SDK's retries included); what `duration_api_ms` adds up
     api_seconds: float = 0.0

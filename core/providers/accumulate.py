@@ -49,6 +49,22 @@ def _usage_update(usage: Usage, reported: Any) -> None:
         value = getattr(reported, name, None)
         if isinstance(value, int) and not isinstance(value, bool):
             setattr(usage, name, value)
+    searches = getattr(getattr(reported, "server_tool_use", None), "web_search_requests", None)
+    if isinstance(searches, int) and not isinstance(searches, bool):
+        usage.web_search_requests = searches
+
+
+def _search_results(block: Any) -> list[dict[str, str]]:
+    """A web_search_tool_result's results as title and URL, or its error as `error`."""
+    content = getattr(block, "content", None)
+    if not isinstance(content, list):
+        return [{"error": str(getattr(content, "error_code", None) or "unknown")}]
+    found: list[dict[str, str]] = []
+    for item in content:
+        url, title = getattr(item, "url", None), getattr(item, "title", None)
+        if isinstance(url, str):
+            found.append({"title": title if isinstance(title, str) else url, "url": url})
+    return found
 
 
 class MalformedEvent(ValueError):
@@ -84,6 +100,7 @@ class ReplyAccumulator:
         self._started = False  # message_start seen
         self._blocks: dict[int, _Partial] = {}
         self._skipped: set[int] = set()  # blocks of types we never ask for
+        self.web_results: list[dict[str, str]] = []  # of server-side searches, in the order they came
 
     def feed(self, event: Any) -> StreamEvent | None:
         kind = getattr(event, "type", None)
@@ -132,6 +149,9 @@ class ReplyAccumulator:
             partial = _Partial("tool_use", id=_field(block, "id", where), name=_field(block, "name", where))
             self._blocks[index] = partial
             return ToolUseStart(partial.id, partial.name)
+        elif kind == "web_search_tool_result":  # a server-side search's results arrive whole
+            self.web_results += _search_results(block)
+            self._skipped.add(index)
         elif isinstance(kind, str):
             self._skipped.add(index)  # block types we never ask for (server tools...) are left out
         else:
@@ -192,6 +212,7 @@ class ReplyAccumulator:
             model=self.model,
             message_id=self.message_id,
             input_errors=errors,
+            web_results=list(self.web_results),
         )
 
 

@@ -52,7 +52,18 @@ class ToolCall:
         return self.raw_json if self.raw_json is not None else json.dumps(self.input)
 
 
-Block = Text | Thinking | RedactedThinking | ToolCall
+@dataclass
+class SearchResults:
+    """A server-side web search the reply made (Anthropic's `web_search` tool): its query, then its
+    results (title and URL) or an error code."""
+
+    query: str
+    results: list[tuple[str, str]] = field(default_factory=list)
+    error: str | None = None
+    id: str = field(default_factory=lambda: f"srvtoolu_{next(_ids):06d}")
+
+
+Block = Text | Thinking | RedactedThinking | ToolCall | SearchResults
 
 
 @dataclass
@@ -144,8 +155,13 @@ def sse_events(item: Reply, model: str, input_tokens: int) -> list[tuple[str, di
         ),
         ("ping", {"type": "ping"}),
     ]
-    for index, block in enumerate(item.blocks):
+    index = 0
+    for block in item.blocks:
         deltas: list[dict[str, Any]] = []
+        if isinstance(block, SearchResults):
+            events += _search_events(block, index)
+            index += 2
+            continue
         if isinstance(block, Text):
             start: dict[str, Any] = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": c} for c in chunks(block.text, item.chunk)]
@@ -169,9 +185,12 @@ def sse_events(item: Reply, model: str, input_tokens: int) -> list[tuple[str, di
             for d in deltas
         )
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-    final_usage = dict(
+        index += 1
+    final_usage: dict[str, Any] = dict(
         usage, output_tokens=item.output_tokens if item.output_tokens is not None else 1 + out_text // 4
     )
+    if searches := sum(isinstance(b, SearchResults) for b in item.blocks):
+        final_usage["server_tool_use"] = {"web_search_requests": searches}
     events.append(
         (
             "message_delta",
@@ -184,3 +203,30 @@ def sse_events(item: Reply, model: str, input_tokens: int) -> list[tuple[str, di
     )
     events.append(("message_stop", {"type": "message_stop"}))
     return events
+
+
+def _search_events(block: SearchResults, index: int) -> list[tuple[str, dict[str, Any]]]:
+    """A server tool's call (its input streamed as JSON) and its result block, which comes whole."""
+    call = {"type": "server_tool_use", "id": block.id, "name": "web_search", "input": {}}
+    if block.error is not None:
+        content: Any = {"type": "web_search_tool_result_error", "error_code": block.error}
+    else:
+        content = [
+            {
+                "type": "web_search_result",
+                "title": title,
+                "url": url,
+                "encrypted_content": "enc",
+                "page_age": None,
+            }
+            for title, url in block.results
+        ]
+    result = {"type": "web_search_tool_result", "tool_use_id": block.id, "content": content}
+    delta = {"type": "input_json_delta", "partial_json": json.dumps({"query": block.query})}
+    return [
+        ("content_block_start", {"type": "content_block_start", "index": index, "content_block": call}),
+        ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}),
+        ("content_block_stop", {"type": "content_block_stop", "index": index}),
+        ("content_block_start", {"type": "content_block_start", "index": index + 1, "content_block": result}),
+        ("content_block_stop", {"type": "content_block_stop", "index": index + 1}),
+    ]

@@ -292,6 +292,7 @@ def test_a_tool_loop_with_the_built_in_tools(fake_api: FakeAnthropicAPI, project
         "Write",
         "TodoWrite",
         "WebFetch",
+        "WebSearch",
         "ExitPlanMode",
         "Skill",
         "Task",

@@ -63,6 +63,9 @@ def _merge(messages: list[dict[str, Any]]) -> list[tuple[int, str, list[dict[str
     return merged
 
 
+_SERVER_TOOLS = ("web_search_", "web_fetch_", "code_execution_")
+
+
 def _check_text(where: str, block: dict[str, Any]) -> str | None:
     text = block.get("text")
     if not isinstance(text, str) or not text.strip():
@@ -175,6 +178,10 @@ def validate_request(body: dict[str, Any], issued: dict[str, list[dict[str, Any]
         if name in names:
             return f"tools: Tool names must be unique ({name})"
         names.add(name)
+        if tool.get("type", "custom") not in ("custom", None):
+            if not str(tool["type"]).startswith(_SERVER_TOOLS):
+                return f"tools.{i}.type: unknown tool type {tool['type']!r}"
+            continue  # a server tool (web search) has no input schema
         if (tool.get("input_schema") or {}).get("type") != "object":
             return f"tools.{i}.input_schema.type: Input should be 'object'"
     if (count := _count_cache_control(body)) > 4:
