@@ -7,6 +7,7 @@ from piton.core.tools import AnyTool
 
 def builtin_tools() -> list[AnyTool]:
     """Fresh instances of every built-in tool, in a fixed order (the tool list is in the cached prompt)."""
+    from piton.builtin_tools.ask import AskUserQuestion
     from piton.builtin_tools.bash import Bash
     from piton.builtin_tools.edit import Edit
     from piton.builtin_tools.glob import Glob
@@ -28,5 +29,6 @@ def builtin_tools() -> list[AnyTool]:
         TodoWrite(),
         WebFetch(),
         WebSearch(),
+        AskUserQuestion(),
         ExitPlanMode(),
     ]

@@ -28,11 +28,15 @@ def check_answer(line: str) -> str | None:
 async def approve(
     request: PermissionRequest,
     console: Console,
-    ask: Callable[[str], Awaitable[str]],
+    ask: Callable[..., Awaitable[str]],  # ask(question, check=…): the answer line
     gate: PermissionGate | None,
 ) -> Decision:
     if request.tool.kind == "plan":
         return await approve_plan(request, console, ask)
+    if request.tool.kind == "question":
+        from piton.cli.ask_user import answer_questions
+
+        return await answer_questions(request, console, ask)
     why = "" if request.reason.endswith("needs permission") else f" ({request.reason})"
     console.print(Text(f"  ⎿  Waiting for your permission{why}", style="yellow"))
     if request.preview:

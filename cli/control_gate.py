@@ -30,6 +30,8 @@ def suggestions(request: PermissionRequest) -> list[dict[str, Any]]:
     work goes on in)."""
     if request.tool.kind == "plan":
         return [{"type": "setMode", "mode": "acceptEdits", "destination": "session"}]
+    if request.tool.kind == "question":
+        return []  # an answer, not a rule to add
     entries: list[dict[str, Any]] = []
     for text in request.session_rules:
         try:

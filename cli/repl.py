@@ -567,16 +567,21 @@ class Repl:
 
         assert self.runtime is not None
 
-        async def ask(question: str) -> str:
-            return await self.ask(question, check=check_answer, stops_turn=True)
+        async def ask(question: str, check: Check = check_answer) -> str:
+            return await self.ask(question, check=check, stops_turn=True)
 
         async with self._asking:  # subagents working side by side ask one question at a time
             # beside the question, not before it: a slow Notification hook must not hold it back
-            message = f"Piton needs your permission to use {request.tool.name}"
+            asking = request.tool.kind == "question"
+            message = (
+                "Piton has a question for you"
+                if asking
+                else f"Piton needs your permission to use {request.tool.name}"
+            )
             self._background(notify(self.runtime, message, "permission_prompt"))
             renderer = self.driver.renderer
             if renderer is not None:
-                renderer.doing = "Waiting for your permission"
+                renderer.doing = "Waiting for your answer" if asking else "Waiting for your permission"
             try:
                 decision = await approve(request, self.console, ask, self.runtime.agent.gate)
                 if renderer is not None and request.preview and decision.behavior == "allow":

@@ -30,7 +30,8 @@ TASK_TOOL = "Task"
 DEFAULT_MAX_TURNS = 50
 EXPLORE_TOOLS = ("Read", "Glob", "Grep", "Bash")
 # no recursion; and skills are listed in the main agent's prompt only
-_NOT_FOR_SUBAGENTS = (TASK_TOOL, "Skill", "ExitPlanMode")  # a plan is the main agent's to hand in
+# a plan is the main agent's to hand in, and only it talks with the user
+_NOT_FOR_SUBAGENTS = (TASK_TOOL, "Skill", "ExitPlanMode", "AskUserQuestion")
 
 
 @dataclass(frozen=True, slots=True)

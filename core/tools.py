@@ -29,7 +29,9 @@ from piton.core.safety.policy import SandboxPolicy
 from piton.core.safety.sandbox import Sandbox
 
 NO_OUTPUT = "(no output)"
-ToolKind = Literal["read", "edit", "execute", "plan", "other"]  # the rule family and mode that govern a tool
+ToolKind = Literal[
+    "read", "edit", "execute", "plan", "question", "other"
+]  # the rules and mode that govern it
 InputT = TypeVar("InputT", bound=BaseModel)
 
 

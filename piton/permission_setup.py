@@ -37,6 +37,8 @@ class DontAsk:
     """The approver of `--permission-mode dontAsk`: what the rules do not allow is refused unasked."""
 
     async def __call__(self, request: PermissionRequest) -> Decision:
+        if request.tool.kind == "question":
+            return Decision("deny", "permission mode dontAsk: no questions are asked; decide yourself")
         return Decision(
             "deny",
             f"{request.reason}; permission mode dontAsk refuses what the rules do not allow "

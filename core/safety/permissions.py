@@ -225,6 +225,8 @@ class Permissions:
             parts, runs = split_command(content), effect(content)
         if rule := self._first(self.deny, tool, content, runs):
             return Decision("deny", f"the rule {rule} denies it", rule)
+        if tool.kind == "question":  # only the user can answer it, in any mode
+            return Decision("ask", "a question for the user")
         if tool.kind == "plan":  # the end of plan mode: a question to the user, whatever else says
             if self.mode != "plan":
                 return Decision("deny", "not in plan mode: there is no plan to approve; go on with the task")
@@ -304,6 +306,12 @@ class PreToolHook(Protocol):
     ) -> tuple[str | None, str, dict[str, Any] | None]: ...
 
 
+NO_ONE_TO_ASK = (
+    "no user is present to answer questions in a non-interactive run: decide yourself, and say in your "
+    "answer which assumptions you made"
+)
+
+
 class DenyAll:
     """The approver of `-p` runs: nobody is there to answer, so asking means no."""
 
@@ -314,6 +322,8 @@ class DenyAll:
                 "nobody can approve a plan in a non-interactive run: stay in plan mode and give the "
                 "plan as your final answer",
             )
+        if request.tool.kind == "question":
+            return Decision("deny", NO_ONE_TO_ASK)
         return Decision(
             "deny",
             f"{request.reason}, and nobody can approve it in a non-interactive run. To allow it, run with "

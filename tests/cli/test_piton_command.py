@@ -293,6 +293,7 @@ def test_a_tool_loop_with_the_built_in_tools(fake_api: FakeAnthropicAPI, project
         "TodoWrite",
         "WebFetch",
         "WebSearch",
+        "AskUserQuestion",
         "ExitPlanMode",
         "Skill",
         "Task",

@@ -133,7 +133,7 @@ def test_a_general_purpose_subagent_gets_neither_task_nor_skill(project: Path) -
     parent_tools = [t["name"] for t in provider.requests[0].tools]
     sub_tools = [t["name"] for t in provider.requests[1].tools]
     assert "Task" in parent_tools and "Skill" in parent_tools
-    assert sub_tools == [n for n in parent_tools if n not in ("Task", "Skill", "ExitPlanMode")]
+    assert sub_tools == [n for n in parent_tools if n not in ("Task", "Skill", "ExitPlanMode", "AskUserQuestion")]
 
 
 def test_a_broken_tool_surfaces_as_an_error_and_leaves_the_history_valid(project: Path) -> None:
