@@ -12,6 +12,7 @@ def builtin_tools() -> list[AnyTool]:
     from piton.builtin_tools.edit import Edit
     from piton.builtin_tools.glob import Glob
     from piton.builtin_tools.grep import Grep
+    from piton.builtin_tools.notebook import NotebookEdit
     from piton.builtin_tools.plan import ExitPlanMode
     from piton.builtin_tools.read import Read
     from piton.builtin_tools.todo import TodoWrite
@@ -26,6 +27,7 @@ def builtin_tools() -> list[AnyTool]:
         Read(),
         Edit(),
         Write(),
+        NotebookEdit(),
         TodoWrite(),
         WebFetch(),
         WebSearch(),

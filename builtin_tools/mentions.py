@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from piton.builtin_tools.files import decode, looks_binary, open_readable, remember
+from piton.builtin_tools.media import ImageError, PdfError, fit_image, pdf_pages
 from piton.core.conversation.media import image_type
 from piton.core.conversation.messages import Base64ImageSource, ContentBlock, ImageBlock, TextBlock
 from piton.core.safety.policy import PolicyError
@@ -26,6 +27,7 @@ _MENTION = re.compile(r"(?<![\w@])@(\S+)")
 _RESOURCE = re.compile(r"(?<![\w@])@([A-Za-z0-9_.-]+):(\S+)")
 MAX_CHARS = 200_000  # per file; the rest is left out with a note
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
+PDF_PAGES = 20  # of a mentioned PDF, attached as text
 
 
 _LISTED = 200  # entries of a mentioned folder
@@ -52,10 +54,24 @@ def attachment(ctx: ToolContext, mention: str) -> list[ContentBlock] | str:
         return f"@{mention}: {e}"
     media_type = image_type(data[:16])
     if media_type is not None:
-        if len(data) > MAX_IMAGE_BYTES:
-            return f"@{mention} is an image over 5 MB"
+        try:
+            data, media_type, _ = fit_image(data, media_type)
+        except ImageError as e:
+            return f"@{mention}: {e}"
         source = Base64ImageSource(media_type=media_type, data=base64.b64encode(data).decode("ascii"))
         return [TextBlock(text=f"(The image {path}:)"), ImageBlock(source=source)]
+    if data.startswith(b"%PDF-"):
+        try:
+            text, pages, total = pdf_pages(data, None, default=PDF_PAGES, most=PDF_PAGES)
+        except PdfError as e:
+            return f"@{mention}: {e}"
+        remember(ctx, path, st)
+        more = (
+            f"\n[{total - len(pages)} more pages: Read the file with pages for the rest]"
+            if total > len(pages)
+            else ""
+        )
+        return [TextBlock(text=f'<file path="{path}">\n{text}{more}\n</file>')]
     if looks_binary(data[:8192]):
         return f"@{mention} is a binary file"
     text, _ = decode(data)

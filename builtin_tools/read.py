@@ -33,7 +33,11 @@ from piton.core.conversation.messages import Base64ImageSource, ImageBlock
 from piton.core.tools import ToolContext, ToolResult
 
 DEFAULT_LIMIT = 2_000
-MAX_IMAGE_BYTES = 5 * 1024 * 1024  # the API's limit for one image
+MAX_SOURCE_IMAGE_BYTES = 50 * 1024 * 1024  # an image file larger than this is not decoded at all
+MAX_PDF_BYTES = 100 * 1024 * 1024
+MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024  # a larger one is read as text, a page of lines at a time
+DEFAULT_PDF_PAGES = 10  # of a PDF read without `pages`
+MAX_PDF_PAGES = 20  # in one call
 _DETECT_BYTES = 4 * 1024 * 1024
 _KEEP_BYTES = MAX_LINE_CHARS * 4 + 4  # enough bytes for MAX_LINE_CHARS characters of UTF-8, and a bit
 
@@ -44,6 +48,10 @@ class ReadInput(BaseModel):
     )
     offset: int | None = Field(None, ge=0, description="The line number to start from (1 is the first line).")
     limit: int | None = Field(None, ge=1, description=f"How many lines to read (default {DEFAULT_LIMIT}).")
+    pages: str | None = Field(
+        None,
+        description=f"Of a PDF: the pages to read, such as '3', '1-5' or '1,4-6' (at most {MAX_PDF_PAGES}).",
+    )
 
 
 def _missing(path: Path) -> str:
@@ -106,8 +114,10 @@ class Read(FileTool[ReadInput]):
         "a specific part of a long file. Lines longer than 2000 characters are cut.\n"
         "- Relative paths are taken from the project directory (not the shell's current directory); "
         "absolute paths are best.\n"
-        "- Images (PNG, JPEG, GIF, WebP) are returned as images you can see. Other binary files are "
-        "refused.\n"
+        "- Images (PNG, JPEG, GIF, WebP) are returned as images you can see (large ones scaled down). "
+        f"PDFs are returned as their text, page by page: the first {DEFAULT_PDF_PAGES} pages unless "
+        "pages says which. Jupyter notebooks (.ipynb) are shown cell by cell with their outputs. "
+        "Other binary files are refused.\n"
         "- Read several files at once by calling this tool several times in one turn.\n"
         "- You must read a file before you Edit it or overwrite it with Write."
     )
@@ -134,6 +144,10 @@ class Read(FileTool[ReadInput]):
             media_type = image_type(head)
             if media_type is not None:
                 return self._image(ctx, opened, media_type, f, head)
+            if head.startswith(b"%PDF-"):
+                return self._pdf(ctx, opened, f, head, args.pages)
+            if path.suffix == ".ipynb" and opened.st.st_size <= MAX_NOTEBOOK_BYTES:
+                return self._notebook(ctx, opened, f, head)
             if looks_binary(head):
                 return ToolResult.error(
                     f"{path} is a binary file ({opened.st.st_size:,} bytes); Read shows only text and images."
@@ -182,14 +196,51 @@ class Read(FileTool[ReadInput]):
     def _image(
         self, ctx: ToolContext, opened: Opened, media_type: str, f: IO[bytes], head: bytes
     ) -> ToolResult:
+        from piton.builtin_tools.media import ImageError, fit_image
+
         size = opened.st.st_size
-        if size > MAX_IMAGE_BYTES:
+        if size > MAX_SOURCE_IMAGE_BYTES:
             return ToolResult.error(
-                f"{opened.path} is a {size / 2**20:.1f} MB image; "
-                "images over 5 MB cannot be sent to the model."
+                f"{opened.path} is a {size / 2**20:.1f} MB image; Read takes images up to 50 MB."
             )
-        data = head + f.read()
+        try:
+            data, media_type, note = fit_image(head + f.read(), media_type)
+        except ImageError as e:
+            return ToolResult.error(f"{opened.path}: {e}")
         remember(ctx, opened.path, opened.st)
-        encoded = base64.b64encode(data).decode("ascii")
-        source = Base64ImageSource(media_type=media_type, data=encoded)
-        return ToolResult([ImageBlock(source=source)], summary=f"image, {len(data):,} bytes")
+        source = Base64ImageSource(media_type=media_type, data=base64.b64encode(data).decode("ascii"))
+        summary = f"image, {len(data):,} bytes" + (f" ({note})" if note else "")
+        return ToolResult([ImageBlock(source=source)], summary=summary)
+
+    def _notebook(self, ctx: ToolContext, opened: Opened, f: IO[bytes], head: bytes) -> ToolResult:
+        from piton.builtin_tools.notebook import notebook_view
+
+        try:
+            view = notebook_view(head + f.read())
+        except ValueError as e:
+            return ToolResult.error(f"{opened.path}: {e}; read it as text with offset and limit")
+        remember(ctx, opened.path, opened.st)
+        return ToolResult(view, summary="notebook")
+
+    def _pdf(
+        self, ctx: ToolContext, opened: Opened, f: IO[bytes], head: bytes, pages: str | None
+    ) -> ToolResult:
+        from piton.builtin_tools.media import PdfError, pdf_pages
+
+        if opened.st.st_size > MAX_PDF_BYTES:
+            return ToolResult.error(
+                f"{opened.path} is a {opened.st.st_size / 2**20:.0f} MB PDF; Read takes PDFs up to 100 MB."
+            )
+        try:
+            text, shown, total = pdf_pages(
+                head + f.read(), pages, default=DEFAULT_PDF_PAGES, most=MAX_PDF_PAGES
+            )
+        except PdfError as e:
+            return ToolResult.error(f"{opened.path}: {e}")
+        remember(ctx, opened.path, opened.st)
+        if pages is None and total > len(shown):
+            text += (
+                f"\n\n(The PDF has {total} pages; these are the first {len(shown)}. Read others with "
+                f'pages, such as pages="{len(shown) + 1}-{min(total, len(shown) + MAX_PDF_PAGES)}".)'
+            )
+        return ToolResult(text, summary=f"PDF, {len(shown)} of {total} page{'s' if total != 1 else ''}")

@@ -6,7 +6,6 @@ Permission rules name sites: `WebFetch(domain:docs.python.org)`."""
 
 from __future__ import annotations
 
-import io
 import time
 from urllib.parse import urlsplit
 
@@ -20,6 +19,7 @@ CACHE_S = 15 * 60
 MAX_CONTENT_CHARS = 100_000  # of a page's text, given to the small model
 MAX_RAW_CHARS = 20_000  # of a page's text, given to the model itself when no summary can be made
 MAX_ANSWER_TOKENS = 2_048
+PDF_PAGES = 100  # of a fetched PDF, read for the small model
 _STATE = "web_fetch_cache"
 _DROPPED = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "head")
 _TEXT_TYPES = ("application/json", "application/xml", "application/javascript", "application/x-yaml")
@@ -55,18 +55,6 @@ def html_markdown(html: str) -> str:
     return f"# {title}\n\n{body.strip()}" if title and title not in body[:500] else body.strip()
 
 
-def pdf_text(data: bytes) -> str:
-    from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
-
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        pages = [page.extract_text() or "" for page in reader.pages]
-    except (PyPdfError, ValueError, KeyError, TypeError) as e:
-        raise FetchError(f"the PDF could not be read ({e})") from e
-    return "\n\n".join(f"--- page {n} ---\n{text.strip()}" for n, text in enumerate(pages, start=1))
-
-
 def page_text(page: Page) -> str:
     """The page's content as text the model reads: Markdown for HTML, the text of a PDF."""
     kind = page.content_type.split(";")[0].strip().lower()
@@ -75,7 +63,12 @@ def page_text(page: Page) -> str:
         "utf-8",
     )
     if kind == "application/pdf" or page.body.startswith(b"%PDF-"):
-        return pdf_text(page.body)
+        from piton.builtin_tools.media import PdfError, pdf_pages
+
+        try:
+            return pdf_pages(page.body, None, default=PDF_PAGES, most=PDF_PAGES)[0]
+        except PdfError as e:
+            raise FetchError(str(e)) from e
     try:
         text = page.body.decode(charset, errors="replace")
     except LookupError:

@@ -348,13 +348,27 @@ async def _memory(c: Commands, _: str) -> None:
             "down to here, ~/.piton/AGENTS.md). /init drafts an AGENTS.md.",
             "dim",
         )
-        return
-    for file in memory.files:
-        c.say(f"{file.path}  ({file.scope}, {len(file.text):,} characters)")
-        for imported in file.imports:
-            c.say(f"    imports {imported}", "dim")
-    for warning in memory.warnings:
-        c.say(warning, "yellow")
+    else:
+        for file in memory.files:
+            c.say(f"{file.path}  ({file.scope}, {len(file.text):,} characters)")
+            for imported in file.imports:
+                c.say(f"    imports {imported}", "dim")
+        for warning in memory.warnings:
+            c.say(warning, "yellow")
+    folder = getattr(next((t for t in runtime.agent.tools if t.name == "memory"), None), "root", None)
+    if folder is not None:
+        notes = (
+            sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+            if folder.is_dir()
+            else []
+        )
+        c.say(
+            f"The model's memory (/memories): {folder}  ({len(notes)} file{'s' if len(notes) != 1 else ''})"
+        )
+        for note in notes[:50]:
+            c.say(f"    {note.relative_to(folder)}  ({note.stat().st_size:,} bytes)", "dim")
+        if notes:
+            c.say("Edit or delete these files as you like; the model reads them with its memory tool.", "dim")
 
 
 async def _mcp(c: Commands, _: str) -> None:
@@ -432,7 +446,9 @@ BUILTIN = (
     ),
     Command("skills", "the skills, custom commands and subagent types found", _skills),
     Command("agents", "the subagent types, and what of their definitions is not applied", _agents),
-    Command("memory", "the instruction files loaded (AGENTS.md, CLAUDE.md)", _memory),
+    Command(
+        "memory", "the instruction files loaded (AGENTS.md, CLAUDE.md) and the model's memory folder", _memory
+    ),
     Command("plugin", "the plugins loaded, what each added, and how to install more", _plugin),
     Command("status", "version, session, model, sandbox, API", _status),
     Command("mcp", "the MCP servers, their status and tools", _mcp),

@@ -97,9 +97,11 @@ class AgentFactory:
         mode = subagent_mode(gate.permissions.mode, agent_type)
         if mode != gate.permissions.mode:  # the same rules (shared lists), its own mode
             gate.permissions = replace(gate.permissions, mode=mode)  # type: ignore[arg-type]
-        agent = self.build(
-            config, tools_for(agent_type, list(parent.tools)), context, gate=gate, transcript=transcript
-        )
+        from piton.builtin_tools.aliases import requested_aliases
+
+        # LS and TodoRead only for agent files that name them, so community agents keep their tools
+        offered = [*parent.tools, *requested_aliases(agent_type.tools)]
+        agent = self.build(config, tools_for(agent_type, offered), context, gate=gate, transcript=transcript)
         agent.after_tool = parent.after_tool
         agent.hooks, agent.agent_id = parent.hooks, agent_id  # its end is a SubagentStop
         return agent

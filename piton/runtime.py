@@ -292,7 +292,7 @@ def build_runtime(
         return factory.subagent(main[0], agent_type, agent_id, transcript)
 
     runner = SubagentRunner(spawn, agent_types, subagent_directory(log), budget=budget)
-    tool_list = default_tools() if tools is None else list(tools)
+    tool_list = [*default_tools(), _memory(options.cwd, settings)] if tools is None else list(tools)
     tool_list += _extension_tools(catalog, runner, budget, notices)
     tool_list = _chosen_tools(tool_list, options.tools, notices)
     for tool in tool_list:
@@ -441,6 +441,24 @@ def _system_prompt(
         )
     parts = (options.system_prompt, options.append_system_prompt or "")
     return "\n\n".join(p.strip() for p in parts if p.strip())
+
+
+def memory_folder(cwd: Path, settings: Settings) -> Path:
+    """Where the memory tool keeps this project's notes: Piton's state directory, or the project's
+    `.piton/memories` when the settings say so."""
+    from piton.core.conversation.session import project_key, state_dir
+
+    return (
+        cwd / ".piton" / "memories"
+        if settings.memory_in_project
+        else state_dir() / "memories" / project_key(cwd)
+    )
+
+
+def _memory(cwd: Path, settings: Settings) -> AnyTool:
+    from piton.builtin_tools.memory import Memory
+
+    return Memory(memory_folder(cwd, settings))
 
 
 def _chosen_tools(tools: list[AnyTool], names: list[str] | None, notices: list[str]) -> list[AnyTool]:

@@ -79,6 +79,11 @@ class Settings(ExtensionSettings):
         return value if isinstance(value, str) and value.strip() else None
 
     @property
+    def memory_in_project(self) -> bool:
+        """`"memoryInProject": true`: the memory tool's folder is the project's `.piton/memories`."""
+        return self._last("memoryInProject") is True
+
+    @property
     def thinking(self) -> bool | None:
         """`"thinking": false` turns extended thinking off (Claude Code's `alwaysThinkingEnabled` too)."""
         for key in ("thinking", "alwaysThinkingEnabled"):

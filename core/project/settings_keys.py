@@ -43,6 +43,7 @@ SUPPORTED: dict[str, frozenset[str] | None] = {
     "autoCompactThreshold": None,
     "models": None,
     "contextWindow": None,
+    "memoryInProject": None,
 }
 
 

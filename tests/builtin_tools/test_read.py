@@ -9,11 +9,9 @@ import pytest
 from piton.builtin_tools.read import Read
 from piton.core.conversation.messages import ImageBlock
 from tests.builtin_tools.helpers import call, context, text
+from tests.fakes.images import encoded
 
 READ = Read()
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg=="
-)
 
 
 @pytest.fixture
@@ -59,15 +57,11 @@ def test_overlong_lines_are_cut(ws: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("data", "media_type"),
-    [
-        (PNG, "image/png"),
-        (b"\xff\xd8\xff\xe0" + b"\x00" * 20, "image/jpeg"),
-        (b"GIF89a" + b"\x00" * 20, "image/gif"),
-        (b"RIFF\x10\x00\x00\x00WEBPVP8 " + b"\x00" * 20, "image/webp"),
-    ],
+    ("kind", "media_type"),
+    [("PNG", "image/png"), ("JPEG", "image/jpeg"), ("GIF", "image/gif"), ("WEBP", "image/webp")],
 )
-def test_images_come_back_as_image_blocks(ws: Path, data: bytes, media_type: str) -> None:
+def test_images_come_back_as_image_blocks(ws: Path, kind: str, media_type: str) -> None:
+    data = encoded(kind)
     (ws / "pic").write_bytes(data)
     result = call(READ, context(ws), file_path="pic")
     [block] = result.content

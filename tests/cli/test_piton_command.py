@@ -290,11 +290,13 @@ def test_a_tool_loop_with_the_built_in_tools(fake_api: FakeAnthropicAPI, project
         "Read",
         "Edit",
         "Write",
+        "NotebookEdit",
         "TodoWrite",
         "WebFetch",
         "WebSearch",
         "AskUserQuestion",
         "ExitPlanMode",
+        "memory",
         "Skill",
         "Task",
     ]

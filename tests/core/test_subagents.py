@@ -133,7 +133,9 @@ def test_a_general_purpose_subagent_gets_neither_task_nor_skill(project: Path) -
     parent_tools = [t["name"] for t in provider.requests[0].tools]
     sub_tools = [t["name"] for t in provider.requests[1].tools]
     assert "Task" in parent_tools and "Skill" in parent_tools
-    assert sub_tools == [n for n in parent_tools if n not in ("Task", "Skill", "ExitPlanMode", "AskUserQuestion")]
+    assert sub_tools == [
+        n for n in parent_tools if n not in ("Task", "Skill", "ExitPlanMode", "AskUserQuestion")
+    ]
 
 
 def test_a_broken_tool_surfaces_as_an_error_and_leaves_the_history_valid(project: Path) -> None:
@@ -177,3 +179,28 @@ def test_an_explorers_commands_run_side_by_side_unless_they_change_directory(pro
     assert prepared("python3 -c 'print(1)'").concurrent, "its sandbox cannot write: any command may overlap"
     assert not prepared("cd src").concurrent, "the shell's directory would depend on which finished last"
     assert prepared("cd src").read_only
+
+
+def test_an_agent_file_that_lists_ls_and_todoread_gets_them(project: Path) -> None:
+    (project / ".claude" / "agents").mkdir(parents=True)
+    (project / ".claude" / "agents" / "lister.md").write_text(
+        "---\nname: lister\ndescription: Lists things\ntools: LS, TodoRead, TodoWrite, Read\n---\nList.\n"
+    )
+    (project / "src").mkdir()
+    (project / "src" / "main.py").write_text("print(1)\n")
+    (project / "README.md").write_text("x\n")
+    task = ToolCall("Task", {"description": "list", "prompt": "List.", "subagent_type": "lister"})
+    listing = ToolCall("LS", {"path": str(project), "ignore": ["*.md"]})
+    plan = ToolCall(
+        "TodoWrite", {"todos": [{"content": "look", "status": "in_progress", "activeForm": "Looking"}]}
+    )
+    read_back = ToolCall("TodoRead", {})
+    provider = ScriptedProvider(
+        reply(task), reply(listing, plan), reply(read_back), reply("Listed."), reply("Done.")
+    )
+    runtime = build(project, provider)
+    results = subagent_results(asyncio.run(drain(runtime, "go")))
+    assert [t["name"] for t in provider.requests[1].tools] == ["Read", "TodoWrite", "LS", "TodoRead"]
+    assert "LS" not in [t["name"] for t in provider.requests[0].tools]  # never offered unasked
+    assert results[listing.id] == f"{project}/\n.claude/\nsrc/"
+    assert results[read_back.id] == "1. [in_progress] look"

@@ -20,3 +20,14 @@ def png(width: int = 2, height: int = 2, rgb: tuple[int, int, int] = (200, 30, 3
         + chunk(b"IDAT", zlib.compress(row * height))
         + chunk(b"IEND", b"")
     )
+
+
+def encoded(kind: str, width: int = 3, height: int = 2, mode: str = "RGB") -> bytes:
+    """An image of `kind` (PNG, JPEG, GIF, WEBP) made with Pillow."""
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new(mode, (width, height), (10, 120, 200) if mode == "RGB" else (10, 120, 200, 128)).save(out, kind)
+    return out.getvalue()

@@ -157,7 +157,7 @@ def test_a_claude_md_that_only_imports_agents_md_loads_it_once_and_rules_load(pr
 
 
 def test_piton_skills_json_counts_what_loaded_and_why_the_rest_was_skipped(project: Path) -> None:
-    agent(project / ".claude" / "agents" / "a" / "one.md", "one", "First", tools="Read, WebSearch")
+    agent(project / ".claude" / "agents" / "a" / "one.md", "one", "First", tools="Read, WebSearch, MultiEdit")
     (project / ".claude" / "agents" / "broken.md").write_text("---\nname: broken\n---\nno description\n")
     folder = project / ".claude" / "skills" / "tidy"
     folder.mkdir(parents=True)
@@ -169,6 +169,6 @@ def test_piton_skills_json_counts_what_loaded_and_why_the_rest_was_skipped(proje
     data = json.loads(done.stdout)
     assert [s["name"] for s in data["skills"] if s["source"] == "project"] == ["tidy"]
     [one] = [a for a in data["agents"] if a["name"] == "one"]
-    assert one["not_applied"] == ["tools Piton does not have: WebSearch"]
+    assert one["not_applied"] == ["tools Piton does not have: MultiEdit"]
     [skipped] = data["skipped"]
     assert skipped["path"].endswith("broken.md") and "description" in skipped["reason"]

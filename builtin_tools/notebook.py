@@ -1,0 +1,233 @@
+"""Jupyter notebooks: Read shows one cell by cell, with outputs (images as images); NotebookEdit
+replaces, inserts or deletes a cell (Claude Code's name and input). Edits go through nbformat and are
+written back with the notebook's own indentation and key order, so a cell left alone keeps its bytes
+and a diff shows only what changed."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from piton.builtin_tools.files import (
+    FileTool,
+    after_change,
+    before_change,
+    read_existing,
+    remember,
+    require_fresh_read,
+    unified_diff,
+    writable,
+)
+from piton.core.conversation.messages import Base64ImageSource, ImageBlock, TextBlock
+from piton.core.display import FileDiff
+from piton.core.safety import pinned
+from piton.core.tools import ToolContext, ToolResult
+
+MAX_OUTPUT_CHARS = 10_000  # of one cell's text outputs, in Read
+MAX_IMAGES = 20  # of a notebook's image outputs, in Read
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_INDEX_ID = re.compile(r"^cell-(\d+)$")
+
+
+def _text(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value or "")
+
+
+def cell_name(cell: dict[str, Any], index: int) -> str:
+    """How a cell is named to the model: its id, or `cell-N` (from 0) in a notebook without ids."""
+    cell_id = cell.get("id")
+    return cell_id if isinstance(cell_id, str) and cell_id else f"cell-{index}"
+
+
+def _outputs(cell: dict[str, Any], images: list[ImageBlock]) -> list[str]:
+    """A code cell's outputs as text; its images join `images`."""
+    from piton.builtin_tools.media import ImageError, fit_image
+
+    shown: list[str] = []
+    for output in cell.get("outputs") or []:
+        kind = output.get("output_type")
+        if kind == "stream":
+            shown.append(_text(output.get("text")))
+        elif kind == "error":
+            trace = "\n".join(_ANSI.sub("", line) for line in output.get("traceback") or [])
+            shown.append(trace or f"{output.get('ename')}: {output.get('evalue')}")
+        elif kind in ("execute_result", "display_data"):
+            data = output.get("data") or {}
+            for media in ("image/png", "image/jpeg"):
+                if media in data and len(images) < MAX_IMAGES:
+                    try:
+                        raw, kind_out, _ = fit_image(base64.b64decode(_text(data[media])), media)
+                    except (ImageError, ValueError):
+                        shown.append(f"[an image ({media}) that could not be decoded]")
+                        break
+                    source = Base64ImageSource(
+                        media_type=kind_out, data=base64.b64encode(raw).decode("ascii")
+                    )
+                    images.append(ImageBlock(source=source))
+                    shown.append(f"[image {len(images)}, below]")
+                    break
+            else:
+                if "text/plain" in data:
+                    shown.append(_text(data["text/plain"]))
+                elif data:
+                    shown.append(f"[output of type {', '.join(sorted(data))}]")
+    text = "\n".join(part.rstrip("\n") for part in shown if part)
+    if len(text) > MAX_OUTPUT_CHARS:
+        text = text[:MAX_OUTPUT_CHARS] + f"\n[... {len(text) - MAX_OUTPUT_CHARS:,} more characters of output]"
+    return [text] if text else []
+
+
+def notebook_view(data: bytes) -> list[TextBlock | ImageBlock] | str:
+    """The notebook as the model reads it: each cell's name, type and source, then its outputs."""
+    try:
+        notebook = json.loads(data)
+        cells = notebook["cells"]
+        assert isinstance(cells, list)
+    except (ValueError, KeyError, TypeError, AssertionError) as e:
+        raise ValueError(f"not a Jupyter notebook ({type(e).__name__}: {e})") from e
+    language = ((notebook.get("metadata") or {}).get("language_info") or {}).get("name", "python")
+    parts: list[str] = []
+    images: list[ImageBlock] = []
+    for index, cell in enumerate(cells):
+        kind = cell.get("cell_type", "code")
+        count = cell.get("execution_count")
+        ran = f" · [{count}]" if kind == "code" and count is not None else ""
+        parts.append(
+            f'<cell id="{cell_name(cell, index)}" type="{kind}"{ran}>\n{_text(cell.get("source"))}\n</cell>'
+        )
+        if kind == "code":
+            parts += [f"<output>\n{text}\n</output>" for text in _outputs(cell, images)]
+    header = f"(A Jupyter notebook, {len(cells)} cells, {language}. NotebookEdit changes a cell by its id.)"
+    text = "\n".join([header, *parts])
+    return [TextBlock(text=text), *images] if images else text
+
+
+class NotebookEditInput(BaseModel):
+    notebook_path: str = Field(description="The .ipynb file: an absolute path, or relative to the project.")
+    cell_id: str | None = Field(
+        None,
+        description="The cell to change, by the id Read shows. To insert, the new cell goes after this one "
+        "(at the start when none is given).",
+    )
+    new_source: str = Field(description="The cell's new source (ignored when deleting).")
+    cell_type: Literal["code", "markdown"] | None = Field(
+        None, description="The cell's type: required to insert; to replace, changes it."
+    )
+    edit_mode: Literal["replace", "insert", "delete"] = Field(
+        "replace", description="What to do with the cell."
+    )
+
+
+def _nbformat() -> Any:
+    """nbformat, which has no type hints, imported when a notebook is edited."""
+    import nbformat
+
+    return nbformat
+
+
+def _indent(text: str) -> int:
+    """The indentation the notebook was written with (Jupyter's is 1)."""
+    second = text.split("\n", 2)[1] if text.count("\n") >= 1 else ""
+    return len(second) - len(second.lstrip(" ")) or 1
+
+
+class NotebookEdit(FileTool[NotebookEditInput]):
+    name = "NotebookEdit"
+    description = (
+        "Changes one cell of a Jupyter notebook (.ipynb): replace its source (and, with cell_type, its "
+        "type), insert a new cell after the one named (or at the start), or delete it. Name cells by "
+        "the id Read shows. Read the notebook first. A replaced code cell loses its outputs."
+    )
+    input_model = NotebookEditInput
+    kind = "edit"
+
+    def run_sync(self, args: NotebookEditInput, ctx: ToolContext) -> ToolResult:
+        nbformat = _nbformat()
+
+        path = writable(ctx, args.notebook_path)
+        if path.suffix != ".ipynb":
+            return ToolResult.error(f"{path} is not a notebook (.ipynb); use Edit for other files.")
+        existing = read_existing(path)
+        if existing is None:
+            return ToolResult.error(f"{path} does not exist; create a notebook with Write.")
+        require_fresh_read(ctx, path, existing[1], "edit")
+        text = existing[0].decode("utf-8")
+        try:
+            notebook = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
+        except Exception as e:  # nbformat raises several kinds for a file that is not a notebook
+            return ToolResult.error(f"{path} cannot be read as a notebook: {e}")
+        cells = notebook.cells
+        index = self._find(cells, args.cell_id)
+        if isinstance(index, str):
+            return ToolResult.error(index)
+        before = "" if index is None or args.edit_mode == "insert" else cells[index].source
+        if args.edit_mode == "delete":
+            if index is None:
+                return ToolResult.error("Name the cell to delete with cell_id.")
+            done = f"Deleted cell {cell_name(cells[index], index)}"
+            del cells[index]
+            after = ""
+        elif args.edit_mode == "insert":
+            if args.cell_type is None:
+                return ToolResult.error("Give cell_type (code or markdown) for the new cell.")
+            cell = self._new_cell(notebook, args.cell_type, args.new_source)
+            position = 0 if index is None else index + 1
+            cells.insert(position, cell)
+            done, after = f"Inserted cell {cell_name(cell, position)}", args.new_source
+        else:
+            if index is None:
+                return ToolResult.error("Name the cell to replace with cell_id.")
+            cell = cells[index]
+            if args.cell_type is not None and args.cell_type != cell.cell_type:
+                replacement = self._new_cell(notebook, args.cell_type, args.new_source)
+                if "id" in cell:
+                    replacement["id"] = cell["id"]
+                cells[index] = cell = replacement
+            cell.source = args.new_source
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+            done, after = f"Replaced cell {cell_name(cell, index)}", args.new_source
+        written = nbformat.writes(notebook, indent=_indent(text))
+        data = (written + "\n" if text.endswith("\n") and not written.endswith("\n") else written).encode(
+            "utf-8"
+        )
+        before_change(ctx, path, existing)
+        try:
+            st = pinned.replace(path, data)
+        except pinned.PathChanged:
+            raise
+        except OSError as e:
+            return ToolResult.error(f"Cannot write {path}: {e.strerror or e}")
+        after_change(ctx, path, data)
+        remember(ctx, path, st, edited=True)
+        return ToolResult(
+            f"{done} of {path}.",
+            summary=done.lower(),
+            display=FileDiff(str(path), unified_diff(path, before, after)),
+        )
+
+    @staticmethod
+    def _find(cells: list[Any], cell_id: str | None) -> int | str | None:
+        """The index of the cell named, None when none is named, or why it cannot be found."""
+        if cell_id is None:
+            return None
+        for index, cell in enumerate(cells):
+            if cell.get("id") == cell_id:
+                return index
+        match = _INDEX_ID.match(cell_id)
+        if match is not None and int(match.group(1)) < len(cells):
+            return int(match.group(1))
+        names = ", ".join(cell_name(c, i) for i, c in enumerate(cells[:20]))
+        return f"No cell {cell_id!r} in the notebook; its cells are: {names or 'none'}."
+
+    @staticmethod
+    def _new_cell(notebook: Any, cell_type: str, source: str) -> Any:
+        v4 = _nbformat().v4
+        cell = v4.new_code_cell(source) if cell_type == "code" else v4.new_markdown_cell(source)
+        if (notebook.nbformat, notebook.nbformat_minor) < (4, 5):
+            cell.pop("id", None)  # a notebook from before cell ids must not get one
+        return cell
