@@ -8,6 +8,8 @@ SDK's `can_use_tool` receives them and answers with `updated_input={"questions":
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from piton.core.tools import Tool, ToolContext, ToolResult
@@ -45,6 +47,12 @@ class AskUserQuestion(Tool[AskUserQuestionInput]):
     )
     input_model = AskUserQuestionInput
     kind = "question"
+
+    def spec(self) -> dict[str, Any]:
+        """The input the model sees: the answers are the user's to give, not a field it fills."""
+        spec = super().spec()
+        spec["input_schema"]["properties"].pop("answers", None)
+        return spec
 
     def is_read_only(self, args: AskUserQuestionInput, ctx: ToolContext) -> bool:
         return True

@@ -141,7 +141,12 @@ class PathTool(Tool[InputT]):
     kind: ToolKind = "read"
 
     def rule_content(self, args: InputT, ctx: ToolContext) -> str | None:
-        given = getattr(args, "file_path", None) or getattr(args, "path", None) or "."
+        given = (
+            getattr(args, "file_path", None)
+            or getattr(args, "notebook_path", None)
+            or getattr(args, "path", None)
+            or "."
+        )
         return str(real(resolve(ctx, given)))
 
 

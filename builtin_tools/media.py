@@ -7,10 +7,12 @@ from __future__ import annotations
 import io
 import re
 import warnings
+from typing import Any
 
 MAX_EDGE = 1568  # pixels on the long side: the API scales larger images down itself, at a cost
 MAX_BYTES = 5 * 1024 * 1024  # the API's limit for one image
 MAX_PIXELS = 64_000_000  # of a source image; beyond this decoding alone is the attack
+_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
 _PAGES = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
 
@@ -33,17 +35,26 @@ def fit_image(data: bytes, media_type: str) -> tuple[bytes, str, str]:
             width, height = image.size
             if width * height > MAX_PIXELS:
                 raise ImageError(f"a {width}×{height} image is too large to decode")
-            if max(width, height) <= MAX_EDGE and len(data) <= MAX_BYTES:
-                return data, media_type, ""
-            image.seek(0)  # the first frame of an animation
-            image.load()
+            image.load()  # all of it: a truncated image must fail here, not at the API
     except (
         UnidentifiedImageError,
         OSError,
+        SyntaxError,
+        ValueError,
         Image.DecompressionBombError,
         Image.DecompressionBombWarning,
     ) as e:
         raise ImageError(f"the image cannot be decoded ({e})") from e
+    actual = _FORMATS.get(str(image.format))
+    if actual is None:
+        raise ImageError(f"{image.format} images cannot be sent to the model (PNG, JPEG, GIF or WebP)")
+    if max(width, height) <= MAX_EDGE and len(data) <= MAX_BYTES:
+        return data, actual, ""  # as it is, with the type its bytes say (not what a name claimed)
+    if image.mode.startswith("I") or image.mode == "F":  # 16- or 32-bit samples: to 8 bits, not to white
+        extrema: Any = image.getextrema()  # (low, high) for one band
+        low, high = float(extrema[0]), float(extrema[1])
+        scale = 255 / (high - low) if high > low else 0.0
+        image = image.point(lambda v: (v - low) * scale).convert("L")  # type: ignore[assignment]
     image.thumbnail((MAX_EDGE, MAX_EDGE))
     keep_alpha = image.mode in ("RGBA", "LA", "P") and media_type in ("image/png", "image/gif", "image/webp")
     for quality in (85, 70, 50):
@@ -63,7 +74,7 @@ def fit_image(data: bytes, media_type: str) -> tuple[bytes, str, str]:
 
 def page_numbers(spec: str, total: int, most: int) -> list[int]:
     """`"1-5"`, `"3"` or `"1,4-6"` as page numbers within 1..total. PdfError naming what is wrong."""
-    numbers: list[int] = []
+    ranges: list[tuple[int, int]] = []
     for part in spec.split(","):
         match = _PAGES.match(part)
         if match is None:
@@ -72,10 +83,11 @@ def page_numbers(spec: str, total: int, most: int) -> list[int]:
         last = int(match.group(2) or first)
         if not 1 <= first <= last <= total:
             raise PdfError(f"pages {spec!r}: the PDF has pages 1 to {total}")
-        numbers += [n for n in range(first, last + 1) if n not in numbers]
-    if len(numbers) > most:
-        raise PdfError(f"pages {spec!r} asks for {len(numbers)} pages; read at most {most} at a time")
-    return numbers
+        ranges.append((first, last))
+    asked = sum(last - first + 1 for first, last in ranges)
+    if asked > most:  # counted before any list is built: "1-100000" costs nothing
+        raise PdfError(f"pages {spec!r} asks for {asked} pages; read at most {most} at a time")
+    return list(dict.fromkeys(n for first, last in ranges for n in range(first, last + 1)))
 
 
 def pdf_pages(data: bytes, spec: str | None, *, default: int, most: int) -> tuple[str, list[int], int]:

@@ -87,10 +87,11 @@ class Memory(Tool[MemoryInput]):
 
     # -- paths -------------------------------------------------------------------------------------
     def _real_root(self) -> Path:
-        root = Path(os.path.realpath(self.root))
-        fd = pinned.make_dirs(root)
+        """The folder, made if missing. It is taken as given (its owner resolved it): a link in its
+        place or anywhere in its path is refused, never followed."""
+        fd = pinned.make_dirs(self.root)
         os.close(fd)
-        return root
+        return self.root
 
     def _path(self, given: str | None) -> tuple[Path, str]:
         """The real path of `given` inside the folder, and how to name it to the model."""
@@ -183,27 +184,19 @@ class Memory(Tool[MemoryInput]):
 
     def _view(self, path: Path, shown: str, view_range: list[int] | None) -> ToolResult:
         try:
-            st = path.lstat()
+            fd = pinned.open_path(path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
-            if shown == PREFIX:
-                return ToolResult("/memories is empty.", summary="empty")
             raise MemoryError_(f"{shown} does not exist.") from None
-        if stat.S_ISLNK(st.st_mode):
-            raise MemoryError_(f"{shown} is a symbolic link, which is not followed.")
-        if stat.S_ISDIR(st.st_mode):
-            entries = []
-            for folder, dirs, names in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not Path(folder, d).is_symlink())
-                depth = len(Path(folder).relative_to(path).parts)
-                for name in sorted(names):
-                    file = Path(folder, name)
-                    if file.is_symlink() or depth > 1:
-                        continue
-                    entries.append(f"{file.lstat().st_size:>8,}  {shown}/{file.relative_to(path).as_posix()}")
-            if not entries:
-                return ToolResult(f"{shown} is empty.", summary="empty")
-            return ToolResult(f"Files in {shown}:\n" + "\n".join(entries), summary=f"{len(entries)} files")
-        lines = self._read(path, shown).split("\n")
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                return self._listing(fd, shown)
+            if not stat.S_ISREG(mode):
+                raise MemoryError_(f"{shown} is not a file.")
+            text = _decoded(pinned.read_all(fd))
+        finally:
+            os.close(fd)
+        lines = text.split("\n")
         first, last = 1, len(lines)
         if view_range:
             if len(view_range) != 2:
@@ -215,6 +208,23 @@ class Memory(Tool[MemoryInput]):
                 )
         shown_lines = "\n".join(f"{n:6}\t{lines[n - 1]}" for n in range(first, last + 1))
         return ToolResult(shown_lines, summary=f"{last - first + 1} lines of {shown}")
+
+    @staticmethod
+    def _listing(fd: int, shown: str) -> ToolResult:
+        """The files of the folder open at `fd` and of its subfolders, read through descriptors:
+        links are listed as nothing and never entered."""
+        entries = []
+        for folder, dirs, names, folder_fd in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
+            dirs.sort()
+            depth = len(Path(folder).parts) - 1
+            for name in sorted(names):
+                st = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and depth <= 1:
+                    relative = Path(folder, name).as_posix().removeprefix("./")
+                    entries.append(f"{st.st_size:>8,}  {shown}/{relative}")
+        if not entries:
+            return ToolResult(f"{shown} is empty.", summary="empty")
+        return ToolResult(f"Files in {shown}:\n" + "\n".join(entries), summary=f"{len(entries)} files")
 
     def _delete(self, path: Path, shown: str) -> ToolResult:
         if shown == PREFIX:

@@ -1,13 +1,14 @@
 """Jupyter notebooks: Read shows one cell by cell, with outputs (images as images); NotebookEdit
-replaces, inserts or deletes a cell (Claude Code's name and input). Edits go through nbformat and are
-written back with the notebook's own indentation and key order, so a cell left alone keeps its bytes
-and a diff shows only what changed."""
+replaces, inserts or deletes a cell (Claude Code's name and input). Edits change the notebook's JSON in
+place and write it back with its own indentation and key order, checked against nbformat's schema,
+so a cell left alone keeps its bytes and a diff shows only what changed."""
 
 from __future__ import annotations
 
 import base64
 import json
 import re
+import uuid
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -146,8 +147,6 @@ class NotebookEdit(FileTool[NotebookEditInput]):
     kind = "edit"
 
     def run_sync(self, args: NotebookEditInput, ctx: ToolContext) -> ToolResult:
-        nbformat = _nbformat()
-
         path = writable(ctx, args.notebook_path)
         if path.suffix != ".ipynb":
             return ToolResult.error(f"{path} is not a notebook (.ipynb); use Edit for other files.")
@@ -155,16 +154,18 @@ class NotebookEdit(FileTool[NotebookEditInput]):
         if existing is None:
             return ToolResult.error(f"{path} does not exist; create a notebook with Write.")
         require_fresh_read(ctx, path, existing[1], "edit")
-        text = existing[0].decode("utf-8")
+        text = existing[0].decode("utf-8", errors="surrogateescape")
         try:
-            notebook = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
-        except Exception as e:  # nbformat raises several kinds for a file that is not a notebook
-            return ToolResult.error(f"{path} cannot be read as a notebook: {e}")
-        cells = notebook.cells
+            notebook = json.loads(text)
+            cells = notebook["cells"]
+            assert isinstance(cells, list) and all(isinstance(c, dict) for c in cells)
+        except (ValueError, KeyError, TypeError, AssertionError) as e:
+            return ToolResult.error(f"{path} cannot be read as a notebook ({type(e).__name__}: {e})")
+        was_valid = _valid(notebook)
         index = self._find(cells, args.cell_id)
         if isinstance(index, str):
             return ToolResult.error(index)
-        before = "" if index is None or args.edit_mode == "insert" else cells[index].source
+        before = "" if index is None or args.edit_mode == "insert" else _text(cells[index].get("source"))
         if args.edit_mode == "delete":
             if index is None:
                 return ToolResult.error("Name the cell to delete with cell_id.")
@@ -174,27 +175,27 @@ class NotebookEdit(FileTool[NotebookEditInput]):
         elif args.edit_mode == "insert":
             if args.cell_type is None:
                 return ToolResult.error("Give cell_type (code or markdown) for the new cell.")
-            cell = self._new_cell(notebook, args.cell_type, args.new_source)
             position = 0 if index is None else index + 1
-            cells.insert(position, cell)
-            done, after = f"Inserted cell {cell_name(cell, position)}", args.new_source
+            cells.insert(position, _new_cell(notebook, args.cell_type, args.new_source))
+            done, after = f"Inserted cell {cell_name(cells[position], position)}", args.new_source
         else:
             if index is None:
                 return ToolResult.error("Name the cell to replace with cell_id.")
             cell = cells[index]
-            if args.cell_type is not None and args.cell_type != cell.cell_type:
-                replacement = self._new_cell(notebook, args.cell_type, args.new_source)
+            if args.cell_type is not None and args.cell_type != cell.get("cell_type"):
+                replacement = _new_cell(notebook, args.cell_type, args.new_source)
                 if "id" in cell:
                     replacement["id"] = cell["id"]
                 cells[index] = cell = replacement
-            cell.source = args.new_source
-            if cell.cell_type == "code":
-                cell.outputs, cell.execution_count = [], None
+            cell["source"] = _like(cell.get("source"), args.new_source)
+            if cell.get("cell_type") == "code":
+                cell["outputs"], cell["execution_count"] = [], None
             done, after = f"Replaced cell {cell_name(cell, index)}", args.new_source
-        written = nbformat.writes(notebook, indent=_indent(text))
-        data = (written + "\n" if text.endswith("\n") and not written.endswith("\n") else written).encode(
-            "utf-8"
-        )
+        if was_valid and not _valid(notebook):
+            return ToolResult.error(f"The edit would make {path} an invalid notebook; nothing was written.")
+        # the file's own indentation and key order: the cells left alone keep their bytes
+        written = json.dumps(notebook, indent=_indent(text), ensure_ascii=False)
+        data = (written + ("\n" if text.endswith("\n") else "")).encode("utf-8", errors="surrogateescape")
         before_change(ctx, path, existing)
         try:
             st = pinned.replace(path, data)
@@ -224,10 +225,33 @@ class NotebookEdit(FileTool[NotebookEditInput]):
         names = ", ".join(cell_name(c, i) for i, c in enumerate(cells[:20]))
         return f"No cell {cell_id!r} in the notebook; its cells are: {names or 'none'}."
 
-    @staticmethod
-    def _new_cell(notebook: Any, cell_type: str, source: str) -> Any:
-        v4 = _nbformat().v4
-        cell = v4.new_code_cell(source) if cell_type == "code" else v4.new_markdown_cell(source)
-        if (notebook.nbformat, notebook.nbformat_minor) < (4, 5):
-            cell.pop("id", None)  # a notebook from before cell ids must not get one
-        return cell
+
+def _like(old: Any, new: str) -> str | list[str]:
+    """`new` in the form the cell held its source: Jupyter's list of lines, or one string."""
+    return new.splitlines(keepends=True) if isinstance(old, list) or old is None else new
+
+
+def _new_cell(notebook: dict[str, Any], cell_type: str, source: str) -> dict[str, Any]:
+    """A cell as Jupyter writes one (keys in its order); with an id where the notebook's cells have
+    them (nbformat 4.5 and later), and without one in an older notebook."""
+    cell: dict[str, Any] = {"cell_type": cell_type}
+    if cell_type == "code":
+        cell["execution_count"] = None
+    version = (notebook.get("nbformat", 4), notebook.get("nbformat_minor", 0))
+    if version >= (4, 5) or any("id" in c for c in notebook["cells"]):
+        cell["id"] = uuid.uuid4().hex[:8]
+    cell["metadata"] = {}
+    if cell_type == "code":
+        cell["outputs"] = []
+    cell["source"] = source.splitlines(keepends=True)
+    return cell
+
+
+def _valid(notebook: dict[str, Any]) -> bool:
+    """Whether nbformat's schema accepts the notebook."""
+    nbformat = _nbformat()
+    try:
+        nbformat.validate(notebook)
+    except nbformat.ValidationError:
+        return False
+    return True

@@ -6,6 +6,7 @@ Permission rules name sites: `WebFetch(domain:docs.python.org)`."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from urllib.parse import urlsplit
 
@@ -16,6 +17,8 @@ from piton.builtin_tools.web_get import FetchError, Page, fetch
 from piton.core.tools import Tool, ToolContext, ToolResult
 
 CACHE_S = 15 * 60
+MAX_CACHE_BYTES = 50 * 1024 * 1024  # of pages kept, per session
+MAX_HTML_CHARS = 2_000_000  # of a page's HTML, turned into Markdown
 MAX_CONTENT_CHARS = 100_000  # of a page's text, given to the small model
 MAX_RAW_CHARS = 20_000  # of a page's text, given to the model itself when no summary can be made
 MAX_ANSWER_TOKENS = 2_048
@@ -23,6 +26,15 @@ PDF_PAGES = 100  # of a fetched PDF, read for the small model
 _STATE = "web_fetch_cache"
 _DROPPED = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "head")
 _TEXT_TYPES = ("application/json", "application/xml", "application/javascript", "application/x-yaml")
+
+
+def _prune(cache: dict[str, tuple[float, Page]]) -> None:
+    """Drop pages older than the cache keeps them, then the oldest beyond its size."""
+    now = time.monotonic()
+    for url in [u for u, (at, _) in cache.items() if now - at >= CACHE_S]:
+        del cache[url]
+    while sum(len(page.body) for _, page in cache.values()) > MAX_CACHE_BYTES:
+        del cache[min(cache, key=lambda u: cache[u][0])]
 
 
 class WebFetchInput(BaseModel):
@@ -74,6 +86,8 @@ def page_text(page: Page) -> str:
     except LookupError:
         text = page.body.decode("utf-8", errors="replace")
     if kind in ("text/html", "application/xhtml+xml") or (not kind and "<html" in text[:2000].lower()):
+        if len(text) > MAX_HTML_CHARS:  # parsing costs seconds a megabyte; the rest would be cut anyway
+            return html_markdown(text[:MAX_HTML_CHARS]) + "\n\n[The rest of the page was not read.]"
         return html_markdown(text)
     if kind.startswith("text/") or kind in _TEXT_TYPES or kind.endswith(("+json", "+xml")):
         return text
@@ -104,6 +118,7 @@ class WebFetch(Tool[WebFetchInput]):
         if host is None:
             return ToolResult.error(f"Not a URL: {args.url[:200]}")
         cache: dict[str, tuple[float, Page]] = ctx.state.setdefault(_STATE, {})
+        _prune(cache)
         hit = cache.get(args.url)
         if hit is not None and time.monotonic() - hit[0] < CACHE_S:
             page = hit[1]
@@ -126,8 +141,8 @@ class WebFetch(Tool[WebFetchInput]):
             )
         if page.status >= 400:
             return ToolResult.error(f"{page.url} answered HTTP {page.status}")
-        try:
-            text = page_text(page)
+        try:  # parsing a big page takes seconds: off the event loop, so Esc still stops the turn
+            text = await asyncio.to_thread(page_text, page)
         except FetchError as e:
             return ToolResult.error(f"Could not read {page.url}: {e}")
         if page.truncated:

@@ -42,11 +42,37 @@ class Page:
     redirect: str | None = None  # a redirect to another host, not followed
 
 
+_EMBEDDING = tuple(  # IPv6 prefixes whose addresses carry an IPv4 address in their last 32 bits
+    ipaddress.ip_network(n) for n in ("64:ff9b::/96", "64:ff9b:1::/48", "::/96")
+)
+_SITE_LOCAL = ipaddress.ip_network("fec0::/10")
+
+
 def _public(address: str) -> bool:
+    """Whether `address` is on the public internet, judging an IPv6 address that carries an IPv4 one
+    (mapped, NAT64, 6to4, Teredo, IPv4-compatible) by the IPv4 address it leads to."""
     ip = ipaddress.ip_address(address.split("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _SITE_LOCAL:
+            return False
+        carried = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
+        if carried is None and any(ip in net for net in _EMBEDDING):
+            carried = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if carried is not None and not _public(str(carried)):
+            return False
     return ip.is_global and not ip.is_multicast
+
+
+def _proxy_note() -> str:
+    """Said when a connection fails on a machine that sets a proxy: WebFetch does not use it."""
+    import os
+
+    names = [
+        n
+        for n in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY")
+        if os.environ.get(n)
+    ]
+    return f" (WebFetch connects directly and does not use the proxy in {names[0]})" if names else ""
 
 
 async def _resolve(host: str, port: int) -> list[str]:
@@ -104,15 +130,14 @@ async def fetch(
                     f"{host} resolves to {private[0]}, a private or local address; a permission rule "
                     f"WebFetch(domain:{host}) allows it"
                 )
-            if scheme == "http" and not private:
-                scheme, port = "https", 443 if port == 80 else port
-                named = f"[{host}]" if ":" in host else host
-                netloc = named if port == 443 else f"{named}:{port}"
-                url = urlunsplit(("https", netloc, *urlsplit(url)[2:]))
+            named = f"[{host}]" if ":" in host else host
+            if scheme == "http" and not private and port == 80:  # a server on another port may not speak TLS
+                scheme, port = "https", 443
+                url = urlunsplit(("https", named, *urlsplit(url)[2:]))
             address = addresses[0]
             literal = f"[{address}]" if ":" in address else address
             default = 443 if scheme == "https" else 80
-            host_header = host if port == default else f"{host}:{port}"
+            host_header = named if port == default else f"{named}:{port}"
             request = client.build_request(
                 "GET",
                 f"{scheme}://{literal}:{port}{rest}",
@@ -126,9 +151,9 @@ async def fetch(
             try:
                 response = await client.send(request, stream=True)
             except httpx2.TimeoutException as e:
-                raise FetchError(f"{host} did not answer within {wait_s:g} s") from e
+                raise FetchError(f"{host} did not answer within {wait_s:g} s{_proxy_note()}") from e
             except httpx2.HTTPError as e:
-                raise FetchError(f"cannot fetch {host}: {e}") from e
+                raise FetchError(f"cannot fetch {host}: {e}{_proxy_note()}") from e
             try:
                 if response.status_code in _REDIRECTS and "location" in response.headers:
                     url = urljoin(url, response.headers["location"])

@@ -45,6 +45,8 @@ async def answer_questions(request: PermissionRequest, console: Any, ask: AskWit
                 return f"Type a number (1-{count}) or your own answer; Esc stops the turn"
             if picked is not None and len(picked) > 1 and not several:
                 return "Choose one number, or type your own answer"
+            if picked is None and all(part.strip().isdigit() for part in line.replace(",", " ").split()):
+                return f"Choose numbers from 1 to {count}, or type your own answer"
             return None
 
         hint = "numbers, comma-separated" if several else "a number"

@@ -5,6 +5,7 @@ themselves are built by `piton.factory`."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -448,11 +449,10 @@ def memory_folder(cwd: Path, settings: Settings) -> Path:
     `.piton/memories` when the settings say so."""
     from piton.core.conversation.session import project_key, state_dir
 
-    return (
-        cwd / ".piton" / "memories"
-        if settings.memory_in_project
-        else state_dir() / "memories" / project_key(cwd)
-    )
+    # Piton's folders resolved once, here; below them the memory tool follows no link
+    if settings.memory_in_project:
+        return Path(os.path.realpath(cwd)) / ".piton" / "memories"
+    return Path(os.path.realpath(state_dir())) / "memories" / project_key(cwd)
 
 
 def _memory(cwd: Path, settings: Settings) -> AnyTool:

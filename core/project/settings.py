@@ -80,8 +80,10 @@ class Settings(ExtensionSettings):
 
     @property
     def memory_in_project(self) -> bool:
-        """`"memoryInProject": true`: the memory tool's folder is the project's `.piton/memories`."""
-        return self._last("memoryInProject") is True
+        """`"memoryInProject": true` in the user's own settings: the memory tool's folder is the
+        project's `.piton/memories`. Never a project's say: its folder would then be the project's
+        choice, for a tool that writes unasked."""
+        return self._last("memoryInProject", trusted_only=True) is True
 
     @property
     def thinking(self) -> bool | None:

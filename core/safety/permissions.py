@@ -208,12 +208,10 @@ class Permissions:
         return matched[0] if all(matched) else None
 
     def names(self, tool: str, content: str) -> bool:
-        """Whether an allow rule names this content of `tool` (`WebFetch(domain:localhost)`), not
-        the tool alone: what only a rule written for it may open."""
-        return any(
-            r.tool == tool and r.specifier is not None and fnmatch.fnmatchcase(content, r.specifier)
-            for r in self.allow
-        )
+        """Whether an allow rule names exactly this content of `tool` (`WebFetch(domain:localhost)`):
+        not the tool alone, and not a pattern (`domain:*` allows every site, not the machine's own
+        services): what only a rule written for it may open."""
+        return any(r.tool == tool and r.specifier == content for r in self.allow)
 
     def decide(self, tool: GovernedTool, content: str | None, *, looks: bool = False) -> Decision:
         """The decision for calling `tool` on `content` (its command or absolute path, if any).
@@ -358,6 +356,8 @@ class PermissionGate:
     ) -> Decision:
         edited: dict[str, Any] | None = None
         forced_ask: str | None = None
+        if tool.kind == "question":
+            return await self._question(tool, tool_use_id, tool_input)
         if self.pre_tool is not None:
             verdict, why, edited = await self.pre_tool(tool.name, tool_input, tool_use_id)
             if verdict == "deny":
@@ -399,6 +399,21 @@ class PermissionGate:
         if edited is not None and decision.updated_input is None:
             decision = dataclasses.replace(decision, updated_input=edited)
         return self._allowed(tool, decision)
+
+    async def _question(self, tool: GovernedTool, tool_use_id: str, tool_input: dict[str, Any]) -> Decision:
+        """A question only the user answers: no rule, mode or hook stands in for them, and answers
+        the model wrote into its own call are dropped before the question is put."""
+        asked = {k: v for k, v in tool_input.items() if k != "answers"}
+        decision = self.permissions.decide(tool, None)
+        if decision.behavior == "ask":
+            decision = await self.approver(
+                PermissionRequest(tool, tool_use_id, asked, None, decision.reason, "", None, ())
+            )
+        if decision.behavior == "allow" and not (decision.updated_input or {}).get("answers"):
+            decision = Decision("deny", "the question was allowed but not answered: the user gave no answers")
+        if decision.behavior != "allow":
+            self.denials.append({"tool_name": tool.name, "tool_use_id": tool_use_id, "tool_input": asked})
+        return decision
 
     def _allowed(self, tool: GovernedTool, decision: Decision) -> Decision:
         """An allowed call that moves the session to another mode: an approved plan ends plan mode

@@ -229,3 +229,17 @@ def test_credential_paths_from_the_settings_are_not_read(
     assert done.returncode == 0, done.stderr
     result = fake_api.bodies[-1]["messages"][-1]["content"][0]
     assert result["is_error"] and SECRET not in str(result["content"])
+
+
+def test_edit_deny_rules_cover_notebook_edit(tmp_path: Path) -> None:
+    from piton.builtin_tools.notebook import NotebookEdit, NotebookEditInput
+    from piton.core.safety.permissions import Permissions
+    from tests.builtin_tools.helpers import context
+
+    (tmp_path / "secret").mkdir()
+    ctx = context(tmp_path)
+    tool = NotebookEdit()
+    content = tool.rule_content(NotebookEditInput(notebook_path="secret/x.ipynb", new_source="x"), ctx)
+    assert content == str((tmp_path / "secret" / "x.ipynb").resolve())
+    permissions = Permissions.from_texts("acceptEdits", deny=["Edit(secret/**)"], project=tmp_path)
+    assert permissions.decide(tool, content).behavior == "deny"

@@ -39,13 +39,39 @@ def test_links_planted_in_the_memory_folder_are_never_followed(tmp_path: Path) -
     assert "planted" not in listing and "victim" not in listing
 
 
-def test_the_memory_folder_itself_as_a_link_leads_nowhere(tmp_path: Path) -> None:
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    (elsewhere / "keep.md").write_text("keep")
-    link = tmp_path / "memories"
-    link.symlink_to(elsewhere)
-    # the folder is Piton's choice, resolved once: a link in its place is the place itself, and what
-    # is inside it is still reached without following any further link
-    tool = Memory(link)
-    assert "keep" in text(call(tool, context(tmp_path), command="view", path="/memories/keep.md"))
+def test_a_memory_folder_swapped_for_a_link_is_refused(tmp_path: Path) -> None:
+    # the user opted into `.piton/memories`; the project (or a command) made it a link to a folder
+    # outside: nothing may be read or written through it
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.md").write_text("keep")
+    project = tmp_path / "project"
+    (project / ".piton").mkdir(parents=True)
+    (project / ".piton" / "memories").symlink_to(outside)
+    tool, ctx = Memory(project / ".piton" / "memories"), context(project)
+    for args in (
+        {"command": "view", "path": "/memories/keep.md"},
+        {"command": "view", "path": "/memories"},
+        {"command": "create", "path": "/memories/pwned", "file_text": "pwned"},
+    ):
+        result = call(tool, ctx, **args)
+        assert result.is_error and "keep" not in text(result), args
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.md"]
+    (project / ".piton" / "memories").unlink()
+    (project / ".piton").rmdir()
+    (project / ".piton").symlink_to(outside)  # a link one level up is refused as well
+    result = call(tool, ctx, command="create", path="/memories/pwned", file_text="pwned")
+    assert result.is_error and sorted(p.name for p in outside.iterdir()) == ["keep.md"]
+
+
+def test_a_link_to_a_folder_is_not_listed_through(tmp_path: Path) -> None:
+    outside = tmp_path / "outside" / "sub"
+    outside.mkdir(parents=True)
+    (outside / "secret-name.txt").write_text("x")
+    root = tmp_path / "memories"
+    root.mkdir()
+    (root / "link").symlink_to(tmp_path / "outside")
+    tool = Memory(root)
+    result = call(tool, context(tmp_path), command="view", path="/memories/link/sub")
+    assert result.is_error and "secret-name" not in text(result)
+    assert "secret-name" not in text(call(tool, context(tmp_path), command="view", path="/memories"))

@@ -224,3 +224,45 @@ def test_mentioned_pdfs_and_large_images_are_attached_as_the_model_can_take_them
     assert "--- page 20 ---\nChapter 20" in pdf_text and "Chapter 21" not in pdf_text
     assert "[10 more pages: Read the file with pages for the rest]" in pdf_text
     assert image_of(content[2:]).size == (1568, 523)
+
+
+def test_a_notebook_in_another_tools_format_keeps_its_format(tmp_path: Path) -> None:
+    # two-space indentation, keys not sorted, sources as strings: as some editors write them
+    cells = [
+        {"cell_type": "markdown", "source": "# Title", "metadata": {}, "id": "aa"},
+        {
+            "source": "x = 1",
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "id": "bb",
+        },
+        {"cell_type": "markdown", "metadata": {}, "source": "é ünïcode", "id": "cc"},
+    ]
+    data = {"metadata": {}, "nbformat": 4, "nbformat_minor": 5, "cells": cells}
+    original = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    path = tmp_path / "other.ipynb"
+    path.write_text(original)
+    ctx = context(tmp_path)
+    call(READ, ctx, file_path="other.ipynb")
+    result = call(EDIT, ctx, notebook_path="other.ipynb", cell_id="bb", new_source="x = 2")
+    assert not result.is_error, text(result)
+    expected = original.replace('"source": "x = 1"', '"source": "x = 2"')
+    assert path.read_text() == expected  # one line changed, nothing else moved
+
+
+def test_sixteen_bit_images_keep_their_contrast_and_types_come_from_the_bytes(tmp_path: Path) -> None:
+    from piton.builtin_tools.media import ImageError, fit_image
+
+    depth = Image.new("I;16", (2000, 1000))
+    depth.paste(40000, (0, 0, 1000, 1000))  # left half bright, right half black
+    out = io.BytesIO()
+    depth.save(out, "PNG")
+    data, _, note = fit_image(out.getvalue(), "image/png")
+    scaled = Image.open(io.BytesIO(data)).convert("L")
+    assert note and scaled.getpixel((10, 10)) != scaled.getpixel((scaled.width - 10, 10))
+    jpeg = encoded("JPEG")
+    assert fit_image(jpeg, "image/png")[1] == "image/jpeg"  # a notebook output that says png but is not
+    with pytest.raises(ImageError, match="cannot be decoded"):
+        fit_image(encoded("PNG", 400, 300, "RGBA")[:200], "image/png")  # cut short

@@ -127,6 +127,22 @@ def test_a_note_written_in_one_session_is_read_in_the_next(fake_api: FakeAnthrop
         timeout=60,
         check=True,
     )
+    assert not (project / ".piton" / "memories").exists()  # a project cannot choose where memory goes
+    assert (state_dir() / "memories" / project_key(project) / "team.md").read_text() == "shared"
+    (Path.home() / ".piton").mkdir(exist_ok=True)
+    (Path.home() / ".piton" / "settings.json").write_text(json.dumps({"memoryInProject": True}))
+    fake_api.add(
+        reply(ToolCall("memory", {"command": "create", "path": "/memories/team.md", "file_text": "shared"})),
+        reply("Saved."),
+    )
+    subprocess.run(
+        [PITON, "-p", "save it"],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
     assert (project / ".piton" / "memories" / "team.md").read_text() == "shared"
 
 

@@ -191,3 +191,19 @@ def test_without_a_rule_print_mode_refuses_and_names_the_rule(
     assert done.returncode == 0, done.stderr
     refused = json.dumps(fake_api.bodies[1]["messages"][-1]["content"])
     assert "WebFetch(domain:127.0.0.1)" in refused  # the rule that would allow it, this site only
+
+
+def test_the_cache_forgets_old_pages_and_stays_bounded() -> None:
+    from piton.builtin_tools.web_fetch import CACHE_S, MAX_CACHE_BYTES, _prune
+    from piton.builtin_tools.web_get import Page
+
+    now = time.monotonic()
+    big = Page("u", 200, "text/plain", b"x" * (MAX_CACHE_BYTES // 2))
+    cache = {
+        "old": (now - CACHE_S - 1, Page("old", 200, "text/plain", b"x")),
+        "a": (now - 30, big),
+        "b": (now - 20, big),
+        "c": (now - 10, big),
+    }
+    _prune(cache)
+    assert sorted(cache) == ["b", "c"]  # the expired one, then the oldest beyond the size

@@ -132,3 +132,48 @@ def test_the_agent_sdk_answers_through_can_use_tool(fake_api: FakeAnthropicAPI, 
     assert asked == [QUESTIONS]
     answered = json.dumps(fake_api.bodies[1]["messages"][-1]["content"])
     assert f'\\"{DB}\\"=\\"PostgreSQL\\"' in answered and "Search" in answered
+
+
+def test_answers_the_model_writes_itself_are_never_the_users(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    forged = {**QUESTIONS, "answers": {DB: "PostgreSQL", FEATURES: "Login"}}
+    fake_api.add(reply(ToolCall("AskUserQuestion", forged)), reply("Fine."))
+    seen: list[dict[str, Any]] = []
+
+    async def can_use_tool(
+        name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResultAllow | PermissionResultDeny:
+        seen.append(tool_input)
+        return PermissionResultAllow()  # allowed, but nobody answered
+
+    async def talk() -> None:
+        options = ClaudeAgentOptions(cli_path=PITON, cwd=str(project), can_use_tool=can_use_tool)
+        async with ClaudeSDKClient(options) as client:
+            await client.query("set up the service")
+            _ = [m async for m in client.receive_response()]
+
+    asyncio.run(asyncio.wait_for(talk(), 60))
+    assert seen == [QUESTIONS]  # the forged answers were dropped before the question was put
+    result = fake_api.bodies[1]["messages"][-1]["content"][0]
+    assert result["is_error"] and "gave no answers" in json.dumps(result["content"])
+    schema = {t["name"]: t for t in fake_api.bodies[0]["tools"]}["AskUserQuestion"]["input_schema"]
+    assert "answers" not in schema["properties"]
+
+
+def test_a_number_that_is_no_option_is_asked_again(project: Path) -> None:
+    provider = ScriptedProvider(
+        reply(ToolCall("AskUserQuestion", {"questions": QUESTIONS["questions"][:1]})), reply("Ok.")
+    )
+
+    async def script(s: Session) -> None:
+        await s.type("go" + ENTER)
+        await s.until(lambda: s.repl.question is not None)
+        await s.type("5" + ENTER, pause=0.3)
+        await s.until(lambda: "Choose numbers from 1 to 2" in s.screen)
+        await s.type("\x15" + "1" + ENTER, pause=0.3)
+        await s.until(lambda: "Ok." in s.screen)
+
+    run(project, provider, script, tools=default_tools())
+    [answer] = provider.requests[1].messages[-1].tool_results
+    assert f'"{DB}"="PostgreSQL"' in result_text(answer)
