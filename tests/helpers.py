@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Coroutine
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -32,3 +35,13 @@ def stream_all(provider: Any, request: Any) -> list[Any]:
             await provider.aclose()
 
     return asyncio.run(go())
+
+
+PITON = str(Path(sys.executable).with_name("piton"))
+
+
+def piton(cwd: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The installed `piton` with `args`, in `cwd`, with no input, its output captured."""
+    return subprocess.run(
+        [PITON, *args], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
+    )

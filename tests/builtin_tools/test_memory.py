@@ -4,8 +4,6 @@ writes and the next one reads through the installed `piton -p`."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,8 +13,7 @@ from piton.core.conversation.session import project_key, state_dir
 from piton.testing.script import ToolCall, reply
 from tests.builtin_tools.helpers import call, context, text
 from tests.fakes.fake_api import FakeAnthropicAPI
-
-PITON = str(Path(sys.executable).with_name("piton"))
+from tests.helpers import piton
 
 
 @pytest.fixture
@@ -98,14 +95,7 @@ def test_a_note_written_in_one_session_is_read_in_the_next(fake_api: FakeAnthrop
         reply("You want tabs."),
     )
     for prompt in ("remember: tabs", "what do I want?"):
-        done = subprocess.run(
-            [PITON, "-p", prompt],
-            cwd=project,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        done = piton(project, "-p", prompt)
         assert done.returncode == 0, done.stderr
     saved = state_dir() / "memories" / project_key(project) / "prefs.md"
     assert saved.read_text() == note
@@ -119,14 +109,7 @@ def test_a_note_written_in_one_session_is_read_in_the_next(fake_api: FakeAnthrop
         reply(ToolCall("memory", {"command": "create", "path": "/memories/team.md", "file_text": "shared"})),
         reply("Saved."),
     )
-    subprocess.run(
-        [PITON, "-p", "save it"],
-        cwd=project,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=60,
-        check=True,
-    )
+    assert piton(project, "-p", "save it").returncode == 0
     assert not (project / ".piton" / "memories").exists()  # a project cannot choose where memory goes
     assert (state_dir() / "memories" / project_key(project) / "team.md").read_text() == "shared"
     (Path.home() / ".piton").mkdir(exist_ok=True)
@@ -135,14 +118,7 @@ def test_a_note_written_in_one_session_is_read_in_the_next(fake_api: FakeAnthrop
         reply(ToolCall("memory", {"command": "create", "path": "/memories/team.md", "file_text": "shared"})),
         reply("Saved."),
     )
-    subprocess.run(
-        [PITON, "-p", "save it"],
-        cwd=project,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=60,
-        check=True,
-    )
+    assert piton(project, "-p", "save it").returncode == 0
     assert (project / ".piton" / "memories" / "team.md").read_text() == "shared"
 
 

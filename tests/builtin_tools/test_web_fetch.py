@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,8 +20,8 @@ from piton.core.tools import ToolContext
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
 from tests.fakes.pdf import pdf
+from tests.helpers import piton
 
-PITON = str(Path(sys.executable).with_name("piton"))
 HTML = (
     "<html><head><title>Widget docs</title><style>body{color:red}</style></head><body>"
     "<script>stealCookies()</script><h1>Installing</h1><p>Run <code>pip install widget==3.2</code>.</p>"
@@ -157,14 +155,7 @@ def test_the_small_model_reads_the_page_for_the_model(
         reply("With `pip install widget==3.2`."),  # the small model's answer
         reply("Install it with pip install widget==3.2."),
     )
-    done = subprocess.run(
-        [PITON, "-p", "how do I install widget?", "--allowedTools", "WebFetch(domain:127.0.0.1)"],
-        cwd=project,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = piton(project, "-p", "how do I install widget?", "--allowedTools", "WebFetch(domain:127.0.0.1)")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Install it with pip install widget==3.2."
     reading = fake_api.bodies[1]
@@ -180,14 +171,7 @@ def test_without_a_rule_print_mode_refuses_and_names_the_rule(
     fake_api: FakeAnthropicAPI, project: Path, site: str
 ) -> None:
     fake_api.add(reply(ToolCall("WebFetch", {"url": f"{site}/docs", "prompt": "?"})), reply("Could not."))
-    done = subprocess.run(
-        [PITON, "-p", "read it"],
-        cwd=project,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = piton(project, "-p", "read it")
     assert done.returncode == 0, done.stderr
     refused = json.dumps(fake_api.bodies[1]["messages"][-1]["content"])
     assert "WebFetch(domain:127.0.0.1)" in refused  # the rule that would allow it, this site only

@@ -5,26 +5,19 @@ counted and paid for, and a provider without the tool is one clear error."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from piton.testing.script import HttpError, SearchResults, ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import piton
 
-PITON = str(Path(sys.executable).with_name("piton"))
 RELEASE = "https://www.python.org/downloads/release/python-3140/"
 
 
 def run(project: Path, *args: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [PITON, "-p", "is python 3.14 out?", "--allowedTools", "WebSearch", "--output-format", "json", *args],
-        cwd=project,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    done = piton(
+        project, "-p", "is python 3.14 out?", "--allowedTools", "WebSearch", "--output-format", "json", *args
     )
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)

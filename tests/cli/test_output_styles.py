@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +16,8 @@ from piton.testing.script import reply
 from piton.testing.scripted import ScriptedProvider
 from tests.cli.test_repl import ENTER, Session, run
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import PITON, piton
 
-PITON = str(Path(sys.executable).with_name("piton"))
 CODING = "Understand before you change"  # a line of the coding instructions
 BREVITY = "Be direct and brief"
 PIRATE = "---\nname: Pirate\ndescription: Talks like a pirate\n---\nAnswer like a pirate, matey.\n"
@@ -29,12 +27,6 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
-
-
-def piton(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PITON, *args], cwd=project, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60
-    )
 
 
 def system_text(body: dict[str, Any]) -> str:
