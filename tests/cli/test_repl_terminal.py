@@ -268,3 +268,30 @@ def test_ctrl_v_pastes_the_clipboards_image_into_the_message(
         "media_type": "image/png",
         "data": base64.b64encode(png()).decode(),
     }
+
+
+def test_the_model_asks_a_question_and_the_answer_goes_back(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    question = {
+        "question": "Which database?",
+        "header": "Database",
+        "options": [
+            {"label": "PostgreSQL", "description": "a server"},
+            {"label": "SQLite", "description": "a file"},
+        ],
+        "multiSelect": False,
+    }
+    fake_api.add(reply(ToolCall("AskUserQuestion", {"questions": [question]})), reply("SQLite it is."))
+    child = spawn(project)
+    child.send("set it up\r")
+    expect_text(child, "[Database] Which database?")
+    expect_text(child, "2. SQLite — a file")
+    expect_text(child, "Your answer")
+    child.send("2\r")
+    expect_text(child, "SQLite it is.")
+    child.send("\x04")
+    child.expect(pexpect.EOF)
+    child.close()
+    result = fake_api.bodies[1]["messages"][-1]["content"][0]
+    assert '"Which database?"="SQLite"' in str(result["content"])
