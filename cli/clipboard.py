@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from piton.core.conversation.messages import ContentBlock
 
 TIMEOUT_S = 5.0
-MAX_BYTES = 5 * 1024 * 1024  # the API's limit for one image
+MAX_SOURCE_BYTES = 50 * 1024 * 1024  # of a pasted image, before it is scaled down
 _TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _MARKER = re.compile(r"\[Image #(\d+)\]")
 _OSASCRIPT_DATA = re.compile(r"«data PNGf([0-9A-Fa-f]+)»")
@@ -105,13 +105,19 @@ def read_image(exclude: Sequence[Path], env: Mapping[str, str] | None = None) ->
 
 
 def _checked(data: bytes) -> bytes:
-    from piton.core.conversation.media import image_type
+    """The pasted image decoded, checked and scaled as Read scales images: one the API would refuse
+    must not enter the conversation, where every later request would fail on it."""
+    from piton.core.conversation.media import ImageError, fit_image, image_type
 
-    if image_type(data[:16]) is None:
+    media = image_type(data[:16])
+    if media is None:
         raise ClipboardError("the clipboard's image is in a format the model does not read")
-    if len(data) > MAX_BYTES:
-        raise ClipboardError(f"the clipboard's image is over 5 MB ({len(data) / 1e6:.1f} MB)")
-    return data
+    if len(data) > MAX_SOURCE_BYTES:
+        raise ClipboardError(f"the clipboard's image is over 50 MB ({len(data) / 1e6:.0f} MB)")
+    try:
+        return fit_image(data, media)[0]
+    except ImageError as e:
+        raise ClipboardError(f"the clipboard's image: {e}") from e
 
 
 @dataclass

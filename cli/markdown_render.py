@@ -39,6 +39,7 @@ _TOKEN_STYLES = (  # pygments token type prefix -> style, most specific first
     ("Token.Operator", "#56b6c2"),
 )
 CODE_CONTEXT_LINES = 100  # lexed before the rows of a code block being printed, for multi-line strings
+CODE_CONTEXT_CHARS = 8_000  # and no more than this: lexing runs on every batch and redraw
 
 
 def inline(text: str, base: str = "") -> Text:
@@ -96,6 +97,73 @@ def code_rows(body: list[str], language: str, start: int = 0) -> list[Text]:
     for row in rows:
         row.rstrip()
     return [Text("  ") + row for row in rows]
+
+
+_OPENERS = {  # constructs that span lines, by language: (opener, closer)
+    **dict.fromkeys(
+        (
+            "c",
+            "cpp",
+            "c++",
+            "cs",
+            "csharp",
+            "css",
+            "scss",
+            "less",
+            "dart",
+            "go",
+            "java",
+            "javascript",
+            "js",
+            "jsx",
+            "kotlin",
+            "php",
+            "rust",
+            "scala",
+            "sql",
+            "swift",
+            "ts",
+            "tsx",
+            "typescript",
+        ),
+        (("/*", "*/"),),
+    ),
+    **dict.fromkeys(("html", "xml", "svg", "vue", "markdown", "md"), (("<!--", "-->"),)),
+    **dict.fromkeys(("python", "py", "python3", "toml"), (('"""', '"""'), ("'''", "'''"))),
+}
+
+
+def settled(body: list[str], start: int, end: int, language: str) -> int:
+    """How far from `start` the lines up to `end` can be printed for good: not past a line where a
+    comment, a string or a nested fence opened and has not closed yet. Lexed without its closer, the
+    rows after it would be coloured as code, and stay so in the scrollback."""
+    pairs = _OPENERS.get(language.strip().split()[0].lower() if language.strip() else "", ())
+    fenced = language.strip().lower().startswith(("markdown", "md"))
+    if not pairs and not fenced:
+        return end
+    closer: str | None = None
+    good = start
+    for index in range(start, end):
+        line = body[index]
+        if fenced and line.lstrip().startswith(("```", "~~~")):
+            closer = None if closer == "fence" else "fence" if closer is None else closer
+        elif closer != "fence":
+            position = 0
+            while True:
+                if closer is None:
+                    found = [(line.find(o, position), o, c) for o, c in pairs if line.find(o, position) >= 0]
+                    if not found:
+                        break
+                    at, opener, closer = min(found)
+                    position = at + len(opener)
+                else:
+                    at = line.find(closer, position)
+                    if at < 0:
+                        break
+                    position, closer = at + len(closer), None
+        if closer is None:
+            good = index + 1
+    return good
 
 
 def code(body: str, language: str) -> Text:

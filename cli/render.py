@@ -15,11 +15,13 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from piton.cli.markdown_render import (
+    CODE_CONTEXT_CHARS,
     CODE_CONTEXT_LINES,
     code_block,
     code_rows,
     fence_info,
     render_block,
+    settled,
 )
 from piton.cli.markdown_stream import MarkdownStream
 from piton.cli.output import TODO_MARKS, compacted_line, hook_line, tool_label
@@ -123,13 +125,18 @@ def _fragments(text: Text) -> LiveText:
 
 
 class Renderer:
-    def __init__(self, console: Console, *, verbose: bool = False) -> None:
+    def __init__(
+        self, console: Console, *, verbose: bool = False, code_batch_s: float = CODE_BATCH_S
+    ) -> None:
         self.console = console
         self.verbose = verbose
+        self.code_batch_s = code_batch_s  # how often lines of a streaming code block are printed
         self._md = MarkdownStream()
         self._code_printed = 0  # body lines of the open code block already in the scrollback
         self._code_batch_at = 0.0
-        self._code_live_key: tuple[int, str, int, int] | None = None
+        self._code_block = 0  # which code block the live area's cache belongs to
+        self._code_marks = [0]  # where batches of the open block ended: no comment or string open there
+        self._code_live_key: tuple[int, int, str, int, int] | None = None
         self._code_live_rows: LiveText = []
         self._thinking: list[str] = []
         self._thinking_started = 0.0
@@ -198,6 +205,7 @@ class Renderer:
             self._thinking = []
             self._md = MarkdownStream()
             self._code_printed = 0
+            self._code_block += 1
             self._tool = None
             self.console.print(Text(f"  ⎿  {retry_text(event)}", style="yellow"))
         elif isinstance(event, Notice):
@@ -237,9 +245,10 @@ class Renderer:
 
     def _print_markdown(self, block: str) -> None:
         block = _CONTROL.sub("", block)
+        self._code_block += 1  # the live area's cache belongs to the block that is now over
         fenced = code_block(block) if self._code_printed else None
         if fenced is not None:  # the rest of a code block whose lines were printed as they came
-            rows = code_rows(fenced[1], fenced[0], self._code_printed)
+            rows = self._code_rows(fenced[1], fenced[0], self._code_printed, len(fenced[1]))
             self._code_printed = 0
             while rows and not rows[-1].plain.strip():
                 rows.pop()
@@ -257,33 +266,46 @@ class Renderer:
     def _print_code_lines(self) -> None:
         """A code block goes to the scrollback as it streams, highlighted as it will stay: nothing
         jumps when it ends, and a long block is all there to read while it streams. Lines are
-        printed in batches, at most every `CODE_BATCH_S`, as each batch lexes its context again."""
+        printed in batches, at most every `code_batch_s`, as each batch lexes its context again."""
         opened = self._md.open_code
         now = time.monotonic()
-        if opened is None or now - self._code_batch_at < CODE_BATCH_S:
+        if opened is None or now - self._code_batch_at < self.code_batch_s:
             return
         done, end = self._code_printed, len(opened[1])
         while end > done and not opened[1][end - 1].strip():
             end -= 1  # blank lines wait for what follows: at the block's end they are dropped
+        end = settled(opened[1], done, end, fence_info(opened[0]))
         if end <= done:
             return
-        rows = self._code_rows(opened, done, end)
+        if not done:
+            self._code_marks = [0]
+        rows = self._code_rows(opened[1], fence_info(opened[0]), done, end)
         self._code_printed, self._code_batch_at = end, now
+        self._code_marks.append(end)
         if not done:
             self._print_block(Text("\n").join(rows))
         else:
             self.console.print(Text("\n").join(rows))
 
-    @staticmethod
     def _code_rows(
-        opened: tuple[str, list[str]], start: int, end: int, partial: str | None = None
+        self, lines: list[str], language: str, start: int, end: int, partial: str | None = None
     ) -> list[Text]:
-        """Rows `start` to `end` of the open block (and `partial` after them)."""
-        low = max(0, start - CODE_CONTEXT_LINES)  # only the lines lexed again are cleaned
-        window = [_CONTROL.sub("", line) for line in opened[1][low:end]]
+        """Rows `start` to `end` of a code block (and `partial` after them), lexed with the lines
+        before them from a point where no comment or string was open (where an earlier batch
+        ended), within `CODE_CONTEXT_LINES` and `CODE_CONTEXT_CHARS`."""
+        marks = [m for m in self._code_marks if m <= start] or [0]
+        low = marks[-1]
+        for mark in reversed(marks):
+            if (
+                start - mark > CODE_CONTEXT_LINES
+                or sum(len(x) + 1 for x in lines[mark:start]) > CODE_CONTEXT_CHARS
+            ):
+                break
+            low = mark
+        window = [_CONTROL.sub("", line) for line in lines[low:end]]  # only the lines lexed again
         if partial is not None:
             window.append(partial)
-        return code_rows(window, fence_info(opened[0]), start - low)
+        return code_rows(window, language, start - low)
 
     def _flush_text(self) -> None:
         for block in self._md.flush():
@@ -372,19 +394,26 @@ class Renderer:
         opened = self._md.open_code
         assert opened is not None
         partial = _CONTROL.sub("", self._md.partial)
-        key = (len(opened[1]), partial, self._code_printed, width)
+        key = (self._code_block, len(opened[1]), partial, self._code_printed, width)
         if key == self._code_live_key:  # redraws without new text lex nothing
             return self._code_live_rows
         closing = partial.strip().startswith(("```", "~~~"))
         end = len(opened[1])
         start = max(self._code_printed, end - LIVE_LINES)  # no more is drawn
-        rows = self._code_rows(opened, start, end, None if closing or not partial else partial)
-        while rows and not rows[-1].plain.strip():
-            rows.pop()
-        if any(row.cell_len > width for row in rows):  # wrapped plainly rather than cut
-            plain = "\n".join(row.plain for row in rows)
-            live: LiveText = [("class:live", f"{row}\n") for row in last_rows(plain, width, LIVE_LINES)]
+        shown = [*opened[1][start:end], *([] if closing or not partial else [partial])]
+        live: LiveText
+        if any(len(line.expandtabs()) + 2 > width for line in shown):
+            # a line wider than the screen: wrapped plainly, and never lexed (it may be megabytes)
+            plain = "\n".join("  " + _CONTROL.sub("", line).expandtabs() for line in shown).rstrip()
+            live = [("class:live", f"{row}\n") for row in last_rows(plain, width, LIVE_LINES)]
         else:
+            rows = self._code_rows(
+                opened[1], fence_info(opened[0]), start, end, None if closing or not partial else partial
+            )
+            while rows and not rows[-1].plain.strip():
+                rows.pop()
+            for row in rows:
+                row.expand_tabs()  # prompt_toolkit would show a tab as ^I
             live = [part for row in rows for part in (*_fragments(row), ("", "\n"))]
         self._code_live_key, self._code_live_rows = key, live
         return live

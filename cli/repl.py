@@ -308,8 +308,9 @@ class Repl:
 
         for text, style in recap_lines(runtime.agent.history) if source == "resume" and recap else []:
             self.print_line(text, style)
-        show = self.driver.renderer.handle if self.driver.renderer is not None else lambda _: None
-        await session_start(runtime, source, show)
+        if recap:  # a session reopened where it stands (`recap=False`) does not start again
+            show = self.driver.renderer.handle if self.driver.renderer is not None else lambda _: None
+            await session_start(runtime, source, show)
         if runtime.status_command is not None:
             self.status = StatusCommand(
                 runtime.status_command, lambda t: self.print_line(f"piton: {t}", "yellow")
@@ -341,11 +342,14 @@ class Repl:
         options = replace(self.options, continue_latest=False, model=old.agent.config.model, resume=resume)
         from piton.cli.session_hooks import session_end
 
-        await session_end(old, "clear" if resume is None else "other", lambda _: None)
+        if not reopen:  # the same session reopened goes on: it neither ends nor starts again
+            await session_end(old, "clear" if resume is None else "other", lambda _: None)
         old.log.close()
         await asyncio.to_thread(old.close)  # its MCP servers; the new session starts its own
         self.runtime = await asyncio.to_thread(self._build, options, old.agent.provider)
-        self.driver.totals = SessionTotals()  # /cost and the status line speak of the new session
+        if not reopen:
+            self.driver.totals = SessionTotals()  # /cost and the status line speak of the new session
+        self.images = PastedImages()  # `[Image #N]` names this session's pastes only
         for notice in self.runtime.notices:
             self.print_line(f"piton: {notice}", "yellow")
         self.runtime.log.report_to(self._log_problem)

@@ -45,6 +45,9 @@ async def output_style(ui: Controller, args: str) -> None:
     if style == current:
         ui.print_line(f"The output style is already {style.name}.", "dim")
         return
+    if ui.busy:
+        ui.print_line("/output-style: the model is working; change the style once the turn is over", "yellow")
+        return
     try:
         saved = save("local", ui.options.cwd, ["outputStyle"], style.name)
     except (ConfigError, OSError) as e:

@@ -334,7 +334,7 @@ def build_runtime(
         status_command=status_command(options.cwd, settings, trust),
         unsupported=settings.unsupported_keys(),
         plugins=plugins,
-        output_style=style,
+        output_style=style if options.system_prompt is None else None,  # a prompt of one's own has none
         output_styles=styles,
     )
 

@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING
 from piton.core.project.claude_home import user_config_dirs
 from piton.core.project.roots import project_dirs
 from piton.core.project.system_prompt import OutputStyle
-from piton.skills.frontmatter import FrontmatterError, markdown_files, read, shown, text_field
+from piton.skills.frontmatter import (
+    FrontmatterError,
+    bool_field,
+    markdown_files,
+    printable,
+    read,
+    shown,
+    text_field,
+)
 
 if TYPE_CHECKING:
     from piton.skills.plugins import Plugin
@@ -81,11 +89,12 @@ BUILTIN = (
 def load_output_style(path: Path, source: str) -> OutputStyle:
     meta, body = read(path)
     name = text_field(meta, "name") or path.stem
+    if printable(name) != name:  # a file name is the project's to choose: never a terminal sequence
+        raise FrontmatterError("its name holds control characters")
     if not body.strip():
         raise FrontmatterError("it has no instructions after the frontmatter")
-    keep = meta.get("keep-coding-instructions", meta.get("keepCodingInstructions", False))
-    if not isinstance(keep, bool):
-        raise FrontmatterError("'keep-coding-instructions' should be true or false")
+    key = "keepCodingInstructions" if "keepCodingInstructions" in meta else "keep-coding-instructions"
+    keep = bool_field(meta, key, False)
     return OutputStyle(
         name=name,
         description=text_field(meta, "description") or "",

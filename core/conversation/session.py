@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Literal
 
 from piton import __version__
-from piton.core.conversation.messages import Message
+from piton.core.conversation.messages import Message, TextBlock
 from piton.core.conversation.session_load import LoadedSession as LoadedSession
 from piton.core.conversation.session_load import load_session as load_session
 from piton.core.conversation.session_log import SCHEMA_VERSION as SCHEMA_VERSION
 from piton.core.conversation.session_log import SessionLog as SessionLog
 from piton.core.conversation.session_log import corrupt_path
+from piton.core.modes import is_reminder
 
 PRUNE_AGE_DAYS = 30
 PRUNE_MAX_BYTES = 2 * 1024**3
@@ -73,7 +74,12 @@ def _summary(path: Path) -> SessionSummary:
             if not first and '"role": "user"' in line:
                 with contextlib.suppress(ValueError, KeyError, TypeError, RecursionError):
                     message = Message.model_validate(json.loads(line)["message"])
-                    first = " ".join(message.text.split())
+                    typed = [
+                        b.text
+                        for b in message.content
+                        if isinstance(b, TextBlock) and not is_reminder(b.text)
+                    ]
+                    first = " ".join(" ".join(typed).split())
     return SessionSummary(path.stem, path.stat().st_mtime, first, count)
 
 

@@ -101,15 +101,22 @@ def test_the_agent_sdk_sees_the_style_and_the_ones_available(
     write(project / ".claude/output-styles/pirate.md", PIRATE)
     write(project / ".claude/settings.json", json.dumps({"outputStyle": "Pirate"}))
 
-    async def talk() -> dict[str, Any]:
-        async with ClaudeSDKClient(ClaudeAgentOptions(cli_path=PITON, cwd=str(project))) as client:
+    async def talk(options: ClaudeAgentOptions) -> dict[str, Any]:
+        async with ClaudeSDKClient(options) as client:
             info = await client.get_server_info()
         assert info is not None
         return info
 
-    info = asyncio.run(asyncio.wait_for(talk(), 60))
+    # the preset keeps Piton's own prompt, so the style applies to it
+    preset = ClaudeAgentOptions(
+        cli_path=PITON, cwd=str(project), system_prompt={"type": "preset", "preset": "claude_code"}
+    )
+    info = asyncio.run(asyncio.wait_for(talk(preset), 60))
     assert info["output_style"] == "Pirate"
     assert {"default", "Pirate", "Explanatory", "Learning"} <= set(info["available_output_styles"])
+    # the SDK's default sends a prompt of its own (empty), which no style is added to: said as such
+    plain = ClaudeAgentOptions(cli_path=PITON, cwd=str(project))
+    assert asyncio.run(asyncio.wait_for(talk(plain), 60))["output_style"] == "default"
 
 
 def test_output_style_in_the_repl_switches_and_saves_it(project: Path) -> None:

@@ -6,6 +6,7 @@ import re
 import time
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from piton.cli.render import CODE_BATCH_S, LIVE_LINES, Renderer
@@ -315,3 +316,53 @@ def test_long_thinking_lines_wrap_rather_than_being_cut() -> None:
     renderer.handle(ThinkingDelta("x" * 10 + " " + "considering the options " * 10 + "DECIDED"))
     rows = [text for style, text in renderer.live() if style == "class:thinking"]
     assert rows[-1].rstrip("\n").endswith("DECIDED") and all(len(r) <= 80 for r in rows)
+
+
+def _streamed_and_whole(text: str, size: int = 5) -> tuple[str, str]:
+    """The same answer streamed in `size`-character deltas (with a pause where batches would be
+    printed) and fed whole, as the terminal shows each, colour codes included."""
+    console = Console(record=True, width=80, color_system="truecolor")
+    renderer = Renderer(console, code_batch_s=0)  # every line its own batch: the worst case
+    renderer.begin()
+    feed(renderer, text, size=size)
+    renderer.handle(done())
+    at_once, whole = make(colour=True)
+    feed(at_once, text, size=len(text))
+    at_once.handle(done())
+    return console.export_text(styles=True), whole.export_text(styles=True)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "```java\n/**\n * Returns the value for this key if it is present\n */\nint x = 1;\n```\n",
+        "```html\n<!--\n  for if while return\n-->\n<p>hi</p>\n```\n",
+        '```python\ndef f():\n    """Doc.\n'
+        + "".join(f"    line {n} if for while\n" for n in range(150))
+        + '    """\n    return 1\nx = 2\n```\n',
+        "````markdown\n# Title\n```python\nfor x in y:\n    pass\n```\nText after.\n````\n",
+    ],
+    ids=["java-comment", "html-comment", "long-docstring", "nested-fence"],
+)
+def test_a_streamed_block_is_coloured_as_the_whole_block_is(block: str) -> None:
+    streamed, whole = _streamed_and_whole("Here:\n\n" + block)
+    assert _colours(streamed) == _colours(whole)
+
+
+def test_the_live_code_line_expands_tabs_and_belongs_to_the_open_block() -> None:
+    renderer, _ = make()
+    feed(renderer, "```go\nfunc f() {\n\tif err != nil {\n\t\treturn err")
+    live = "".join(text for _, text in renderer.live()[:-1])
+    assert "\t" not in live and "          return err" in live  # a tab as spaces, never ^I
+    feed(renderer, "\n}\n```\n\n```python\nbe")
+    assert ("class:live", "  be") in renderer.live()  # a name: Python's lexer gives it no colour
+    feed(renderer, "\n```\n\n```nosuchlang\nbe")  # the same partial line, in a block of another language
+    assert ("#abb2bf", "be") in renderer.live()  # drawn for this block, not taken from the last one
+
+
+def test_a_huge_line_in_a_code_block_is_shown_plainly_not_lexed() -> None:
+    renderer, _ = make()
+    feed(renderer, "```json\n" + '{"k": "' + "v" * 300_000, size=50_000)
+    live = renderer.live()
+    assert {style for style, _ in live[:-1]} == {"class:live"}  # wrapped as text, without a lexer
+    assert len(live) <= LIVE_LINES + 1
