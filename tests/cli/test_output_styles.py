@@ -154,3 +154,30 @@ def test_doctor_names_the_style_and_an_unknown_one(project: Path) -> None:
     settings.write_text(json.dumps({"outputStyle": "Nonesuch"}))
     out = piton(project, "doctor").stdout
     assert "✓ output style: Default; 6 available" in out and "! outputStyle 'Nonesuch': no such" in out
+
+
+def test_a_style_file_name_cannot_reach_the_terminal_and_lenient_frontmatter_loads(project: Path) -> None:
+    write(project / ".claude/output-styles/\x1b]0;pwned\x07.md", "Be evil.\n")
+    write(
+        project / ".claude/output-styles/teacher.md",
+        "---\ndescription: Use when: learning\nkeep-coding-instructions: true\n---\nTeach.\n",
+    )
+    styles, warnings = discover_output_styles(project)
+    assert all("\x1b" not in s.name for s in styles.values())
+    assert any("control characters" in w and "\\x1b" in w for w in warnings)
+    assert styles["teacher"].keep_coding  # YAML that does not parse is read line by line, true and all
+
+
+def test_the_resume_list_shows_what_was_typed_not_the_style_reminder(project: Path) -> None:
+    from piton.core.conversation.session import SessionStore
+
+    write(project / ".piton/settings.json", json.dumps({"outputStyle": "Concise"}))
+    provider = ScriptedProvider(reply("Done."))
+
+    async def script(s: Session) -> None:
+        await s.type("fix the failing test" + ENTER)
+        await s.until(lambda: "Done." in s.screen)
+
+    run(project, provider, script)
+    [summary] = SessionStore().recent(project)
+    assert summary.first_prompt == "fix the failing test"
