@@ -134,26 +134,32 @@ async def fetch(
             if scheme == "http" and not private and port == 80:  # a server on another port may not speak TLS
                 scheme, port = "https", 443
                 url = urlunsplit(("https", named, *urlsplit(url)[2:]))
-            address = addresses[0]
-            literal = f"[{address}]" if ":" in address else address
             default = 443 if scheme == "https" else 80
             host_header = named if port == default else f"{named}:{port}"
-            request = client.build_request(
-                "GET",
-                f"{scheme}://{literal}:{port}{rest}",
-                headers={
-                    "Host": host_header,
-                    "User-Agent": user_agent,
-                    "Accept": "text/html, text/markdown, text/plain, application/pdf;q=0.9, */*;q=0.5",
-                },
-                extensions={"sni_hostname": host} if scheme == "https" else {},
-            )
-            try:
-                response = await client.send(request, stream=True)
-            except httpx2.TimeoutException as e:
-                raise FetchError(f"{host} did not answer within {wait_s:g} s{_proxy_note()}") from e
-            except httpx2.HTTPError as e:
-                raise FetchError(f"cannot fetch {host}: {e}{_proxy_note()}") from e
+            response = None
+            for address in addresses:  # each checked address in turn: one may be unreachable from here
+                literal = f"[{address}]" if ":" in address else address
+                request = client.build_request(
+                    "GET",
+                    f"{scheme}://{literal}:{port}{rest}",
+                    headers={
+                        "Host": host_header,
+                        "User-Agent": user_agent,
+                        "Accept": "text/html, text/markdown, text/plain, application/pdf;q=0.9, */*;q=0.5",
+                    },
+                    extensions={"sni_hostname": host} if scheme == "https" else {},
+                )
+                try:
+                    response = await client.send(request, stream=True)
+                    break
+                except httpx2.ConnectError as e:
+                    if address == addresses[-1]:
+                        raise FetchError(f"cannot connect to {host}: {e}{_proxy_note()}") from e
+                except httpx2.TimeoutException as e:
+                    raise FetchError(f"{host} did not answer within {wait_s:g} s{_proxy_note()}") from e
+                except httpx2.HTTPError as e:
+                    raise FetchError(f"cannot fetch {host}: {e}{_proxy_note()}") from e
+            assert response is not None
             try:
                 if response.status_code in _REDIRECTS and "location" in response.headers:
                     url = urljoin(url, response.headers["location"])

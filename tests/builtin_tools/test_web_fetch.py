@@ -191,3 +191,10 @@ def test_the_cache_forgets_old_pages_and_stays_bounded() -> None:
     }
     _prune(cache)
     assert sorted(cache) == ["b", "c"]  # the expired one, then the oldest beyond the size
+
+
+def test_a_rule_naming_localhost_opens_it(site: str, project: Path) -> None:
+    # where localhost names ::1 before 127.0.0.1, the server (on the second only) is reached in turn
+    port = site.rsplit(":", 1)[1]
+    text, error, _ = call(context(project, allowed=("localhost",)), f"http://localhost:{port}/docs")
+    assert not error and "# Installing" in text
