@@ -339,8 +339,13 @@ async def _agents(c: Commands, _: str) -> None:
         c.say(text, style)
 
 
-async def _memory(c: Commands, _: str) -> None:
+async def _memory(c: Commands, args: str) -> None:
     runtime = await c.ui.ready()
+    if args.split()[:1] == ["edit"]:
+        from piton.cli.memory_edit import edit_memory
+
+        await edit_memory(c.ui, runtime, args.split(maxsplit=1)[1] if len(args.split()) > 1 else "")
+        return
     memory = runtime.memory
     if memory is None or not memory.files:
         c.say(
@@ -447,7 +452,10 @@ BUILTIN = (
     Command("skills", "the skills, custom commands and subagent types found", _skills),
     Command("agents", "the subagent types, and what of their definitions is not applied", _agents),
     Command(
-        "memory", "the instruction files loaded (AGENTS.md, CLAUDE.md) and the model's memory folder", _memory
+        "memory",
+        "the instruction files loaded (AGENTS.md, CLAUDE.md) and the model's memory folder",
+        _memory,
+        "[edit file]",
     ),
     Command("plugin", "the plugins loaded, what each added, and how to install more", _plugin),
     Command("status", "version, session, model, sandbox, API", _status),

@@ -688,6 +688,16 @@ class Repl:
 
         self._background(view())
 
+    async def run_program(self, argv: list[str]) -> int:
+        import subprocess
+
+        from prompt_toolkit.application import run_in_terminal
+
+        def run() -> int:
+            return subprocess.run(argv, check=False).returncode
+
+        return await run_in_terminal(run) if self.session is not None else run()
+
     def ctrl_c(self, buffer: Buffer) -> None:
         """Ctrl-C: stop the work under way, else clear the line, else exit on a second press."""
         if self.interrupt():

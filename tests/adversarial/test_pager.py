@@ -46,3 +46,20 @@ def test_a_pager_inside_the_project_is_refused_and_the_users_own_is_kept(
     mine = plant(tmp_path / "bin")
     monkeypatch.setenv("PAGER", f"{mine} -R")
     assert pager_command(project) == [str(mine), "-R"]
+
+
+def test_an_editor_in_the_project_is_never_the_one_memory_edit_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from piton.cli.memory_edit import editor_command
+
+    project = tmp_path / "project"
+    planted = plant(project / ".venv" / "bin")  # named `less`; as an editor all the same
+    monkeypatch.setenv("EDITOR", str(planted))
+    monkeypatch.delenv("VISUAL", raising=False)
+    command = editor_command([project])
+    assert command is None or not Path(command[0]).resolve().is_relative_to(project.resolve())
+    monkeypatch.setenv("EDITOR", "less")  # a name: looked up on PATH, the project's folders skipped
+    monkeypatch.setenv("PATH", f"{planted.parent}{os.pathsep}{os.environ['PATH']}")
+    command = editor_command([project])
+    assert command is None or not Path(command[0]).resolve().is_relative_to(project.resolve())

@@ -295,3 +295,20 @@ def test_the_model_asks_a_question_and_the_answer_goes_back(
     child.close()
     result = fake_api.bodies[1]["messages"][-1]["content"][0]
     assert '"Which database?"="SQLite"' in str(result["content"])
+
+
+def test_memory_edit_opens_a_note_in_the_users_editor(project: Path, tmp_path: Path) -> None:
+    from piton.core.conversation.session import project_key, state_dir
+
+    editor = tmp_path / "bin" / "fake-editor"  # the user's own editor, outside the project
+    editor.parent.mkdir()
+    editor.write_text('#!/bin/sh\nprintf "use tabs\\n" >> "$1"\n')
+    editor.chmod(0o755)
+    child = spawn(project, EDITOR=str(editor))
+    child.send("/memory edit prefs.md\r")
+    expect_text(child, "Edited")
+    child.send("\x04")
+    child.expect(pexpect.EOF)
+    child.close()
+    note = Path(os.path.realpath(state_dir())) / "memories" / project_key(project) / "prefs.md"
+    assert note.read_text() == "use tabs\n"

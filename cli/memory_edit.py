@@ -1,0 +1,53 @@
+"""`/memory edit FILE`: one of the model's memory notes (or the project's AGENTS.md) in the user's
+editor. The editor is `$VISUAL` or `$EDITOR`, found on PATH as the clipboard program is (never in the
+project or a folder the tools may write), else the system's `nano` or `vi`."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from piton.cli.clipboard import find_program
+
+if TYPE_CHECKING:
+    from piton.cli.controller import Controller
+    from piton.runtime import Runtime
+
+_SYSTEM_EDITORS = ("/usr/bin/nano", "/bin/nano", "/usr/bin/vi", "/bin/vi")
+
+
+def editor_command(exclude: list[Path]) -> list[str] | None:
+    for name in ("VISUAL", "EDITOR"):
+        words = shlex.split(os.environ.get(name, ""))
+        if words:
+            program = words[0] if os.path.isabs(words[0]) else find_program(words[0], exclude)
+            if program is not None and not any(
+                Path(program).resolve().is_relative_to(r.resolve()) for r in exclude
+            ):
+                return [program, *words[1:]]
+    return next(([path] for path in _SYSTEM_EDITORS if os.access(path, os.X_OK)), None)
+
+
+async def edit_memory(ui: Controller, runtime: Runtime, name: str) -> None:
+    folder = getattr(next((t for t in runtime.agent.tools if t.name == "memory"), None), "root", None)
+    if folder is None:
+        ui.print_line("/memory edit: the memory tool is not in use in this session", "yellow")
+        return
+    relative = Path(name.strip().removeprefix("/memories/").removeprefix("/"))
+    if not name.strip() or relative.is_absolute() or ".." in relative.parts:
+        ui.print_line("Usage: /memory edit FILE (a file of the memory folder, such as notes.md)", "yellow")
+        return
+    target = folder / relative
+    if target.is_symlink() or (target.exists() and not target.is_file()):
+        ui.print_line(f"/memory edit: {target} is not a file of the memory folder", "yellow")
+        return
+    policy = runtime.agent.context.policy
+    editor = editor_command([ui.options.cwd, *(policy.roots if policy is not None else ())])
+    if editor is None:
+        ui.print_line("/memory edit: no editor found (set $EDITOR); the file is " + str(target), "yellow")
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    status = await ui.run_program([*editor, str(target)])
+    ui.print_line(f"Edited {target}" + (f" (the editor exited with {status})" if status else ""), "dim")
