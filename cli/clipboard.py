@@ -10,12 +10,8 @@ sandbox. A program that hangs is cut after a few seconds.
 from __future__ import annotations
 
 import asyncio
-import base64
 import os
-import platform
 import re
-import shutil
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +35,8 @@ class ClipboardError(Exception):
 
 def find_program(name: str, exclude: Sequence[Path], env: Mapping[str, str] | None = None) -> str | None:
     """`name` on PATH, skipping relative entries and any inside `exclude`."""
+    import shutil
+
     env = os.environ if env is None else env
     roots = [root.resolve() for root in exclude]
     for entry in env.get("PATH", "").split(os.pathsep):
@@ -54,6 +52,8 @@ def find_program(name: str, exclude: Sequence[Path], env: Mapping[str, str] | No
 
 
 def _run(argv: list[str]) -> bytes:
+    import subprocess
+
     try:
         done = subprocess.run(
             argv, capture_output=True, stdin=subprocess.DEVNULL, timeout=TIMEOUT_S, check=False
@@ -73,6 +73,8 @@ def _offered(listing: bytes) -> str | None:
 def read_image(exclude: Sequence[Path], env: Mapping[str, str] | None = None) -> bytes:
     """The clipboard's image, as its file's bytes. ClipboardError when there is none or no program
     can read the clipboard here."""
+    import platform
+
     env = os.environ if env is None else env
     tried: list[str] = []
     if env.get("WAYLAND_DISPLAY") and (wl := find_program("wl-paste", exclude, env)):
@@ -134,6 +136,8 @@ class PastedImages:
     def attach(self, text: str, content: str | list[ContentBlock]) -> str | list[ContentBlock]:
         """`content` (the message and its `@` attachments) followed by each image whose marker the
         text holds, once each, in the order they appear."""
+        import base64
+
         from piton.core.conversation.media import image_type
         from piton.core.conversation.messages import Base64ImageSource, ImageBlock, TextBlock
 

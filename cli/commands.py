@@ -360,7 +360,9 @@ async def _memory(c: Commands, args: str) -> None:
                 c.say(f"    imports {imported}", "dim")
         for warning in memory.warnings:
             c.say(warning, "yellow")
-    folder = getattr(next((t for t in runtime.agent.tools if t.name == "memory"), None), "root", None)
+    from piton.cli.memory_edit import memory_folder_of
+
+    folder = memory_folder_of(runtime)
     if folder is not None:
         notes = (
             sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())

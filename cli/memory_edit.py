@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from piton.cli.clipboard import find_program
+from piton.core.safety import pinned
 
 if TYPE_CHECKING:
     from piton.cli.controller import Controller
@@ -30,8 +31,15 @@ def editor_command(exclude: list[Path]) -> list[str] | None:
     return next(([path] for path in _SYSTEM_EDITORS if os.access(path, os.X_OK)), None)
 
 
+def memory_folder_of(runtime: Runtime) -> Path | None:
+    """The folder of the session's memory tool, if it has one."""
+    tool = next((t for t in runtime.agent.tools if t.name == "memory"), None)
+    folder = getattr(tool, "root", None)
+    return folder if isinstance(folder, Path) else None
+
+
 async def edit_memory(ui: Controller, runtime: Runtime, name: str) -> None:
-    folder = getattr(next((t for t in runtime.agent.tools if t.name == "memory"), None), "root", None)
+    folder = memory_folder_of(runtime)
     if folder is None:
         ui.print_line("/memory edit: the memory tool is not in use in this session", "yellow")
         return
@@ -48,6 +56,10 @@ async def edit_memory(ui: Controller, runtime: Runtime, name: str) -> None:
     if editor is None:
         ui.print_line("/memory edit: no editor found (set $EDITOR); the file is " + str(target), "yellow")
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:  # the folders made without following a link, as the memory tool makes them
+        os.close(pinned.make_dirs(target.parent))
+    except OSError as e:
+        ui.print_line(f"/memory edit: {target.parent} cannot be used ({e.strerror or e})", "yellow")
+        return
     status = await ui.run_program([*editor, str(target)])
     ui.print_line(f"Edited {target}" + (f" (the editor exited with {status})" if status else ""), "dim")

@@ -347,9 +347,9 @@ class Repl:
         old.log.close()
         await asyncio.to_thread(old.close)  # its MCP servers; the new session starts its own
         self.runtime = await asyncio.to_thread(self._build, options, old.agent.provider)
-        if not reopen:
-            self.driver.totals = SessionTotals()  # /cost and the status line speak of the new session
-        self.images = PastedImages()  # `[Image #N]` names this session's pastes only
+        if not reopen:  # another session: /cost and `[Image #N]` speak of it alone
+            self.driver.totals = SessionTotals()
+            self.images = PastedImages()
         for notice in self.runtime.notices:
             self.print_line(f"piton: {notice}", "yellow")
         self.runtime.log.report_to(self._log_problem)

@@ -181,3 +181,23 @@ def test_the_resume_list_shows_what_was_typed_not_the_style_reminder(project: Pa
     run(project, provider, script)
     [summary] = SessionStore().recent(project)
     assert summary.first_prompt == "fix the failing test"
+
+
+def test_output_style_waits_for_the_turn_and_keeps_the_sessions_cost(project: Path) -> None:
+    provider = ScriptedProvider(reply("slow " * 200, chunk=5), delay_s=0.01)
+    provider.add(reply("Next."))
+
+    async def script(s: Session) -> None:
+        await s.type("write a lot" + ENTER)
+        await s.until(lambda: s.repl.busy)
+        await s.type("/output-style concise" + ENTER)
+        await s.until(lambda: "change the style once the turn is over" in s.screen)
+        await s.idle()
+        assert "Interrupted" not in s.screen  # the turn ran to its end
+        cost = s.repl.totals.cost_usd
+        assert cost > 0
+        await s.type("/output-style concise" + ENTER)
+        await s.until(lambda: "Output style: Concise" in s.screen)
+        assert s.repl.totals.cost_usd == cost  # the same session goes on: its cost with it
+
+    run(project, provider, script)
