@@ -127,19 +127,26 @@ def global_configs(home: Path) -> list[Path]:
     return [Path("/etc/gitconfig"), Path(xdg) / "git" / "config", home / ".gitconfig"]
 
 
-def code_paths(roots: tuple[Path, ...], home: Path) -> list[Path]:
+def code_places(roots: tuple[Path, ...], home: Path) -> list[tuple[Path, bool]]:
     """The real paths of the hooks folders (`core.hooksPath`) and included config files that the
-    repositories at `roots`, the user's and the system's git config name."""
-    found: list[Path] = []
+    repositories at `roots`, the user's and the system's git config name, each with whether it is
+    a folder (a hooks folder) or a file (an included config)."""
+    found: dict[Path, bool] = {}
     for root in roots:
         named = CodePaths()
         configs = [d / name for d in git_dirs(root) for name in ("config", "config.worktree")]
         for config in (*configs, *global_configs(home)):
             read(config, named)
-        for path in (*(h if h.is_absolute() else root / h for h in named.hooks), *named.includes):
-            if (target := _real(path)) not in found:
-                found.append(target)
-    return found
+        for path in (h if h.is_absolute() else root / h for h in named.hooks):
+            found.setdefault(_real(path), True)
+        for path in named.includes:
+            found.setdefault(_real(path), False)
+    return list(found.items())
+
+
+def code_paths(roots: tuple[Path, ...], home: Path) -> list[Path]:
+    """The paths of `code_places`."""
+    return [path for path, _ in code_places(roots, home)]
 
 
 def _real(path: Path) -> Path:

@@ -4,10 +4,17 @@ Inside a writable project, git's hooks and config and the settings files must no
 runs at the user's next commit, a config can name a program for any git command, and settings grant
 permissions. The same goes for a hooks folder `core.hooksPath` names and every config file an
 `include` pulls in. The sandbox binds the existing ones read-only and pins the folders that hold
-them, and the git directory itself, in place (a mount point cannot be renamed). What it cannot pin —
-files that do not exist yet, symlinks — is snapshotted, content and all, before each command and
-put back after it. Commands that can write run one at a time (the session's command lock), so one
-command's snapshot never sees another's half-done work.
+them, every folder between them and the project root, and the git directory itself, in place (a
+mount point cannot be renamed, but a folder above one can, and a new one made under the old name).
+What it cannot pin — files that do not exist yet, symlinks — is snapshotted, content and all, before
+each command and put back after it. Commands that can write run one at a time (the session's command
+lock), so one command's snapshot never sees another's half-done work.
+
+A command left running in the background (`lasting`) runs beside the others, so nothing can be
+snapshotted around it: for it the guarded folders are read-only as a whole, and those missing are
+made empty first (`hold`) so that they can be. Settings files deeper in the tree are swept instead
+(`sweep`). Every removal and restore goes through a descriptor of the real parent folder, never a
+path a running command could turn into a symlink meanwhile.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import os
 import shutil
 import stat
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,19 +59,130 @@ def protected_paths(policy: SandboxPolicy) -> list[Path]:
     return paths + code_paths(policy)
 
 
-def pinned_dirs(policy: SandboxPolicy) -> list[Path]:
-    """Folders the sandbox binds onto themselves in a writable root, so that no command can rename
-    or replace them: `.git`, `.piton` and `.claude` at each root, and each git directory (which a
-    `.git` symlink or gitfile may place elsewhere in the project)."""
+def _between(path: Path, roots: tuple[Path, ...]) -> list[Path]:
+    """The folders strictly between the root that holds `path` and `path`, outermost first."""
+    for root in roots:
+        if path != root and path.is_relative_to(root):
+            parts = path.relative_to(root).parts[:-1]
+            return [root.joinpath(*parts[: i + 1]) for i in range(len(parts))]
+    return []
+
+
+def pinned_dirs(policy: SandboxPolicy, protected: list[Path] | None = None) -> list[Path]:
+    """Folders the sandbox binds onto themselves in a writable root, outermost first, so that no
+    command can rename or replace them: `.git`, `.piton` and `.claude` at each root (or the folder a
+    symlink there leads to), each git directory (which a `.git` symlink or gitfile may place
+    elsewhere in the project), and every folder between a root and what is protected below it (a
+    renamed `.husky` would let a new `.husky/_` take the hooks folder's place)."""
     if policy.mode != "workspace-write":
         return []
     folders: list[Path] = []
+
+    def add(folder: Path) -> None:
+        if folder not in folders and folder.is_dir() and not folder.is_symlink() and policy.in_roots(folder):
+            folders.append(folder)
+
     for root in policy.roots:
-        folders += [
-            root / name for name in GUARDED_DIRS if (root / name).is_dir() and not (root / name).is_symlink()
-        ]
-        folders += [d for d in git_dirs(root) if d.is_dir() and policy.in_roots(d) and d not in folders]
-    return folders
+        for name in GUARDED_DIRS:
+            add(real(root / name))
+        for git_dir in git_dirs(root):
+            add(git_dir)
+    below = protected if protected is not None else protected_paths(policy)
+    for path in [*folders, *(real(p) for p in below)]:
+        for folder in _between(path, policy.roots):
+            add(folder)
+    return sorted(folders, key=lambda f: len(f.parts))
+
+
+class GuardError(Exception):
+    """A command cannot be left running: a guarded place is not one the sandbox can hold still."""
+
+
+def lasting_read_only(policy: SandboxPolicy) -> list[Path]:
+    """What a command left running may not change at all: each root's `.git`, `.claude` and
+    `.piton` folders whole, each git directory in the roots, and the hooks folders and included
+    config files there. Those missing are made by `hold` first."""
+    if policy.mode != "workspace-write":
+        return []
+    places: list[Path] = []
+    for root in policy.roots:
+        folders = [root / name for name in GUARDED_DIRS]
+        places += [f for f in folders if f.is_dir() and not f.is_symlink()]
+        places += [d for d in git_dirs(root) if d.is_dir() and policy.in_roots(d)]
+    places += [p for p in code_paths(policy) if os.path.lexists(p)]
+    return list(dict.fromkeys(places))
+
+
+@dataclass(slots=True)
+class Placeholders:
+    """Guarded places made empty so that a lasting command's sandbox can bind them read-only (a
+    mount needs something to mount on), removed again once no such command runs, if still empty."""
+
+    made: list[tuple[Path, bool]] = field(default_factory=list)  # (path, is a folder), outermost first
+
+    def make(self, path: Path, folder: bool) -> None:
+        missing: list[Path] = []
+        current = path
+        while not os.path.lexists(current):
+            missing.append(current)
+            current = current.parent
+        for place in reversed(missing):
+            is_folder = place != path or folder
+            fd = pinned.open_dir(place.parent)
+            try:
+                if is_folder:
+                    os.mkdir(place.name, 0o755, dir_fd=fd)
+                else:
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+                    os.close(os.open(place.name, flags, 0o644, dir_fd=fd))
+            except FileExistsError:
+                continue  # made by someone else meanwhile: not ours to remove
+            finally:
+                os.close(fd)
+            self.made.append((place, is_folder))
+
+    def remove(self) -> None:
+        for place, is_folder in reversed(self.made):
+            with contextlib.suppress(OSError), _parent_fd(place) as fd:
+                if is_folder:
+                    os.rmdir(place.name, dir_fd=fd)  # only if still empty
+                else:
+                    st = os.stat(place.name, dir_fd=fd, follow_symlinks=False)
+                    if stat.S_ISREG(st.st_mode) and st.st_size == 0:
+                        os.unlink(place.name, dir_fd=fd)
+        self.made = []
+
+
+def hold(policy: SandboxPolicy) -> Placeholders:
+    """Make the guarded places a lasting command's sandbox binds read-only but that do not exist
+    yet: `.claude` and `.piton` at each root, and hooks folders and included configs the git config
+    names inside the roots. Refuses (`GuardError`) where a root's guarded name is a symlink or not a
+    folder: the command could replace it, and no mount can stop that."""
+    made = Placeholders()
+    if policy.mode != "workspace-write":
+        return made
+    for root in policy.roots:
+        for name in GUARDED_DIRS:
+            path = root / name
+            odd = path.is_symlink() or (os.path.lexists(path) and not path.is_dir() and name != ".git")
+            if odd:
+                what = "a symbolic link" if path.is_symlink() else "not a folder"
+                raise GuardError(
+                    f"{path} is {what}, which a command left running could replace; run the command "
+                    "in the foreground instead"
+                )
+    try:
+        for root in policy.roots:
+            for name in SETTINGS_DIRS:
+                if not os.path.lexists(root / name):
+                    made.make(root / name, folder=True)
+        for path, folder in gitconfig.code_places(policy.roots, policy.home):
+            if policy.in_roots(path) and not os.path.lexists(path):
+                made.make(path, folder)
+    except OSError as e:
+        made.remove()
+        raise GuardError(f"cannot prepare the protected folders for a command left running: {e}") from e
+    return made
 
 
 def prepare(policy: SandboxPolicy) -> None:
@@ -99,19 +218,34 @@ def _state(path: Path) -> _State:
     status = f"{st.st_mode}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
     if st.st_size > _MAX_KEPT_BYTES or not stat.S_ISREG(st.st_mode):
         return _State("file", status=status)
-    try:
-        with pinned.opened(real(path.parent) / path.name) as fd:
+    try:  # the path is real: anything found on the way is a swap, and its content is not kept
+        with pinned.opened(path) as fd:
             return _State("file", content=pinned.read_all(fd))
     except OSError:
         return _State("file", status=status)
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        with contextlib.suppress(OSError):
-            path.unlink()
+@contextlib.contextmanager
+def _parent_fd(path: Path) -> Iterator[int]:
+    """A descriptor of the folder holding the real path `path`, opened with no symlink followed."""
+    fd = pinned.open_dir(path.parent)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _remove(path: Path) -> bool:
+    """Remove the real path `path` (a folder with what it holds) through its parent's descriptor."""
+    try:
+        with _parent_fd(path) as fd:
+            if stat.S_ISDIR(os.stat(path.name, dir_fd=fd, follow_symlinks=False).st_mode):
+                shutil.rmtree(path.name, dir_fd=fd)
+            else:
+                os.unlink(path.name, dir_fd=fd)
+    except OSError:
+        return False
+    return True
 
 
 def _parents_unchanged(path: Path) -> bool:
@@ -155,8 +289,17 @@ def deep_settings(roots: tuple[Path, ...]) -> set[Path]:
     return found
 
 
+def _settings_folder(root: Path, name: str, policy: SandboxPolicy) -> Path | None:
+    """Where a root's `.claude` or `.piton` really is, if inside the roots (a symlink there may lead
+    to a folder of the project: its settings files are the root's)."""
+    folder = real(root / name)
+    return folder if policy.in_roots(folder) else None
+
+
 def snapshot(policy: SandboxPolicy) -> Snapshot:
-    """The state of every guarded path (shallow ones first), taken before a command."""
+    """The state of every guarded path (shallow ones first), taken before a command. Paths are
+    taken as they really are (a symlinked `.claude` by its folder), so restoring never goes through
+    a link."""
     snap = Snapshot()
     if policy.mode != "workspace-write":
         return snap
@@ -166,7 +309,9 @@ def snapshot(policy: SandboxPolicy) -> Snapshot:
             paths.remove(root / ".git")  # a repository the command creates is its own
         for git_dir in git_dirs(root):
             paths += [git_dir / name for name in _GIT_PROTECTED if name not in _LEFT_TO_GIT]
-        paths += [root / d / f for d in SETTINGS_DIRS for f in SETTINGS_FILES]
+        for name in SETTINGS_DIRS:
+            folder = _settings_folder(root, name, policy)
+            paths += [folder / f for f in SETTINGS_FILES] if folder is not None else []
         for path in paths:
             snap.states[path] = _state(path)
     for path in code_paths(policy):
@@ -188,16 +333,23 @@ def _changed_since(path: Path, ns: int) -> bool:
         return False
 
 
+def sweep(roots: tuple[Path, ...], known: set[Path], since_ns: int) -> tuple[set[Path], list[str]]:
+    """Remove the settings files below `roots` that are not in `known` and were made or changed
+    since `since_ns`; return the files that remain and what was done."""
+    found = deep_settings(roots)
+    notes = []
+    for path in sorted(found - known):
+        if _changed_since(path, since_ns) and _parents_unchanged(path) and _remove(path):
+            found.discard(path)
+            notes.append(f"(Removed {path}: the command created it, and settings files are protected.)")
+    return found, notes
+
+
 def restore(before: Snapshot) -> list[str]:
     """Put back each guarded path a command changed; say what was done."""
-    notes = []
+    notes: list[str] = []
     if before.roots:
-        found = deep_settings(before.roots)
-        for path in sorted(found - before.deep_settings):
-            if _changed_since(path, before.taken_ns) and _parents_unchanged(path):
-                _remove(path)
-                found.discard(path)
-                notes.append(f"(Removed {path}: the command created it, and settings files are protected.)")
+        found, notes = sweep(before.roots, before.deep_settings, before.taken_ns)
         _known_deep[before.roots] = found
     for path, was in before.states.items():
         now = _state(path)
@@ -208,13 +360,13 @@ def restore(before: Snapshot) -> list[str]:
         if was.kind == "missing" and now.kind == "dir" and path.name in SETTINGS_DIRS:
             continue  # a new .piton or .claude folder may hold skills; the settings files are watched
         if was.kind == "missing":
-            _remove(path)
-            notes.append(f"(Removed {path}: the command created it, and it is protected from changes.)")
+            if _remove(path):
+                notes.append(f"(Removed {path}: the command created it, and it is protected from changes.)")
         elif was.kind == "symlink":
             _remove(path)
-            with contextlib.suppress(OSError):
-                path.symlink_to(was.link)
-            notes.append(f"(Restored {path} -> {was.link}: it is protected from changes.)")
+            with contextlib.suppress(OSError), _parent_fd(path) as fd:
+                os.symlink(was.link, path.name, dir_fd=fd)
+                notes.append(f"(Restored {path} -> {was.link}: it is protected from changes.)")
         elif was.kind == "file" and was.content is not None and now.kind != "dir":
             if now.kind == "symlink":
                 _remove(path)

@@ -136,6 +136,8 @@ class SandboxPolicy:
     shared_dirs: tuple[Path, ...] = ()
     extra_credentials: tuple[str, ...] = ()  # more paths under each home, from the settings
     env: tuple[tuple[str, str], ...] = ()  # the settings' `env`: variables commands get as listed
+    # a command left running beside the others: the guarded folders are read-only for it (`guard`)
+    lasting: bool = False
 
     @classmethod
     def create(
@@ -170,6 +172,10 @@ class SandboxPolicy:
 
     def read_only(self) -> SandboxPolicy:
         return replace(self, mode="read-only")
+
+    def left_running(self) -> SandboxPolicy:
+        """The policy of a command that outlives its call (Bash `run_in_background`)."""
+        return replace(self, lasting=True)
 
     @property
     def roots(self) -> tuple[Path, ...]:

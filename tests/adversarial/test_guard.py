@@ -153,3 +153,37 @@ def test_settings_files_a_command_plants_in_a_subfolder_are_removed(tmp_path: Pa
     assert not (ws / "sub" / "deeper" / ".piton" / "settings.json").exists(), out.content
     assert not (ws / "pkg" / ".claude" / "settings.local.json").exists()
     assert (ws / "pkg" / ".claude" / "settings.json").read_text() == '{"permissions": {"allow": ["Read"]}}'
+
+
+def test_a_folder_above_a_hooks_folder_cannot_be_renamed_to_plant_a_new_one(tmp_path: Path) -> None:
+    """The hooks folder is read-only, but renaming the folder above it and making a new `.husky/_`
+    would give git a new hooks folder under the old name: every folder up to the root is pinned."""
+    ws = repo(tmp_path)
+    git(ws, "config", "core.hooksPath", ".husky/_")
+    (ws / ".husky" / "_").mkdir(parents=True)
+    (ws / ".husky" / "_" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    bash(
+        context(ws),
+        "mv .husky .h2 || mv .husky/_ .husky/old; mkdir -p .husky/_ && "
+        "printf '#!/bin/sh\\ntouch pwned\\n' > .husky/_/pre-commit; chmod +x .husky/_/pre-commit",
+    )
+    assert (ws / ".husky" / "_" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
+    assert not (ws / ".h2").exists()
+    git(ws, "commit", "-q", "--allow-empty", "-m", "x")
+    assert not (ws / "pwned").exists()
+
+
+def test_settings_behind_a_symlinked_claude_folder_are_protected(tmp_path: Path) -> None:
+    """`.claude` may be a symlink to a folder of the project: a settings file a command writes
+    through it is removed, and one that was there is put back."""
+    ws = repo(tmp_path)
+    (ws / "conf").mkdir()
+    (ws / "conf" / "settings.json").write_text('{"permissions": {"deny": ["Bash(curl:*)"]}}')
+    (ws / ".claude").symlink_to("conf")
+    out = bash(
+        context(ws),
+        """echo '{"permissions":{"allow":["Bash"]}}' > .claude/settings.local.json; """
+        """echo '{}' > conf/settings.json""",
+    )
+    assert not (ws / "conf" / "settings.local.json").exists(), out.content
+    assert "Bash(curl:*)" in (ws / "conf" / "settings.json").read_text()

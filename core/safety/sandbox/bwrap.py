@@ -18,7 +18,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from piton.core.safety.guard import pinned_dirs, protected_paths
+from piton.core.safety.guard import lasting_read_only, pinned_dirs, protected_paths
 from piton.core.safety.policy import SandboxPolicy, real
 from piton.core.safety.sandbox import limits as _limits
 from piton.core.safety.sandbox import seccomp
@@ -144,12 +144,16 @@ class BwrapSandbox:
         for root in self.policy.roots:
             # bound even when read-only: a project under /tmp would vanish under the private /tmp
             args += ["--bind" if root in writable else "--ro-bind", str(root), str(root)]
-        for folder in pinned_dirs(self.policy):  # a mount point cannot be renamed or replaced
+        protected = protected_paths(self.policy)
+        for folder in pinned_dirs(self.policy, protected):  # a mount point cannot be renamed or replaced
             args += ["--bind", str(folder), str(folder)]
-        for path in protected_paths(self.policy):
+        for path in protected:
             target = real(path)
             if os.path.lexists(path) and target.exists():
                 args += ["--ro-bind", str(target), str(target)]
+        if self.policy.lasting:  # last: whole folders over the pins inside them
+            for place in lasting_read_only(self.policy):
+                args += ["--ro-bind", str(place), str(place)]
         for secret in dict.fromkeys(self.policy.credential_targets()):
             try:  # one stat each; a folder Piton may not even look into (another user's) needs no hiding
                 is_dir = stat.S_ISDIR(os.stat(secret).st_mode)

@@ -12,13 +12,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from piton.core.safety.guard import protected_paths
+from piton.core.safety.guard import GUARDED_DIRS, protected_paths
 from piton.core.safety.policy import SandboxPolicy, real
 from piton.core.safety.sandbox import limits as _limits
 from piton.core.safety.sandbox.base import BASH, OPT_OUT, Launch, command_env
 from piton.core.safety.sandbox.limits import Limits
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
+_DEEP_SETTINGS = r"/\.(claude|piton)/settings(\.local)?\.json$"
 
 _BASE = """(version 1)
 (deny default)
@@ -66,6 +67,14 @@ def profile(policy: SandboxPolicy, private_tmp: str) -> tuple[str, dict[str, str
     for i, path in enumerate(protected_paths(policy)):
         params[f"PROTECTED_{i}"] = str(real(path))
         rules.append(f'(deny file-write* (subpath (param "PROTECTED_{i}")))')
+    if policy.lasting and policy.mode == "workspace-write":
+        # a command left running cannot be snapshotted around: the guarded folders, present or not,
+        # and settings files at any depth are out of its reach
+        for i, root in enumerate(policy.roots):
+            for j, name in enumerate(GUARDED_DIRS):
+                params[f"GUARDED_{i}_{j}"] = str(root / name)
+                rules.append(f'(deny file-write* (subpath (param "GUARDED_{i}_{j}")))')
+        rules.append(f'(deny file-write* (regex #"{_DEEP_SETTINGS}"))')
     for i, secret in enumerate(policy.credential_paths()):
         params[f"SECRET_{i}"] = str(real(secret))
         rules.append(f'(deny file-read* file-write* (subpath (param "SECRET_{i}")))')
