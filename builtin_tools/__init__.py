@@ -9,6 +9,7 @@ def builtin_tools() -> list[AnyTool]:
     """Fresh instances of every built-in tool, in a fixed order (the tool list is in the cached prompt)."""
     from piton.builtin_tools.ask import AskUserQuestion
     from piton.builtin_tools.bash import Bash
+    from piton.builtin_tools.bash_background import BashOutput, KillShell
     from piton.builtin_tools.edit import Edit
     from piton.builtin_tools.glob import Glob
     from piton.builtin_tools.grep import Grep
@@ -22,6 +23,8 @@ def builtin_tools() -> list[AnyTool]:
 
     return [
         Bash(),
+        BashOutput(),
+        KillShell(),
         Glob(),
         Grep(),
         Read(),

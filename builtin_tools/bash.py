@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from piton.builtin_tools.bash_background import start_in_background
 from piton.builtin_tools.files import policy_of
 from piton.core.display import CommandOutput
 from piton.core.safety import guard
@@ -31,10 +32,24 @@ class BashInput(BaseModel):
         description=f"Milliseconds before it is killed (default {DEFAULT_TIMEOUT_MS}).",
     )
     description: str | None = Field(None, description="What the command does, in 5-10 words, for the user.")
+    run_in_background: bool | None = Field(
+        None,
+        description="Start the command and return at once with a shell id; read its output later with "
+        "BashOutput and stop it with KillShell.",
+    )
 
 
 def _is_dir(path: Path) -> bool:
     return path.is_dir()
+
+
+def working_directory(ctx: ToolContext) -> tuple[Path, list[str]]:
+    """Where the next command starts (where the last one ended), and a note if that is gone."""
+    workspace = policy_of(ctx).workspace
+    cwd = Path(ctx.state.get(_CWD) or workspace)
+    if _is_dir(cwd):
+        return cwd, []
+    return workspace, [f"(The directory {cwd} is gone; the command ran in {workspace}.)"]
 
 
 def sandbox_of(ctx: ToolContext) -> Sandbox:
@@ -70,7 +85,11 @@ class Bash(Tool[BashInput]):
         f"- Commands are killed after {DEFAULT_TIMEOUT_MS // 1000} s unless timeout says otherwise "
         f"(at most {MAX_TIMEOUT_MS // 1000} s).\n"
         "- Prefer Read, Glob, Grep, Edit and Write over cat, find, grep, sed and echo redirection.\n"
-        "- Quote paths that contain spaces. Chain dependent commands with &&."
+        "- Quote paths that contain spaces. Chain dependent commands with &&.\n"
+        "- run_in_background: true starts a command that keeps running (a dev server, a watcher, a long "
+        "build) and returns its shell id at once; do not add '&'. You are told when it has new output or "
+        "ends; read it with BashOutput and stop it with KillShell. It cannot write .git, .claude or "
+        ".piton, and it ends with the session. Without timeout it runs until it ends or is stopped."
     )
     input_model = BashInput
     kind = "execute"
@@ -89,11 +108,18 @@ class Bash(Tool[BashInput]):
         next command starts where it ended."""
         policy = policy_of(ctx)
         reading = classify(args.command)
-        if policy.mode == "danger-full-access" or reading.changes_directory:
+        if args.run_in_background or policy.mode == "danger-full-access" or reading.changes_directory:
             return False
         return policy.mode == "read-only" or reading.read_only
 
     async def run(self, args: BashInput, ctx: ToolContext) -> ToolResult:
+        if args.run_in_background:
+            async with ctx.lock.exclusive():  # its placeholders are made between other commands
+                cwd, notes = working_directory(ctx)
+                timeout_s = args.timeout / 1000 if args.timeout else None
+                return await start_in_background(
+                    args.command, args.description or "", cwd, timeout_s, ctx, notes
+                )
         sandbox = _confined(ctx, classify(args.command))
         if sandbox is ctx.state.get(_CONFINED) or policy_of(ctx).mode == "read-only":
             async with ctx.lock.shared():  # it cannot write: it may run beside reads and other lookers
@@ -106,11 +132,7 @@ class Bash(Tool[BashInput]):
         if reason is not None:
             return ToolResult.error(f"Bash is unavailable: {reason}.")
         policy = policy_of(ctx)
-        cwd = Path(ctx.state.get(_CWD) or policy.workspace)
-        notes: list[str] = []
-        if not _is_dir(cwd):
-            notes.append(f"(The directory {cwd} is gone; the command ran in {policy.workspace}.)")
-            cwd = policy.workspace
+        cwd, notes = working_directory(ctx)
         timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
         if guarded:
             guard.prepare(policy)

@@ -429,6 +429,12 @@ async def _output_style(c: Commands, args: str) -> None:
     await output_style(c.ui, args)
 
 
+async def _bashes(c: Commands, args: str) -> None:
+    from piton.cli.bashes_command import bashes
+
+    await bashes(c.ui, args)
+
+
 async def _vim(c: Commands, args: str) -> None:
     from piton.cli.session_commands import vim
 
@@ -470,6 +476,7 @@ BUILTIN = (
         _output_style,
         "[name]",
     ),
+    Command("bashes", "the background shells: status, output, and stopping them", _bashes, "[show|kill ID]"),
     Command("vim", "vi keys in the prompt (on or off)", _vim),
     Command("exit", "leave Piton", _exit),
 )

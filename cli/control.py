@@ -218,6 +218,7 @@ class ControlSession:
             try:
                 await worker
             finally:
+                await self.runtime.agent.context.shells.kill_all()  # background shells end with it
                 await self.runtime.agent.provider.aclose()
 
     def _dispatch(self, line: str) -> None:

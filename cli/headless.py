@@ -127,6 +127,7 @@ async def _drive(
             if isinstance(event, Result):
                 result = event
     finally:
+        await agent.context.shells.kill_all()  # background shells end with the run
         if hooks is not None and hooks.has("SessionEnd"):
             await hooks.session_end("other")
             for reported in hooks.drain():

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from piton.core.project.trust import Trust, TrustStore
     from piton.core.providers import Provider
     from piton.core.safety.permissions import Decision, PermissionRequest
+    from piton.core.shells import BackgroundShell
     from piton.core.tools import AnyTool, ToolResult
     from piton.runtime import Runtime
 
@@ -290,6 +291,7 @@ class Repl:
         for notice in self.runtime.notices:
             self.print_line(f"piton: {notice}", "yellow")
         self.runtime.log.report_to(self._log_problem)
+        self.runtime.agent.context.shells.tell(self._shell_changed)  # carried over by `switch`
         if self.runtime.mcp is not None:  # a server that fails says so when it does
             self.runtime.mcp.report_to(
                 lambda line: self.print_line(f"piton: {line}", "yellow"), asyncio.get_running_loop()
@@ -345,8 +347,15 @@ class Repl:
         if not reopen:  # the same session reopened goes on: it neither ends nor starts again
             await session_end(old, "clear" if resume is None else "other", lambda _: None)
         old.log.close()
+        from piton.core.shells import BackgroundShells
+
+        shells = old.agent.context.shells  # they belong to the terminal's session: they go on
+        old.agent.context.shells = BackgroundShells()
         await asyncio.to_thread(old.close)  # its MCP servers; the new session starts its own
-        self.runtime = await asyncio.to_thread(self._build, options, old.agent.provider)
+        try:
+            self.runtime = await asyncio.to_thread(self._build, options, old.agent.provider)
+        finally:
+            (self.runtime or old).agent.context.shells = shells
         if not reopen:  # another session: /cost and `[Image #N]` speak of it alone
             self.driver.totals = SessionTotals()
             self.images = PastedImages()
@@ -423,6 +432,7 @@ class Repl:
             return None
         from piton.cli.session_hooks import session_end
 
+        await self.runtime.agent.context.shells.kill_all()  # background shells end with the session
         with contextlib.suppress(Exception):  # a hook cannot keep the session open
             await session_end(self.runtime, "prompt_input_exit", lambda _: None)
         with contextlib.suppress(OSError):  # what could not be synced was still written
@@ -596,6 +606,15 @@ class Repl:
                     renderer.doing = None
 
     # -- drawing -----------------------------------------------------------------------------------
+    def _shell_changed(self, shell: BackgroundShell) -> None:
+        """A background shell started or ended: the status line counts them, and an end while the
+        prompt waits is told (during a turn the model hears of it, and `/bashes` shows it)."""
+        if not shell.running and not self.busy:
+            from piton.cli.bashes_command import ended_line
+
+            self.print_line(ended_line(shell), "dim" if shell.status == "completed" else "yellow")
+        self._redraw()
+
     def _log_problem(self, text: str) -> None:
         """The session log cannot be written (or can again): the conversation goes on regardless."""
         self.print_line(f"piton: {text}", "yellow")

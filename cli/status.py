@@ -29,6 +29,8 @@ def status_line(runtime: Runtime, totals: SessionTotals, queued: int = 0, width:
     tail = [f"context {agent.context_used() / agent.context_window():.0%}"] if agent.history else []
     tail.append(f"${totals.cost_usd:.2f}")
     tail += [f"{queued} queued"] if queued else []
+    if shells := len(agent.context.shells.running()):
+        tail.append(f"{shells} shell{'s' if shells > 1 else ''}")
     short = model.removeprefix("claude-")
     for head in (
         [model, f"{mode} (shift+tab)", f"sandbox {sandbox}"],

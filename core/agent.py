@@ -156,7 +156,15 @@ class Agent:
             notes.append(TextBlock(text=PLAN_MODE_REMINDER))
         elif was:
             notes.append(TextBlock(text=PLAN_MODE_ENDED))
-        return notes
+        return notes + self._shell_news(turn_start=True)
+
+    def _shell_news(self, *, turn_start: bool = False) -> list[ContentBlock]:
+        """What the background shells did since the model last heard (the main agent hears it: the
+        shells are the session's, whoever started them)."""
+        if self.agent_id is not None:
+            return []
+        news = self.context.shells.news(turn_start=turn_start)
+        return [TextBlock(text=news)] if news else []
 
     async def run(
         self,
@@ -336,6 +344,7 @@ class Agent:
         finally:
             blocks: list[ContentBlock] = [results.get(u.id) or unfinished_result(u.id, failure) for u in uses]
             blocks += [TextBlock(text=text) for text in self._loaded]  # skills loaded by these calls
+            blocks += self._shell_news()
             message = Message(role="user", content=blocks)
             self._append(message)
         yield ToolResultsMessage(message)

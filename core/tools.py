@@ -27,6 +27,7 @@ from piton.core.display import Display
 from piton.core.safety.lock import CommandLock
 from piton.core.safety.policy import SandboxPolicy
 from piton.core.safety.sandbox import Sandbox
+from piton.core.shells import BackgroundShells
 
 NO_OUTPUT = "(no output)"
 ToolKind = Literal[
@@ -87,6 +88,7 @@ class ToolContext:
     state: dict[str, Any] = field(default_factory=dict)
     record: Callable[..., None] = _no_record
     lock: CommandLock = field(default_factory=CommandLock)  # shared by a session's main agent and subagents
+    shells: BackgroundShells = field(default_factory=BackgroundShells)  # commands left running (shared too)
     checkpoints: Checkpoints | None = None  # what file tools changed, turn by turn (for /rewind)
     # a side request to the model (a ModelRequest; its events), its usage counted as the agent's
     ask_model: Callable[[Any], AsyncIterator[Any]] | None = None

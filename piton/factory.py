@@ -78,6 +78,7 @@ class AgentFactory:
             policy=policy,
             record=transcript.record if transcript is not None else parent.context.record,
             lock=parent.context.lock,
+            shells=parent.context.shells,
             checkpoints=parent.context.checkpoints,  # a subagent's edits belong to the turn that asked
         )
         model = resolve_alias(agent_type.model) if agent_type.model else parent.config.model

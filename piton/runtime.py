@@ -100,7 +100,9 @@ class Runtime:
             await self.hooks.session_end(reason)
 
     def close(self) -> None:
-        """Stop what runs beside the agent (the MCP servers and their processes). Idempotent."""
+        """Stop what runs beside the agent (the MCP servers and their processes, the background
+        shells still running). Idempotent."""
+        self.agent.context.shells.close()
         if self.mcp is not None:
             self.mcp.close()
 

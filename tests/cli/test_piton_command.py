@@ -285,6 +285,8 @@ def test_a_tool_loop_with_the_built_in_tools(fake_api: FakeAnthropicAPI, project
     assert [e["type"] for e in events] == ["system", "assistant", "user", "assistant", "result"]
     assert events[0]["tools"] == [
         "Bash",
+        "BashOutput",
+        "KillShell",
         "Glob",
         "Grep",
         "Read",

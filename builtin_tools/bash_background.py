@@ -1,0 +1,144 @@
+"""Background shells for the model: Bash `run_in_background` starts one (`start_in_background`),
+BashOutput reads what it printed since the last read, KillShell stops it. The shells themselves
+are the session's (`piton.core.shells`)."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from piton.builtin_tools.files import policy_of
+from piton.core.display import CommandOutput
+from piton.core.safety.guard import GuardError
+from piton.core.safety.policy import SandboxPolicy
+from piton.core.safety.readonly import classify
+from piton.core.safety.sandbox import Sandbox, make_sandbox
+from piton.core.shells import BackgroundShell
+from piton.core.tools import Tool, ToolContext, ToolResult
+
+_LASTING = "bash_lasting_sandbox"  # ToolContext.state keys: the sandboxes of commands left running
+_LOOKING = "bash_lasting_read_only_sandbox"
+
+
+def _lasting(ctx: ToolContext, looks: bool) -> tuple[SandboxPolicy, Sandbox]:
+    """The policy and sandbox of a command left running: read-only for a line that only looks (as
+    in the foreground, so a misjudged line still cannot write), else the project's, with the
+    guarded folders read-only as a whole."""
+    policy = policy_of(ctx)
+    policy = policy.read_only() if looks and policy.mode == "workspace-write" else policy.left_running()
+    key = _LOOKING if policy.mode == "read-only" else _LASTING
+    sandbox: Sandbox | None = ctx.state.get(key)
+    if sandbox is None:
+        sandbox = ctx.state[key] = make_sandbox(policy)
+    return policy, sandbox
+
+
+async def start_in_background(
+    command: str, description: str, cwd: Path, timeout_s: float | None, ctx: ToolContext, notes: list[str]
+) -> ToolResult:
+    policy, sandbox = _lasting(ctx, classify(command).read_only)
+    reason = sandbox.unavailable_reason()
+    if reason is not None:
+        return ToolResult.error(f"Bash is unavailable: {reason}.")
+    try:
+        shell = await ctx.shells.start(
+            command,
+            cwd=cwd,
+            sandbox=sandbox,
+            policy=policy,
+            description=description,
+            timeout_s=timeout_s,
+        )
+    except GuardError as e:
+        return ToolResult.error(f"The command was not started in the background: {e}.")
+    except OSError as e:
+        return ToolResult.error(f"The command could not start: {e}.")
+    text = (
+        f"Command running in the background with ID: {shell.id}. Read its output with BashOutput "
+        f"(bash_id {shell.id!r}); stop it with KillShell (shell_id {shell.id!r})."
+    )
+    return ToolResult("\n".join([text, *notes]), summary=f"{shell.id} started in the background")
+
+
+def _shell(ctx: ToolContext, shell_id: str) -> BackgroundShell | ToolResult:
+    shell = ctx.shells.get(shell_id)
+    if shell is not None:
+        return shell
+    known = ", ".join(s.id for s in ctx.shells) or "none"
+    return ToolResult.error(f"No background shell {shell_id!r} (this session's: {known}).")
+
+
+class BashOutputInput(BaseModel):
+    bash_id: str = Field(description="The id of the background shell (Bash run_in_background returned it).")
+    filter: str | None = Field(
+        None,
+        description="A regular expression: only output lines matching it are shown. Lines that do not "
+        "match are discarded all the same: they will not be shown by a later call.",
+    )
+
+
+class BashOutput(Tool[BashOutputInput]):
+    name = "BashOutput"
+    description = (
+        "Returns the output a background shell (Bash with run_in_background) printed since the last "
+        "call for it, with its status (running, completed, failed or killed) and, once it has ended, "
+        "its exit code. Returns at once: it does not wait for more output."
+    )
+    input_model = BashOutputInput
+    read_only = True  # it reads what the session's own command printed
+
+    async def run(self, args: BashOutputInput, ctx: ToolContext) -> ToolResult:
+        found = _shell(ctx, args.bash_id)
+        if isinstance(found, ToolResult):
+            return found
+        try:
+            pattern = re.compile(args.filter) if args.filter else None
+        except re.error as e:
+            return ToolResult.error(f"The filter is not a valid regular expression: {e}.")
+        reading = found.read(pattern)
+        parts = [f"<status>{reading.status}</status>"]
+        if reading.exit_code is not None:
+            parts.append(f"<exit_code>{reading.exit_code}</exit_code>")
+        if reading.dropped_bytes:
+            parts.append(f"[... {reading.dropped_bytes:,} bytes of earlier output were discarded unread]")
+        if reading.text:
+            parts.append(f"<stdout>\n{reading.text.rstrip(chr(10))}\n</stdout>")
+        else:
+            parts.append("(no new output)")
+        if reading.hidden_lines:
+            parts.append(f"({reading.hidden_lines} lines did not match the filter)")
+        parts.append(f"<timestamp>{datetime.now(UTC).isoformat(timespec='seconds')}</timestamp>")
+        lines = reading.text.count("\n")
+        summary = f"{reading.status}, {lines} new line{'s' if lines != 1 else ''}"
+        return ToolResult(
+            "\n\n".join(parts), summary=summary, display=CommandOutput(reading.text, reading.exit_code)
+        )
+
+
+class KillShellInput(BaseModel):
+    shell_id: str = Field(description="The id of the background shell to stop.")
+
+
+class KillShell(Tool[KillShellInput]):
+    name = "KillShell"
+    description = (
+        "Stops a background shell (started by Bash with run_in_background) and everything it started."
+    )
+    input_model = KillShellInput
+    read_only = True  # it only stops what the session itself started
+
+    async def run(self, args: KillShellInput, ctx: ToolContext) -> ToolResult:
+        found = _shell(ctx, args.shell_id)
+        if isinstance(found, ToolResult):
+            return found
+        if not found.kill():
+            return ToolResult(
+                f"Background shell {found.id} had already ended ({found.status}).", summary="already ended"
+            )
+        await found.wait(5.0)
+        return ToolResult(
+            f"Killed background shell {found.id} (`{found.command}`).", summary=f"killed {found.id}"
+        )

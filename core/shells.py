@@ -1,0 +1,335 @@
+"""Background shells: commands the model leaves running (Bash `run_in_background`) while the
+conversation goes on: a dev server, a watcher, a long test run.
+
+Each runs in its own sandbox (`SandboxPolicy.left_running`), where the guarded folders are
+read-only as a whole: it runs beside other commands and the file tools, so no snapshot can be taken
+around it (`guard`). Its output is kept in memory, capped, until the model reads it (BashOutput);
+the newest part is also kept for the user (`/bashes`). Shells belong to the session, not to the
+turn that started them: an interrupted turn leaves them running, and they are killed when the
+session ends. What changed since the model last heard (new output, an end) is told to it in a
+reminder with its next request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import re
+import signal
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from piton.core.safety import guard
+from piton.core.safety.policy import SandboxPolicy
+from piton.core.safety.sandbox import Launch, Sandbox
+from piton.core.safety.shell import clean_output
+
+ShellStatus = Literal["running", "completed", "failed", "killed"]
+MAX_UNREAD_BYTES = 8 * 1024 * 1024  # what the model has not read yet; beyond it the oldest goes
+TAIL_BYTES = 64 * 1024  # the newest output, for the user
+_READ_CHUNK = 65536
+_KILL_WAIT_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What BashOutput returns: the output since the last reading and where the shell stands."""
+
+    text: str
+    status: ShellStatus
+    exit_code: int | None
+    dropped_bytes: int  # unread output discarded because too much came before it was read
+    hidden_lines: int = 0  # lines the filter left out (they are gone all the same)
+
+
+@dataclass(slots=True)
+class BackgroundShell:
+    id: str
+    command: str
+    description: str
+    cwd: Path
+    started: float = field(default_factory=time.time)
+    status: ShellStatus = "running"
+    exit_code: int | None = None
+    ended: float | None = None
+    notes: list[str] = field(default_factory=list)  # what the guard did when the shell ended
+    total_bytes: int = 0
+    _process: asyncio.subprocess.Process | None = None
+    _launch: Launch | None = None
+    _unread: bytearray = field(default_factory=bytearray)
+    _dropped: int = 0
+    _tail: bytearray = field(default_factory=bytearray)
+    _decoder: codecs.IncrementalDecoder = field(
+        default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace")
+    )
+    _killed: bool = False
+    _told: tuple[str, int] = ("running", 0)  # the status and output size the model last heard of
+    _done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+    def runtime_s(self) -> float:
+        return (self.ended or time.time()) - self.started
+
+    def _take(self, chunk: bytes) -> None:
+        self.total_bytes += len(chunk)
+        self._unread += chunk
+        if len(self._unread) > MAX_UNREAD_BYTES:
+            excess = len(self._unread) - MAX_UNREAD_BYTES
+            del self._unread[:excess]
+            self._dropped += excess
+            self._decoder.reset()  # a character cut in two at the front is replaced, not misread
+        self._tail += chunk
+        if len(self._tail) > TAIL_BYTES:
+            del self._tail[: len(self._tail) - TAIL_BYTES]
+
+    def read(self, pattern: re.Pattern[str] | None = None) -> Reading:
+        """The output since the last read (the lines matching `pattern`, if given: the others are
+        consumed too), and the status."""
+        data, self._unread = bytes(self._unread), bytearray()
+        dropped, self._dropped = self._dropped, 0
+        text = clean_output(self._decoder.decode(data, final=not self.running))
+        if self.notes and not self.running:
+            text += ("\n" if text and not text.endswith("\n") else "") + "\n".join(self.notes) + "\n"
+            self.notes = []
+        hidden = 0
+        if pattern is not None:
+            lines = text.splitlines()
+            kept = [line for line in lines if pattern.search(line)]
+            hidden = len(lines) - len(kept)
+            text = "\n".join(kept) + ("\n" if kept else "")
+        self._told = (self.status, self.total_bytes)
+        return Reading(text, self.status, self.exit_code, dropped, hidden)
+
+    def tail(self) -> str:
+        """The newest output, for the user (reading it takes nothing from the model's)."""
+        return clean_output(bytes(self._tail).decode("utf-8", "replace"))
+
+    def kill(self) -> bool:
+        """End the shell and all it started (the sandbox with it); False if it had ended."""
+        if not self.running or self._process is None:
+            return False
+        self._killed = True
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._process.pid, signal.SIGKILL)
+        return True
+
+    async def wait(self, timeout_s: float | None = None) -> bool:
+        """Wait until the shell has ended and been cleaned up; False on timeout."""
+        try:
+            await asyncio.wait_for(self._done.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+    def news(self) -> str | None:
+        """One line on what changed since the model last heard, or None."""
+        said = f"Background shell {self.id} (`{_short(self.command)}`)"
+        if not self.running and self._told[0] == "running":
+            self._told = (self.status, self.total_bytes)
+            if self.status == "killed":
+                return f"{said} was killed. Any output it left can be read with BashOutput."
+            return (
+                f"{said} has finished with exit code {self.exit_code}. Read its output with BashOutput "
+                f"(bash_id {self.id!r})."
+            )
+        if self.running and self.total_bytes > self._told[1]:
+            self._told = (self.status, self.total_bytes)
+            return f"{said} has new output. Read it with BashOutput (bash_id {self.id!r})."
+        return None
+
+
+def _short(command: str, width: int = 80) -> str:
+    line = " ".join(command.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+class BackgroundShells:
+    """The session's background shells, shared by the main agent and its subagents."""
+
+    def __init__(self) -> None:
+        self._shells: dict[str, BackgroundShell] = {}
+        self._count = 0
+        self._held: list[guard.Placeholders] = []
+        self._known_settings: set[Path] = set()  # settings files below the roots before the first
+        self._since_ns = 0
+        self._roots: tuple[Path, ...] = ()
+        self.listeners: list[Callable[[BackgroundShell], None]] = []  # told of each start and end
+
+    def __iter__(self) -> Iterator[BackgroundShell]:
+        return iter(list(self._shells.values()))
+
+    def get(self, shell_id: str) -> BackgroundShell | None:
+        return self._shells.get(shell_id.strip())
+
+    def running(self) -> list[BackgroundShell]:
+        return [s for s in self._shells.values() if s.running]
+
+    async def start(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        sandbox: Sandbox,
+        policy: SandboxPolicy,
+        description: str = "",
+        timeout_s: float | None = None,
+    ) -> BackgroundShell:
+        """Start `command` in `sandbox` (a lasting one) and return at once. Raises `GuardError`
+        when the guarded folders cannot be held still for it, OSError when it cannot start."""
+        held = guard.hold(policy)
+        if not self.running():
+            self._roots = ()
+        if policy.mode == "workspace-write" and not self._roots:  # the first that can write
+            self._roots, self._since_ns = policy.roots, time.time_ns()
+            self._known_settings = guard.deep_settings(self._roots)
+        self._count += 1
+        shell = BackgroundShell(f"bash_{self._count}", command, description, cwd)
+        launch: Launch | None = None
+        try:
+            launch = sandbox.launch(command, cwd)
+            shell._process = await asyncio.create_subprocess_exec(
+                *launch.argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                cwd=cwd,
+                env=launch.env,
+                start_new_session=True,  # its own process group, and no controlling terminal
+                pass_fds=launch.pass_fds,
+                preexec_fn=launch.preexec,
+            )
+        except BaseException:
+            if launch is not None:
+                launch.close()
+            held.remove()
+            self._count -= 1
+            raise
+        launch.started()
+        shell._launch = launch
+        self._held.append(held)
+        self._shells[shell.id] = shell
+        asyncio.get_running_loop().create_task(self._follow(shell, timeout_s))
+        self._tell(shell)
+        return shell
+
+    async def _follow(self, shell: BackgroundShell, timeout_s: float | None) -> None:
+        process = shell._process
+        assert process is not None and process.stdout is not None
+        stdout = process.stdout
+
+        async def read() -> None:
+            while chunk := await stdout.read(_READ_CHUNK):
+                shell._take(chunk)
+
+        reader = asyncio.ensure_future(read())
+        timed_out = False
+        try:
+            try:
+                await asyncio.wait_for(process.wait(), timeout_s)
+            except TimeoutError:
+                timed_out = True
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)  # what it left running in its group
+            await process.wait()
+            await asyncio.wait({reader}, timeout=1.0)
+        except BaseException:  # the loop is closing (the session ends): the command goes with it
+            shell.kill()
+            raise
+        finally:
+            reader.cancel()
+            self._ended(shell, timed_out)
+
+    def _ended(self, shell: BackgroundShell, timed_out: bool) -> None:
+        if not shell.running:
+            return
+        process = shell._process
+        code = process.returncode if process is not None else None
+        shell.ended = time.time()
+        if shell._killed or timed_out:
+            shell.status = "killed"
+            if timed_out:
+                shell.notes.append("(The command reached its timeout and was killed.)")
+        else:
+            shell.status = "completed" if code == 0 else "failed"
+            shell.exit_code = code
+        if shell._launch is not None:
+            shell._launch.close()
+            shell._launch = None
+        if not self.running():
+            shell.notes += self._release()
+        shell._done.set()
+        self._tell(shell)
+
+    def _release(self) -> list[str]:
+        """No shell runs any more: remove the placeholders and the settings files the shells made."""
+        for held in reversed(self._held):
+            held.remove()
+        self._held = []
+        return self.sweep()
+
+    def sweep(self) -> list[str]:
+        """Remove settings files below the roots that appeared while shells ran (they would grant a
+        session started there what the project may not)."""
+        if not self._roots:
+            return []
+        self._known_settings, notes = guard.sweep(self._roots, self._known_settings, self._since_ns)
+        return notes
+
+    def news(self, *, turn_start: bool = False) -> str | None:
+        """A reminder for the model's next request: what changed, and at the start of a turn the
+        shells still running. None when there is nothing to say."""
+        lines = [line for shell in self._shells.values() if (line := shell.news())]
+        if self.running():
+            lines += self.sweep()
+        if turn_start and (running := [s for s in self.running() if not any(s.id in line for line in lines)]):
+            listed = ", ".join(f"{s.id} (`{_short(s.command, 60)}`)" for s in running)
+            lines.append(
+                f"Background shells still running: {listed}. Check them with BashOutput; stop them with "
+                "KillShell when they are no longer needed."
+            )
+        return "<system-reminder>\n" + "\n".join(lines) + "\n</system-reminder>" if lines else None
+
+    def kill(self, shell_id: str) -> BackgroundShell | None:
+        shell = self.get(shell_id)
+        if shell is not None:
+            shell.kill()
+        return shell
+
+    async def kill_all(self, timeout_s: float = _KILL_WAIT_S) -> None:
+        """Kill every running shell and wait until each is cleaned up."""
+        running = self.running()
+        for shell in running:
+            shell.kill()
+        if running:
+            await asyncio.wait([asyncio.ensure_future(s.wait()) for s in running], timeout=timeout_s)
+
+    def close(self) -> None:
+        """Kill what still runs, without a loop to wait in (the last resort at exit): the sandbox
+        dies with its process group; the placeholders and swept files are dealt with here."""
+        for shell in self.running():
+            shell.kill()
+            if shell._process is not None:
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(shell._process.pid, 0)
+            shell.status, shell.ended = "killed", time.time()
+            if shell._launch is not None:
+                shell._launch.close()
+                shell._launch = None
+        if self._held:
+            self._release()
+
+    def tell(self, listener: Callable[[BackgroundShell], None]) -> None:
+        self.listeners.append(listener)
+
+    def _tell(self, shell: BackgroundShell) -> None:
+        for listener in list(self.listeners):
+            with contextlib.suppress(Exception):  # a display's trouble is not the shell's
+                listener(shell)
