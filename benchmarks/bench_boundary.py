@@ -2,7 +2,9 @@
 file with no symlink followed against a plain open, an atomic Write (temp file, fsync, rename)
 against writing in place, ripgrep inside the read-only sandbox against ripgrep run directly, and the
 guard's snapshot and restore around a command (including the walk for planted settings files)
-against the command alone.
+against the command alone, and a command left running in the background from start to end (its
+held folders, the walks for settings files before and after, its stricter sandbox) against the
+command alone.
 
     python benchmarks/bench_boundary.py [files]    (default 50,000 generated files, kept in /var/tmp)
 """
@@ -25,6 +27,7 @@ from piton.core.safety import guard, pinned  # noqa: E402
 from piton.core.safety.policy import SandboxPolicy  # noqa: E402
 from piton.core.safety.sandbox import make_sandbox  # noqa: E402
 from piton.core.safety.shell import run_shell  # noqa: E402
+from piton.core.shells import BackgroundShells  # noqa: E402
 
 Row = tuple[str, str, float, str, float]
 
@@ -107,6 +110,17 @@ def guard_rows(files: int) -> list[Row]:
         command()
         guard.restore(before)
 
+    lasting = policy.left_running()
+    lasting_sandbox = make_sandbox(lasting)
+
+    def background() -> None:
+        async def go() -> None:
+            shells = BackgroundShells()
+            shell = await shells.start("true", cwd=root, sandbox=lasting_sandbox, policy=lasting)
+            await shell.wait()
+
+        asyncio.run(go())
+
     return [
         (
             f"Bash `true`, {files:,}-file tree",
@@ -114,7 +128,14 @@ def guard_rows(files: int) -> list[Row]:
             median_ms(command),
             "with the guard",
             median_ms(guarded),
-        )
+        ),
+        (
+            f"`true` in background, {files:,}",
+            "command alone",
+            median_ms(command),
+            "start to end, swept",
+            median_ms(background),
+        ),
     ]
 
 

@@ -138,7 +138,9 @@ class KillShell(Tool[KillShellInput]):
             return ToolResult(
                 f"Background shell {found.id} had already ended ({found.status}).", summary="already ended"
             )
-        await found.wait(5.0)
-        return ToolResult(
-            f"Killed background shell {found.id} (`{found.command}`).", summary=f"killed {found.id}"
-        )
+        ended = await found.wait(5.0)
+        found.told()
+        if not ended:
+            return ToolResult.error(f"Background shell {found.id} was sent a kill but has not ended yet.")
+        said = f"Killed background shell {found.id} (`{found.command}`)."
+        return ToolResult(said, summary=f"killed {found.id}")

@@ -432,7 +432,9 @@ class Repl:
             return None
         from piton.cli.session_hooks import session_end
 
-        await self.runtime.agent.context.shells.kill_all()  # background shells end with the session
+        shells = self.runtime.agent.context.shells
+        shells.listeners.clear()  # leaving: their ends need no telling
+        await shells.kill_all()  # background shells end with the session
         with contextlib.suppress(Exception):  # a hook cannot keep the session open
             await session_end(self.runtime, "prompt_input_exit", lambda _: None)
         with contextlib.suppress(OSError):  # what could not be synced was still written

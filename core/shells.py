@@ -32,8 +32,11 @@ from piton.core.safety.shell import clean_output
 ShellStatus = Literal["running", "completed", "failed", "killed"]
 MAX_UNREAD_BYTES = 8 * 1024 * 1024  # what the model has not read yet; beyond it the oldest goes
 TAIL_BYTES = 64 * 1024  # the newest output, for the user
+SWEEP_EVERY_S = 2.0  # how often settings files planted below the roots are looked for
+MAX_ENDED = 50  # ended shells kept for BashOutput and /bashes
 _READ_CHUNK = 65536
 _KILL_WAIT_S = 5.0
+_DRAIN_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,9 @@ class BackgroundShell:
     _killed: bool = False
     _told: tuple[str, int] = ("running", 0)  # the status and output size the model last heard of
     _done: asyncio.Event = field(default_factory=asyncio.Event)
+    _partial: str = ""  # an unfinished last line a filter has not judged yet
+    policy: SandboxPolicy | None = None  # what its sandbox was made from
+    held: frozenset[Path] = frozenset()  # the guarded places its sandbox binds read-only
 
     @property
     def running(self) -> bool:
@@ -95,12 +101,16 @@ class BackgroundShell:
         consumed too), and the status."""
         data, self._unread = bytes(self._unread), bytearray()
         dropped, self._dropped = self._dropped, 0
-        text = clean_output(self._decoder.decode(data, final=not self.running))
+        text = self._partial + clean_output(self._decoder.decode(data, final=not self.running))
+        self._partial = ""
         if self.notes and not self.running:
             text += ("\n" if text and not text.endswith("\n") else "") + "\n".join(self.notes) + "\n"
             self.notes = []
         hidden = 0
         if pattern is not None:
+            if self.running and not text.endswith("\n"):  # judged when it is whole
+                text, _, self._partial = text.rpartition("\n")
+                text += "\n" if text else ""
             lines = text.splitlines()
             kept = [line for line in lines if pattern.search(line)]
             hidden = len(lines) - len(kept)
@@ -116,6 +126,8 @@ class BackgroundShell:
         """End the shell and all it started (the sandbox with it); False if it had ended."""
         if not self.running or self._process is None:
             return False
+        if self._process.returncode is not None:
+            return True  # ending already; its process group id may be another's by now
         self._killed = True
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._process.pid, signal.SIGKILL)
@@ -128,6 +140,10 @@ class BackgroundShell:
         except TimeoutError:
             return False
         return True
+
+    def told(self) -> None:
+        """The model knows where the shell stands (it stopped it itself)."""
+        self._told = (self.status, self.total_bytes)
 
     def news(self) -> str | None:
         """One line on what changed since the model last heard, or None."""
@@ -154,13 +170,17 @@ def _short(command: str, width: int = 80) -> str:
 class BackgroundShells:
     """The session's background shells, shared by the main agent and its subagents."""
 
-    def __init__(self) -> None:
+    def __init__(self, sweep_every_s: float = SWEEP_EVERY_S) -> None:
         self._shells: dict[str, BackgroundShell] = {}
         self._count = 0
-        self._held: list[guard.Placeholders] = []
-        self._known_settings: set[Path] = set()  # settings files below the roots before the first
+        self._roots: tuple[Path, ...] = ()  # where shells that could write were started
+        self._known_settings: set[Path] = set()  # settings files below the roots, and since when
         self._since_ns = 0
-        self._roots: tuple[Path, ...] = ()
+        self._notes: list[str] = []  # what the sweeps did, for the next reminder
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+        self._sweep_every_s = sweep_every_s
+        self._sweeping = asyncio.Lock()
         self.listeners: list[Callable[[BackgroundShell], None]] = []  # told of each start and end
 
     def __iter__(self) -> Iterator[BackgroundShell]:
@@ -171,6 +191,9 @@ class BackgroundShells:
 
     def running(self) -> list[BackgroundShell]:
         return [s for s in self._shells.values() if s.running]
+
+    def _writing(self) -> list[BackgroundShell]:
+        return [s for s in self.running() if s.policy is not None and s.policy.mode == "workspace-write"]
 
     async def start(
         self,
@@ -184,14 +207,12 @@ class BackgroundShells:
     ) -> BackgroundShell:
         """Start `command` in `sandbox` (a lasting one) and return at once. Raises `GuardError`
         when the guarded folders cannot be held still for it, OSError when it cannot start."""
-        held = guard.hold(policy)
-        if not self.running():
-            self._roots = ()
-        if policy.mode == "workspace-write" and not self._roots:  # the first that can write
-            self._roots, self._since_ns = policy.roots, time.time_ns()
-            self._known_settings = guard.deep_settings(self._roots)
+        guard.hold(policy)
+        if policy.mode == "workspace-write":
+            await self._watch(policy.roots)
         self._count += 1
-        shell = BackgroundShell(f"bash_{self._count}", command, description, cwd)
+        shell = BackgroundShell(f"bash_{self._count}", command, description, cwd, policy=policy)
+        shell.held = frozenset(guard.held_places(policy))
         launch: Launch | None = None
         try:
             launch = sandbox.launch(command, cwd)
@@ -209,16 +230,35 @@ class BackgroundShells:
         except BaseException:
             if launch is not None:
                 launch.close()
-            held.remove()
             self._count -= 1
             raise
         launch.started()
         shell._launch = launch
-        self._held.append(held)
         self._shells[shell.id] = shell
-        asyncio.get_running_loop().create_task(self._follow(shell, timeout_s))
+        self._forget_old()
+        task = asyncio.get_running_loop().create_task(self._follow(shell, timeout_s))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if policy.mode == "workspace-write" and (self._sweeper is None or self._sweeper.done()):
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_while_running())
         self._tell(shell)
         return shell
+
+    async def _watch(self, roots: tuple[Path, ...]) -> None:
+        """Know the settings files below `roots` as they are before a shell that can write them
+        starts (the first one, or one in folders added since)."""
+        async with self._sweeping:
+            if not self._writing():
+                self._roots, self._known_settings, self._since_ns = (), set(), time.time_ns()
+            added = tuple(r for r in roots if r not in self._roots)
+            if added:
+                self._known_settings |= await asyncio.to_thread(guard.deep_settings, added)
+                self._roots += added
+
+    def _forget_old(self) -> None:
+        ended = [s for s in self._shells.values() if not s.running]
+        for shell in ended[: max(0, len(ended) - MAX_ENDED)]:
+            del self._shells[shell.id]
 
     async def _follow(self, shell: BackgroundShell, timeout_s: float | None) -> None:
         process = shell._process
@@ -236,10 +276,12 @@ class BackgroundShells:
                 await asyncio.wait_for(process.wait(), timeout_s)
             except TimeoutError:
                 timed_out = True
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)  # what it left running in its group
+                shell.kill()
             await process.wait()
-            await asyncio.wait({reader}, timeout=1.0)
+            # the sandbox's processes die with it; its output is complete when they all have
+            await asyncio.wait({reader}, timeout=_DRAIN_S)
+            if not self._writing() or self._writing() == [shell]:
+                shell.notes += await self._sweep()
         except BaseException:  # the loop is closing (the session ends): the command goes with it
             shell.kill()
             raise
@@ -263,32 +305,42 @@ class BackgroundShells:
         if shell._launch is not None:
             shell._launch.close()
             shell._launch = None
-        if not self.running():
-            shell.notes += self._release()
         shell._done.set()
         self._tell(shell)
 
-    def _release(self) -> list[str]:
-        """No shell runs any more: remove the placeholders and the settings files the shells made."""
-        for held in reversed(self._held):
-            held.remove()
-        self._held = []
-        return self.sweep()
+    async def _sweep_while_running(self) -> None:
+        """While shells that can write run: every few seconds, remove the settings files they
+        planted below the roots, and stop any whose sandbox no longer covers what is guarded."""
+        while self._writing():
+            await asyncio.sleep(self._sweep_every_s)
+            self._notes += await self._sweep()
+            for shell in self._writing():
+                assert shell.policy is not None
+                new = set(await asyncio.to_thread(guard.held_places, shell.policy)) - shell.held
+                if new and shell.kill():
+                    listed = ", ".join(str(p) for p in sorted(new))
+                    shell.notes.append(
+                        f"(Stopped: {listed} appeared while it ran (a new repository, hooks folder or "
+                        "included git config), which it could have written. Start it again to run it "
+                        "with them protected.)"
+                    )
 
-    def sweep(self) -> list[str]:
+    async def _sweep(self) -> list[str]:
         """Remove settings files below the roots that appeared while shells ran (they would grant a
-        session started there what the project may not)."""
-        if not self._roots:
-            return []
-        self._known_settings, notes = guard.sweep(self._roots, self._known_settings, self._since_ns)
-        return notes
+        session started there what the project may not); one sweep at a time, off the loop."""
+        async with self._sweeping:
+            if not self._roots:
+                return []
+            roots, known, since = self._roots, self._known_settings, self._since_ns
+            self._known_settings, notes = await asyncio.to_thread(guard.sweep, roots, known, since)
+            return notes
 
     def news(self, *, turn_start: bool = False) -> str | None:
         """A reminder for the model's next request: what changed, and at the start of a turn the
         shells still running. None when there is nothing to say."""
         lines = [line for shell in self._shells.values() if (line := shell.news())]
-        if self.running():
-            lines += self.sweep()
+        lines += self._notes
+        self._notes = []
         if turn_start and (running := [s for s in self.running() if not any(s.id in line for line in lines)]):
             listed = ", ".join(f"{s.id} (`{_short(s.command, 60)}`)" for s in running)
             lines.append(
@@ -309,22 +361,24 @@ class BackgroundShells:
         for shell in running:
             shell.kill()
         if running:
-            await asyncio.wait([asyncio.ensure_future(s.wait()) for s in running], timeout=timeout_s)
+            waits = [asyncio.ensure_future(s.wait()) for s in running]
+            _, pending = await asyncio.wait(waits, timeout=timeout_s)
+            for wait in pending:
+                wait.cancel()
 
     def close(self) -> None:
         """Kill what still runs, without a loop to wait in (the last resort at exit): the sandbox
-        dies with its process group; the placeholders and swept files are dealt with here."""
-        for shell in self.running():
+        dies with its process group, and the settings files the shells planted are swept."""
+        running = self.running()
+        for shell in running:
             shell.kill()
-            if shell._process is not None:
-                with contextlib.suppress(ChildProcessError, OSError):
-                    os.waitpid(shell._process.pid, 0)
             shell.status, shell.ended = "killed", time.time()
             if shell._launch is not None:
                 shell._launch.close()
                 shell._launch = None
-        if self._held:
-            self._release()
+        if running and self._roots:
+            time.sleep(0.1)  # the sandboxes' processes die with them, a moment later
+            self._known_settings, _ = guard.sweep(self._roots, self._known_settings, self._since_ns)
 
     def tell(self, listener: Callable[[BackgroundShell], None]) -> None:
         self.listeners.append(listener)

@@ -11,10 +11,12 @@ each command and put back after it. Commands that can write run one at a time (t
 lock), so one command's snapshot never sees another's half-done work.
 
 A command left running in the background (`lasting`) runs beside the others, so nothing can be
-snapshotted around it: for it the guarded folders are read-only as a whole, and those missing are
-made empty first (`hold`) so that they can be. Settings files deeper in the tree are swept instead
-(`sweep`). Every removal and restore goes through a descriptor of the real parent folder, never a
-path a running command could turn into a symlink meanwhile.
+snapshotted around it: for it the guarded folders, and every folder holding settings files deeper
+in the tree, are read-only as a whole. Those missing are made empty first (`hold`) so that they can
+be, and stay: removing a folder that is a mount point in another sandbox (another session's) would
+silently unmount it there. New settings files deeper in the tree are swept instead (`sweep`). Every
+removal and restore goes through a descriptor of the real parent folder, never a path a running
+command could turn into a symlink meanwhile.
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from piton.core.safety import gitconfig, pinned
 from piton.core.safety.gitconfig import git_dirs
-from piton.core.safety.policy import SETTINGS_DIRS, SETTINGS_FILES, SandboxPolicy, real
+from piton.core.safety.policy import SETTINGS_DIRS, SETTINGS_FILES, SandboxPolicy, is_settings_dir, real
 
 _GIT_PROTECTED = ("hooks", "config", "commondir", "modules", "worktrees", "config.worktree")
 GUARDED_DIRS = (".git", *SETTINGS_DIRS)
@@ -68,7 +70,9 @@ def _between(path: Path, roots: tuple[Path, ...]) -> list[Path]:
     return []
 
 
-def pinned_dirs(policy: SandboxPolicy, protected: list[Path] | None = None) -> list[Path]:
+def pinned_dirs(
+    policy: SandboxPolicy, protected: list[Path] | None = None, also: Sequence[Path] = ()
+) -> list[Path]:
     """Folders the sandbox binds onto themselves in a writable root, outermost first, so that no
     command can rename or replace them: `.git`, `.piton` and `.claude` at each root (or the folder a
     symlink there leads to), each git directory (which a `.git` symlink or gitfile may place
@@ -88,7 +92,7 @@ def pinned_dirs(policy: SandboxPolicy, protected: list[Path] | None = None) -> l
         for git_dir in git_dirs(root):
             add(git_dir)
     below = protected if protected is not None else protected_paths(policy)
-    for path in [*folders, *(real(p) for p in below)]:
+    for path in [*folders, *(real(p) for p in below), *also]:
         for folder in _between(path, policy.roots):
             add(folder)
     return sorted(folders, key=lambda f: len(f.parts))
@@ -98,10 +102,11 @@ class GuardError(Exception):
     """A command cannot be left running: a guarded place is not one the sandbox can hold still."""
 
 
-def lasting_read_only(policy: SandboxPolicy) -> list[Path]:
-    """What a command left running may not change at all: each root's `.git`, `.claude` and
-    `.piton` folders whole, each git directory in the roots, and the hooks folders and included
-    config files there. Those missing are made by `hold` first."""
+def held_places(policy: SandboxPolicy) -> list[Path]:
+    """What a command left running may not change at all, near the roots: each root's `.git`,
+    `.claude` and `.piton` folders whole, each git directory in the roots, the hooks folders and
+    included config files there, and where a root's settings files really are when they are
+    symlinks into the project. Those missing are made by `hold` first."""
     if policy.mode != "workspace-write":
         return []
     places: list[Path] = []
@@ -109,80 +114,78 @@ def lasting_read_only(policy: SandboxPolicy) -> list[Path]:
         folders = [root / name for name in GUARDED_DIRS]
         places += [f for f in folders if f.is_dir() and not f.is_symlink()]
         places += [d for d in git_dirs(root) if d.is_dir() and policy.in_roots(d)]
+        for name in SETTINGS_DIRS:
+            for file in SETTINGS_FILES:
+                target = real(root / name / file)
+                if target != root / name / file and policy.in_roots(target) and target.exists():
+                    places.append(target)
     places += [p for p in code_paths(policy) if os.path.lexists(p)]
     return list(dict.fromkeys(places))
 
 
-@dataclass(slots=True)
-class Placeholders:
-    """Guarded places made empty so that a lasting command's sandbox can bind them read-only (a
-    mount needs something to mount on), removed again once no such command runs, if still empty."""
-
-    made: list[tuple[Path, bool]] = field(default_factory=list)  # (path, is a folder), outermost first
-
-    def make(self, path: Path, folder: bool) -> None:
-        missing: list[Path] = []
-        current = path
-        while not os.path.lexists(current):
-            missing.append(current)
-            current = current.parent
-        for place in reversed(missing):
-            is_folder = place != path or folder
-            fd = pinned.open_dir(place.parent)
-            try:
-                if is_folder:
-                    os.mkdir(place.name, 0o755, dir_fd=fd)
-                else:
-                    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-                    os.close(os.open(place.name, flags, 0o644, dir_fd=fd))
-            except FileExistsError:
-                continue  # made by someone else meanwhile: not ours to remove
-            finally:
-                os.close(fd)
-            self.made.append((place, is_folder))
-
-    def remove(self) -> None:
-        for place, is_folder in reversed(self.made):
-            with contextlib.suppress(OSError), _parent_fd(place) as fd:
-                if is_folder:
-                    os.rmdir(place.name, dir_fd=fd)  # only if still empty
-                else:
-                    st = os.stat(place.name, dir_fd=fd, follow_symlinks=False)
-                    if stat.S_ISREG(st.st_mode) and st.st_size == 0:
-                        os.unlink(place.name, dir_fd=fd)
-        self.made = []
-
-
-def hold(policy: SandboxPolicy) -> Placeholders:
-    """Make the guarded places a lasting command's sandbox binds read-only but that do not exist
-    yet: `.claude` and `.piton` at each root, and hooks folders and included configs the git config
-    names inside the roots. Refuses (`GuardError`) where a root's guarded name is a symlink or not a
-    folder: the command could replace it, and no mount can stop that."""
-    made = Placeholders()
+def lasting_read_only(policy: SandboxPolicy) -> list[Path]:
+    """`held_places`, and every folder below the roots that holds settings files (or that a
+    settings folder's symlink leads to): the files there keep their content while it runs."""
     if policy.mode != "workspace-write":
-        return made
+        return []
+    places = held_places(policy)
+    for path in sorted(deep_settings(policy.roots)):
+        folder = real(path) if path.is_symlink() else path.parent
+        if folder.is_dir() and policy.in_roots(folder) and folder not in places:
+            places.append(folder)
+    return places
+
+
+def _make(path: Path, folder: bool) -> None:
+    """Make `path` empty (a folder or a file), and the folders above it that are missing, each
+    through its parent's descriptor."""
+    missing: list[Path] = []
+    current = path
+    while not os.path.lexists(current):
+        missing.append(current)
+        current = current.parent
+    for place in reversed(missing):
+        with contextlib.suppress(FileExistsError), _parent_fd(place) as fd:
+            if place != path or folder:
+                os.mkdir(place.name, 0o755, dir_fd=fd)
+            else:
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+                os.close(os.open(place.name, flags, 0o644, dir_fd=fd))
+
+
+def hold(policy: SandboxPolicy) -> None:
+    """Make the guarded places a lasting command's sandbox binds read-only but that do not exist
+    yet: `.claude` and `.piton` at each root, and the hooks folders and included configs the git
+    config names inside the roots. They stay (empty, they change nothing). Refuses (`GuardError`)
+    where a root's guarded name, or a root's settings file, is a symlink that leads nowhere or not
+    a folder: the command could replace it or create what it leads to, and no mount can stop that."""
+    if policy.mode != "workspace-write":
+        return
     for root in policy.roots:
         for name in GUARDED_DIRS:
             path = root / name
-            odd = path.is_symlink() or (os.path.lexists(path) and not path.is_dir() and name != ".git")
-            if odd:
+            if path.is_symlink() or (os.path.lexists(path) and not path.is_dir() and name != ".git"):
                 what = "a symbolic link" if path.is_symlink() else "not a folder"
                 raise GuardError(
                     f"{path} is {what}, which a command left running could replace; run the command "
                     "in the foreground instead"
                 )
+            for file in SETTINGS_FILES if name in SETTINGS_DIRS else ():
+                if (path / file).is_symlink() and not (path / file).exists():
+                    raise GuardError(
+                        f"{path / file} is a symbolic link to a file that does not exist, which a "
+                        "command left running could create; run the command in the foreground instead"
+                    )
     try:
         for root in policy.roots:
             for name in SETTINGS_DIRS:
                 if not os.path.lexists(root / name):
-                    made.make(root / name, folder=True)
+                    _make(root / name, folder=True)
         for path, folder in gitconfig.code_places(policy.roots, policy.home):
             if policy.in_roots(path) and not os.path.lexists(path):
-                made.make(path, folder)
+                _make(path, folder)
     except OSError as e:
-        made.remove()
         raise GuardError(f"cannot prepare the protected folders for a command left running: {e}") from e
-    return made
 
 
 def prepare(policy: SandboxPolicy) -> None:
@@ -235,14 +238,40 @@ def _parent_fd(path: Path) -> Iterator[int]:
         os.close(fd)
 
 
-def _remove(path: Path) -> bool:
-    """Remove the real path `path` (a folder with what it holds) through its parent's descriptor."""
+def _remove(path: Path, *, unlock: bool = False) -> bool:
+    """Remove the real path `path` (a folder with what it holds) through its parent's descriptor;
+    with `unlock`, a parent folder made read-only (by the command that planted it) is made
+    writable again first."""
     try:
         with _parent_fd(path) as fd:
             if stat.S_ISDIR(os.stat(path.name, dir_fd=fd, follow_symlinks=False).st_mode):
                 shutil.rmtree(path.name, dir_fd=fd)
             else:
-                os.unlink(path.name, dir_fd=fd)
+                try:
+                    os.unlink(path.name, dir_fd=fd)
+                except PermissionError:
+                    if not unlock:
+                        raise
+                    with pinned.opened(path.parent, os.O_RDONLY | os.O_DIRECTORY) as folder:
+                        os.fchmod(folder, os.fstat(folder).st_mode | stat.S_IRWXU)
+                    os.unlink(path.name, dir_fd=fd)
+    except FileNotFoundError:
+        return True  # gone already
+    except OSError:
+        return False
+    return True
+
+
+def _empty(path: Path) -> bool:
+    """Remove what the real folder `path` holds, keeping the folder (another sandbox may be holding
+    it as a mount point: removing it would unmount it there)."""
+    try:
+        with pinned.opened(path, os.O_RDONLY | os.O_DIRECTORY) as fd:
+            for name in os.listdir(fd):
+                if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                    shutil.rmtree(name, dir_fd=fd)
+                else:
+                    os.unlink(name, dir_fd=fd)
     except OSError:
         return False
     return True
@@ -259,6 +288,7 @@ class Snapshot:
     states: dict[Path, _State] = field(default_factory=dict)  # shallow paths first
     deep_settings: set[Path] = field(default_factory=set)  # settings files below the roots
     roots: tuple[Path, ...] = ()  # where deep_settings was looked for (none: not looked)
+    placeable: set[Path] = field(default_factory=set)  # hooks folders and configs a placeholder may fill
     taken_ns: int = 0
 
 
@@ -270,7 +300,9 @@ _known_deep: dict[tuple[Path, ...], set[Path]] = {}
 
 def deep_settings(roots: tuple[Path, ...]) -> set[Path]:
     """The settings files anywhere below the project roots (`sub/.piton/settings.json`): a session
-    started in that folder would read them. One pass over the tree's folders, `.git` skipped."""
+    started in that folder would read them. A settings folder that is a symlink counts as the
+    symlink itself when a settings file lies where it leads. One pass over the tree's folders,
+    `.git` skipped."""
     found: set[Path] = set()
     stack = list(roots)
     while stack:
@@ -281,9 +313,14 @@ def deep_settings(roots: tuple[Path, ...]) -> set[Path]:
             continue
         with entries:
             for entry in entries:
+                settings = folder not in roots and is_settings_dir(entry.name)
+                if settings and entry.is_symlink():
+                    if any(os.path.exists(Path(entry.path) / f) for f in SETTINGS_FILES):
+                        found.add(Path(entry.path))
+                    continue
                 if not entry.is_dir(follow_symlinks=False) or entry.name == ".git":
                     continue
-                if entry.name in SETTINGS_DIRS and folder not in roots:
+                if settings:
                     found.update(p for f in SETTINGS_FILES if os.path.lexists(p := Path(entry.path) / f))
                 stack.append(Path(entry.path))
     return found
@@ -311,11 +348,16 @@ def snapshot(policy: SandboxPolicy) -> Snapshot:
             paths += [git_dir / name for name in _GIT_PROTECTED if name not in _LEFT_TO_GIT]
         for name in SETTINGS_DIRS:
             folder = _settings_folder(root, name, policy)
-            paths += [folder / f for f in SETTINGS_FILES] if folder is not None else []
+            for file in [folder / f for f in SETTINGS_FILES] if folder is not None else []:
+                paths.append(file)
+                target = real(file)  # a settings file that is a symlink: where it leads, too
+                if target != file and policy.in_roots(target):
+                    paths.append(target)
         for path in paths:
             snap.states[path] = _state(path)
     for path in code_paths(policy):
         snap.states.setdefault(path, _state(path))
+        snap.placeable.add(path)
     snap.roots = policy.roots
     snap.taken_ns = time.time_ns()
     if policy.roots not in _known_deep:
@@ -335,14 +377,38 @@ def _changed_since(path: Path, ns: int) -> bool:
 
 def sweep(roots: tuple[Path, ...], known: set[Path], since_ns: int) -> tuple[set[Path], list[str]]:
     """Remove the settings files below `roots` that are not in `known` and were made or changed
-    since `since_ns`; return the files that remain and what was done."""
+    since `since_ns`; return the files now known (a new one that could not be removed is not: it
+    is tried again next time) and what was done."""
     found = deep_settings(roots)
     notes = []
     for path in sorted(found - known):
-        if _changed_since(path, since_ns) and _parents_unchanged(path) and _remove(path):
-            found.discard(path)
+        if not _changed_since(path, since_ns):
+            continue  # there before: the user's
+        if _parents_unchanged(path) and _remove(path, unlock=True):
             notes.append(f"(Removed {path}: the command created it, and settings files are protected.)")
+        else:
+            notes.append(f"(Could not remove {path}, which a command created: check it before you trust it.)")
+        found.discard(path)
     return found, notes
+
+
+def _clear_placeable(path: Path, now: _State) -> str | None:
+    """A hooks folder or included config that was missing and now exists: what it holds goes, an
+    empty one stays (it may be a placeholder another sandbox holds as a mount point). What was
+    done, if anything."""
+    if now.kind == "dir":
+        try:
+            holds = bool(os.listdir(path))
+        except OSError:
+            return None
+        if holds and _empty(path):
+            return f"(Emptied {path}: the command wrote there, and it is protected from changes.)"
+        return None
+    if now.kind == "file" and now.content == b"":
+        return None
+    if _remove(path):
+        return f"(Removed {path}: the command created it, and it is protected from changes.)"
+    return None
 
 
 def restore(before: Snapshot) -> list[str]:
@@ -359,7 +425,9 @@ def restore(before: Snapshot) -> list[str]:
             continue  # a folder above it changed: that folder's own entry puts it back
         if was.kind == "missing" and now.kind == "dir" and path.name in SETTINGS_DIRS:
             continue  # a new .piton or .claude folder may hold skills; the settings files are watched
-        if was.kind == "missing":
+        if was.kind == "missing" and path in before.placeable:
+            notes += [note] if (note := _clear_placeable(path, now)) else []
+        elif was.kind == "missing":
             if _remove(path):
                 notes.append(f"(Removed {path}: the command created it, and it is protected from changes.)")
         elif was.kind == "symlink":

@@ -116,6 +116,11 @@ def _key(path: Path | str) -> str:
     return text.casefold() if _FOLD else text
 
 
+def is_settings_dir(name: str) -> bool:
+    """Whether a folder of that name holds settings files (`.claude`, `.piton`; any case on macOS)."""
+    return _key(name) in SETTINGS_DIRS
+
+
 def _inside(path: Path | str, root: Path | str) -> bool:
     p, r = _key(path), _key(root).rstrip("/")
     return p == r or p.startswith(r + "/")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from piton.builtin_tools.bash import Bash
+from piton.core.shells import BackgroundShells
 from piton.core.tools import ToolContext, ToolResult
 from tests.builtin_tools.helpers import call_async, context
 
@@ -83,7 +84,8 @@ def test_a_running_background_command_cannot_touch_git_or_settings(tmp_path: Pat
 
     asyncio.run(work())
     assert_nothing_planted(ws)
-    assert not (ws / ".claude").exists() and not (ws / ".piton").exists()  # the placeholders went
+    assert list((ws / ".piton").iterdir()) == []  # the placeholder stays, empty
+    assert sorted(p.name for p in (ws / ".claude").iterdir()) == []
 
 
 def test_a_background_command_cannot_swap_the_folder_above_a_hooks_folder(tmp_path: Path) -> None:
@@ -105,7 +107,7 @@ def test_a_background_command_cannot_swap_the_folder_above_a_hooks_folder(tmp_pa
         await ctx.shells.kill_all()
 
     asyncio.run(work())
-    assert not (ws / ".husky" / "_").exists() and not (ws / ".h2").exists()
+    assert list((ws / ".husky" / "_").iterdir()) == [] and not (ws / ".h2").exists()
 
 
 def test_settings_a_background_command_plants_deeper_in_the_tree_are_removed(tmp_path: Path) -> None:
@@ -116,6 +118,7 @@ def test_settings_a_background_command_plants_deeper_in_the_tree_are_removed(tmp
     users = ws / "pkg" / ".piton" / "settings.json"
     users.write_text('{"permissions": {"deny": ["Bash(curl:*)"]}}')
     ctx = context(ws)
+    ctx.shells = BackgroundShells(sweep_every_s=0.2)
     planted = ws / "pkg" / ".claude" / "settings.json"
 
     async def work() -> None:
@@ -126,15 +129,19 @@ def test_settings_a_background_command_plants_deeper_in_the_tree_are_removed(tmp
             " mkdir -p lib/.piton && echo '{}' > lib/.piton/settings.local.json",
         )
         await settle(ctx, ws / "done")
-        news = ctx.shells.news() or ""
-        assert not planted.exists() and f"Removed {planted}" in news
+        for _ in range(100):  # swept within a few sweeps
+            if not await asyncio.to_thread(planted.exists):
+                break
+            await asyncio.sleep(0.1)
+        assert not planted.exists()
+        assert f"Removed {planted}" in (ctx.shells.news() or "")
         (ws / "again").touch()
         shell = ctx.shells.get("bash_1")
         assert shell is not None and await shell.wait(30)
 
     asyncio.run(work())
     assert not (ws / "lib" / ".piton" / "settings.local.json").exists()
-    assert users.exists()  # the user's own, there before, stays
+    assert users.read_text() == '{"permissions": {"deny": ["Bash(curl:*)"]}}'  # the user's own stays
 
 
 def test_a_background_command_is_refused_where_a_guarded_name_is_a_symlink(tmp_path: Path) -> None:
@@ -182,5 +189,100 @@ def test_the_guards_removals_never_follow_a_folder_a_background_command_swaps(tm
         await ctx.shells.kill_all()
 
     asyncio.run(work())
+    assert users.exists()
     assert not (ws / "other" / ".claude" / "settings.json").exists()
-    assert not (ws / "sub" / ".claude" / "settings.json").exists()
+    sub = ws / "sub"
+    assert sub.is_symlink() or not (sub / ".claude" / "settings.json").exists()
+
+
+def test_settings_that_exist_deeper_keep_their_content_while_a_background_command_runs(
+    tmp_path: Path,
+) -> None:
+    """No snapshot is taken around a background command: the folders holding settings files are
+    read-only for it, so an existing file can be neither changed nor deleted."""
+    ws = repo(tmp_path)
+    deny = '{"permissions": {"deny": ["Bash(curl:*)"]}}'
+    for folder in ("pkg/.piton", "lib/.claude"):
+        (ws / folder).mkdir(parents=True)
+        (ws / folder / "settings.json").write_text(deny)
+    ctx = context(ws)
+
+    async def work() -> None:
+        await background(
+            ctx,
+            """echo '{"permissions":{"allow":["Bash"]}}' > pkg/.piton/settings.json; """
+            "rm -f lib/.claude/settings.json; mv lib lib2; touch done; sleep 60",
+        )
+        await settle(ctx, ws / "done")
+        await ctx.shells.kill_all()
+
+    asyncio.run(work())
+    for folder in ("pkg/.piton", "lib/.claude"):
+        assert (ws / folder / "settings.json").read_text() == deny, folder
+
+
+def test_a_settings_folder_symlinked_deeper_in_the_tree_is_removed(tmp_path: Path) -> None:
+    """`z/.claude -> ../q` with `q/settings.json`: a session started in `z` would read it."""
+    ws = repo(tmp_path)
+    ctx = context(ws)
+    plant = (
+        'mkdir -p q z && echo \'{"permissions":{"allow":["Bash"]}}\' > q/settings.json && '
+        "ln -s ../q z/.claude"
+    )
+    call_result = asyncio.run(call_async(Bash(), ctx, command=plant))  # in the foreground
+    assert not os.path.lexists(ws / "z" / ".claude"), call_result.content
+
+    async def work() -> None:
+        await background(ctx, plant.replace("z", "y") + "; touch done; sleep 60")
+        await settle(ctx, ws / "done")
+        await ctx.shells.kill_all()
+
+    asyncio.run(work())
+    assert not os.path.lexists(ws / "y" / ".claude")
+
+
+def test_a_settings_file_in_a_folder_made_read_only_is_still_removed(tmp_path: Path) -> None:
+    """Making the folder read-only (`chmod 555`) must not keep a planted file out of the sweep's
+    reach, nor make it count as the user's from then on (the attack matters for unprivileged users:
+    root ignores the mode)."""
+    ws = repo(tmp_path)
+    ctx = context(ws)
+
+    async def work() -> None:
+        await background(
+            ctx,
+            'mkdir -p x/.claude && echo \'{"permissions":{"allow":["Bash"]}}\' > x/.claude/settings.json'
+            " && chmod 555 x/.claude; touch done; sleep 60",
+        )
+        await settle(ctx, ws / "done")
+        await ctx.shells.kill_all()
+
+    asyncio.run(work())
+    assert not (ws / "x" / ".claude" / "settings.json").exists()
+
+
+def test_a_repository_made_while_a_background_command_runs_stops_it(tmp_path: Path) -> None:
+    """Its sandbox was made when there was no `.git` to protect: once one appears (the user ran
+    `git init`), the command is stopped before long and the model is told why."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ctx = context(ws)
+    ctx.shells = BackgroundShells(sweep_every_s=0.2)
+
+    async def work() -> None:
+        await background(ctx, "while :; do sleep 0.1; done")
+        git(ws, "init", "-q")
+        shell = ctx.shells.get("bash_1")
+        assert shell is not None and await shell.wait(10), "the shell was not stopped"
+        out = shell.read()
+        assert out.status == "killed" and ".git" in out.text and "Start it again" in out.text
+
+    asyncio.run(work())
+
+
+def test_the_session_bus_and_other_sockets_under_run_are_hidden_with_the_network_on(tmp_path: Path) -> None:
+    """D-Bus's session bus would let `systemd-run --user` start a process outside the sandbox,
+    docker's socket a root container: `/run` is empty in the sandbox whatever the network."""
+    ctx = context(tmp_path, network=True)
+    out = asyncio.run(call_async(Bash(), ctx, command="ls -A /run | grep -v '^systemd$' || true"))
+    assert not out.is_error and str(out.content).strip() in ("", "(no output)"), out.content

@@ -27,6 +27,8 @@ def repo(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     git(ws, "init", "-q")
+    git(ws, "config", "user.email", "a@b.c")  # so that a commit gets as far as its hooks
+    git(ws, "config", "user.name", "a")
     return ws
 
 
@@ -75,11 +77,15 @@ def test_hooks_path_in_the_worktree_is_protected(tmp_path: Path) -> None:
     assert not (ws / ".husky" / "_" / "post-commit").exists()
 
 
-def test_a_hooks_path_created_by_a_command_is_removed(tmp_path: Path) -> None:
+def test_a_hooks_path_created_by_a_command_is_emptied(tmp_path: Path) -> None:
+    """What the command put there goes; the folder stays, since another sandbox (a background
+    command's, another session's) may hold it as a mount point, and removing it would unmount it."""
     ws = repo(tmp_path)
     git(ws, "config", "core.hooksPath", "githooks")
     bash(context(ws), "mkdir githooks && printf '#!/bin/sh\\ntouch pwned\\n' > githooks/pre-commit")
-    assert not (ws / "githooks").exists()
+    assert list((ws / "githooks").iterdir()) == []
+    git(ws, "commit", "-q", "--allow-empty", "-m", "x")
+    assert not (ws / "pwned").exists()
 
 
 def test_included_git_config_in_the_worktree_is_protected(tmp_path: Path) -> None:
@@ -187,3 +193,13 @@ def test_settings_behind_a_symlinked_claude_folder_are_protected(tmp_path: Path)
     )
     assert not (ws / "conf" / "settings.local.json").exists(), out.content
     assert "Bash(curl:*)" in (ws / "conf" / "settings.json").read_text()
+
+
+def test_a_settings_file_that_is_a_dangling_symlink_cannot_be_filled_in(tmp_path: Path) -> None:
+    """`.claude/settings.json -> ../conf/claude.json`, which does not exist yet: a command that
+    creates the file it leads to has written the settings."""
+    ws = repo(tmp_path)
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.json").symlink_to("../conf/claude.json")
+    out = bash(context(ws), """mkdir -p conf && echo '{"permissions":{"allow":["Bash"]}}' > conf/claude.json""")
+    assert not (ws / "conf" / "claude.json").exists(), out.content

@@ -190,7 +190,7 @@ def test_a_background_command_starts_where_the_shell_is_and_does_not_move_it(tmp
 
 def test_the_end_of_the_sessions_event_loop_kills_its_shells(tmp_path: Path) -> None:
     """A session whose loop ends with a shell running (an error, a signal): the shell's sandbox
-    dies with its process group, and the placeholders made for it are removed."""
+    dies with its process group."""
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     ctx = context(tmp_path)
     beat = tmp_path / "beat"
@@ -207,4 +207,22 @@ def test_the_end_of_the_sessions_event_loop_kills_its_shells(tmp_path: Path) -> 
         return await heartbeat_stops(beat)
 
     assert asyncio.run(check())
-    assert not (tmp_path / ".piton").exists() and not (tmp_path / ".claude").exists()
+    for placeholder in (".piton", ".claude"):  # made for the shell's sandbox; they stay, empty
+        assert list((tmp_path / placeholder).iterdir()) == []
+
+
+def test_a_filter_judges_a_line_only_once_it_is_whole(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+
+    async def work() -> None:
+        await start(ctx, "printf 'ERR'; while [ ! -e go ]; do sleep 0.05; done; printf 'OR boom\\nok\\n'")
+        shell = ctx.shells.get("bash_1")
+        assert shell is not None
+        await until(lambda: shell.total_bytes > 0, "output")
+        assert "(no new output)" in await output(ctx, filter="^ERROR")  # `ERR` waits for its end
+        (tmp_path / "go").touch()
+        await until_ended(ctx)
+        shown = await output(ctx, filter="^ERROR")
+        assert "<stdout>\nERROR boom\n</stdout>" in shown
+
+    scenario(work)

@@ -131,11 +131,16 @@ class BwrapSandbox:
         tmp = self.limits.tmp_size
         args += ["--ro-bind", "/", "/", "--dev", "/dev", *self._tmpfs(tmp), "--tmpfs", "/dev/shm"]
         args += ["--remount-ro", "/dev", "--proc", "/proc", *self._tmpfs(tmp), "--tmpfs", "/tmp"]
-        if not self.policy.network:
-            # sockets on disk (docker, D-Bus, systemd) are network too; they live under /run
-            for run in ("/run", "/var/run"):
-                if os.path.isdir(run) and not os.path.islink(run):
-                    args += [*self._tmpfs(_SMALL_TMPFS), "--tmpfs", run]
+        # sockets on disk live under /run: D-Bus (whose systemd would start a process outside the
+        # sandbox), docker, systemd. Hidden whether or not the network is on; with it on, the
+        # resolver's folder comes back (/etc/resolv.conf often leads there)
+        for run in ("/run", "/var/run"):
+            if os.path.isdir(run) and not os.path.islink(run):
+                args += [*self._tmpfs(_SMALL_TMPFS), "--tmpfs", run]
+        if self.policy.network:
+            resolver = real(Path("/etc/resolv.conf")).parent
+            if resolver.is_relative_to("/run") and resolver != Path("/run") and resolver.is_dir():
+                args += ["--ro-bind", str(resolver), str(resolver)]
         return args
 
     def _mounts(self) -> list[str]:
@@ -145,15 +150,16 @@ class BwrapSandbox:
             # bound even when read-only: a project under /tmp would vanish under the private /tmp
             args += ["--bind" if root in writable else "--ro-bind", str(root), str(root)]
         protected = protected_paths(self.policy)
-        for folder in pinned_dirs(self.policy, protected):  # a mount point cannot be renamed or replaced
+        lasting = lasting_read_only(self.policy) if self.policy.lasting else []
+        # a mount point cannot be renamed or replaced, nor can the folders above a protected place
+        for folder in pinned_dirs(self.policy, protected, also=lasting):
             args += ["--bind", str(folder), str(folder)]
         for path in protected:
             target = real(path)
             if os.path.lexists(path) and target.exists():
                 args += ["--ro-bind", str(target), str(target)]
-        if self.policy.lasting:  # last: whole folders over the pins inside them
-            for place in lasting_read_only(self.policy):
-                args += ["--ro-bind", str(place), str(place)]
+        for place in lasting:  # last: whole folders over the pins inside them
+            args += ["--ro-bind", str(place), str(place)]
         for secret in dict.fromkeys(self.policy.credential_targets()):
             try:  # one stat each; a folder Piton may not even look into (another user's) needs no hiding
                 is_dir = stat.S_ISDIR(os.stat(secret).st_mode)

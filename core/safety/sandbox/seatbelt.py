@@ -19,7 +19,10 @@ from piton.core.safety.sandbox.base import BASH, OPT_OUT, Launch, command_env
 from piton.core.safety.sandbox.limits import Limits
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
-_DEEP_SETTINGS = r"/\.(claude|piton)/settings(\.local)?\.json$"
+# any case: macOS file systems ignore it
+_DEEP_SETTINGS = "".join(
+    f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in r"/\.(claude|piton)/settings(\.local)?\.json$"
+)
 
 _BASE = """(version 1)
 (deny default)
