@@ -35,6 +35,18 @@ def page_numbers(spec: str, total: int, most: int) -> list[int]:
     return list(dict.fromkeys(n for first, last in ranges for n in range(first, last + 1)))
 
 
+def strict_page_count(data: bytes) -> int | None:
+    """How many pages a PDF has, if it parses without any repair and is not encrypted; else None."""
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = PdfReader(io.BytesIO(data), strict=True)
+        return None if reader.is_encrypted else len(reader.pages)
+    except (PyPdfError, ValueError, KeyError, TypeError, IndexError, RecursionError, OSError):
+        return None
+
+
 def pdf_pages(data: bytes, spec: str | None, *, default: int, most: int) -> tuple[str, list[int], int]:
     """The text of the pages `spec` names (else the first `default`), the page numbers shown, and how
     many pages the PDF has."""

@@ -26,7 +26,7 @@ from piton.builtin_tools.files import (
 from piton.core.conversation.messages import Base64ImageSource, ImageBlock, TextBlock
 from piton.core.display import FileDiff
 from piton.core.safety import pinned
-from piton.core.tools import ToolContext, ToolResult
+from piton.core.tools import ResultPart, ToolContext, ToolResult
 
 MAX_OUTPUT_CHARS = 10_000  # of one cell's text outputs, in Read
 MAX_IMAGES = 20  # of a notebook's image outputs, in Read
@@ -82,7 +82,7 @@ def _outputs(cell: dict[str, Any], images: list[ImageBlock]) -> list[str]:
     return [text] if text else []
 
 
-def notebook_view(data: bytes) -> list[TextBlock | ImageBlock] | str:
+def notebook_view(data: bytes) -> list[ResultPart] | str:
     """The notebook as the model reads it: each cell's name, type and source, then its outputs."""
     try:
         notebook = json.loads(data)

@@ -29,7 +29,13 @@ from piton.builtin_tools.files import (
     remember,
 )
 from piton.core.conversation.media import image_type
-from piton.core.conversation.messages import Base64ImageSource, ImageBlock
+from piton.core.conversation.messages import (
+    Base64ImageSource,
+    Base64PDFSource,
+    DocumentBlock,
+    ImageBlock,
+    TextBlock,
+)
 from piton.core.tools import ToolContext, ToolResult
 
 DEFAULT_LIMIT = 2_000
@@ -38,6 +44,8 @@ MAX_PDF_BYTES = 100 * 1024 * 1024
 MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024  # a larger one is read as text, a page of lines at a time
 DEFAULT_PDF_PAGES = 10  # of a PDF read without `pages`
 MAX_PDF_PAGES = 20  # in one call
+DOCUMENT_PAGES = 10  # a PDF this short, read whole, goes to the model as a document it reads itself
+MAX_DOCUMENT_BYTES = 10 * 1024 * 1024  # and this small (the API takes 32 MB a request)
 _DETECT_BYTES = 4 * 1024 * 1024
 _KEEP_BYTES = MAX_LINE_CHARS * 4 + 4  # enough bytes for MAX_LINE_CHARS characters of UTF-8, and a bit
 
@@ -222,6 +230,22 @@ class Read(FileTool[ReadInput]):
         remember(ctx, opened.path, opened.st)
         return ToolResult(view, summary="notebook")
 
+    def _document(self, ctx: ToolContext, opened: Opened, data: bytes) -> ToolResult | None:
+        """A small PDF as a document block the model reads itself (text, tables and figures),
+        where the model can; None to give its text instead. Only a PDF that parses strictly is
+        sent: one the API refused would fail every later request of the conversation."""
+        from piton.builtin_tools.media import strict_page_count
+
+        assert ctx.reads_documents is not None
+        total = strict_page_count(data)
+        if total is None or not 0 < total <= DOCUMENT_PAGES or not ctx.reads_documents():
+            return None
+        remember(ctx, opened.path, opened.st)
+        source = Base64PDFSource(data=base64.b64encode(data).decode("ascii"))
+        note = TextBlock(text=f"(The PDF {opened.path}, {total} page{'s' if total != 1 else ''}:)")
+        summary = f"PDF, {total} page{'s' if total != 1 else ''}, as a document"
+        return ToolResult([note, DocumentBlock(source=source, title=opened.path.name)], summary=summary)
+
     def _pdf(
         self, ctx: ToolContext, opened: Opened, f: IO[bytes], head: bytes, pages: str | None
     ) -> ToolResult:
@@ -231,10 +255,13 @@ class Read(FileTool[ReadInput]):
             return ToolResult.error(
                 f"{opened.path} is a {opened.st.st_size / 2**20:.0f} MB PDF; Read takes PDFs up to 100 MB."
             )
+        data = head + f.read()
+        if pages is None and opened.st.st_size <= MAX_DOCUMENT_BYTES and ctx.reads_documents is not None:
+            document = self._document(ctx, opened, data)
+            if document is not None:
+                return document
         try:
-            text, shown, total = pdf_pages(
-                head + f.read(), pages, default=DEFAULT_PDF_PAGES, most=MAX_PDF_PAGES
-            )
+            text, shown, total = pdf_pages(data, pages, default=DEFAULT_PDF_PAGES, most=MAX_PDF_PAGES)
         except PdfError as e:
             return ToolResult.error(f"{opened.path}: {e}")
         remember(ctx, opened.path, opened.st)

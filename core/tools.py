@@ -22,7 +22,13 @@ from pydantic import BaseModel, ValidationError
 
 from piton.core.activation import Activation
 from piton.core.checkpoints import Checkpoints
-from piton.core.conversation.messages import ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from piton.core.conversation.messages import (
+    DocumentBlock,
+    ImageBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from piton.core.display import Display
 from piton.core.safety.lock import CommandLock
 from piton.core.safety.policy import SandboxPolicy
@@ -30,6 +36,7 @@ from piton.core.safety.sandbox import Sandbox
 from piton.core.shells import BackgroundShells
 
 NO_OUTPUT = "(no output)"
+ResultPart = TextBlock | ImageBlock | DocumentBlock  # what a tool result may hold
 ToolKind = Literal[
     "read", "edit", "execute", "plan", "question", "other"
 ]  # the rules and mode that govern it
@@ -38,7 +45,7 @@ InputT = TypeVar("InputT", bound=BaseModel)
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    content: str | list[TextBlock | ImageBlock]
+    content: str | list[ResultPart]
     is_error: bool = False
     summary: str = ""  # one line for people, e.g. "42 lines" or "exit 1"
     display: Display | None = None  # shown to people, never sent to the model
@@ -94,6 +101,8 @@ class ToolContext:
     ask_model: Callable[[Any], AsyncIterator[Any]] | None = None
     # whether an allow rule names this tool and content (not the tool alone): what a rule must open
     rule_names: Callable[[str, str], bool] | None = None
+    # whether the model in use reads PDFs given as document blocks (None: not known to)
+    reads_documents: Callable[[], bool] | None = None
 
 
 class Tool(ABC, Generic[InputT]):

@@ -15,7 +15,7 @@ from piton.core.context.compaction import CompactionSettings, Compactor
 from piton.core.context.result_store import ResultCapper, ResultHandle, ToolResultStore
 from piton.core.conversation.messages import Message
 from piton.core.conversation.session import SessionLog
-from piton.core.models import resolve_alias
+from piton.core.models import model_info, resolve_alias
 from piton.core.providers import Provider
 from piton.core.safety.permissions import PermissionGate
 from piton.core.subagents import AgentType, tools_for
@@ -61,6 +61,7 @@ class AgentFactory:
         # address only for a rule that names its host; the gate's rules may be swapped later
         context.ask_model = AgentConversation(agent).ask
         context.rule_names = lambda tool, content: gate.permissions.names(tool, content)
+        context.reads_documents = lambda: model_info(agent.config.model).known  # every Claude model does
         return agent
 
     def subagent(

@@ -118,7 +118,8 @@ def _stub(block: ToolResultBlock, name: str, store: ToolResultStore | None) -> T
         where = f"{handle.id} at {handle.path}"
     first = next((line.strip() for line in text.splitlines() if line.strip()), "(no text)")[:120]
     images = 0 if isinstance(block.content, str) else sum(not isinstance(b, TextBlock) for b in block.content)
-    dropped = f" It held {images} image(s), not kept: read the file again to see it." if images else ""
+    held = f" It held {images} image(s) or PDF(s), not kept: read the file again to see it."
+    dropped = held if images else ""
     stub = f"[{name} {_STUB_MARK}: {first} … The text is saved as {where}; Read it if needed.{dropped}]"
     return ToolResultBlock(tool_use_id=block.tool_use_id, content=stub, is_error=block.is_error)
 

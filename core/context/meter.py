@@ -19,7 +19,7 @@ from functools import cache
 from typing import Any
 
 from piton.core.context.usage import Usage
-from piton.core.conversation.messages import ImageBlock, Message, ToolResultBlock
+from piton.core.conversation.messages import DocumentBlock, ImageBlock, Message, ToolResultBlock
 
 IMAGE_TOKENS = 1_600  # about what the API charges for an image of typical size
 _MESSAGE_TOKENS = 4  # added to each message's estimate (role, framing)
@@ -57,9 +57,17 @@ def _block_text(block: Any) -> str:
     return json.dumps(block.model_dump(mode="json"), ensure_ascii=False)
 
 
+def _document_tokens(block: DocumentBlock) -> int:
+    """A PDF costs its text and an image per page: about 1,500 to 3,000 tokens a page, which its
+    size tracks roughly (a few kilobytes a page)."""
+    return 1_500 + len(block.source.data) // 3
+
+
 def _block_tokens(block: Any) -> int:
     if isinstance(block, ImageBlock):
         return IMAGE_TOKENS
+    if isinstance(block, DocumentBlock):
+        return _document_tokens(block)
     if isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
         return sum(_block_tokens(b) for b in block.content) + _NESTED_TOKENS
     return estimate_tokens(_block_text(block))
@@ -69,6 +77,8 @@ def _block_bounds(block: Any) -> tuple[int, int]:
     """(rough estimate, upper bound) of `_block_tokens(block)`, without the tokenizer."""
     if isinstance(block, ImageBlock):
         return IMAGE_TOKENS, IMAGE_TOKENS
+    if isinstance(block, DocumentBlock):
+        return _document_tokens(block), _document_tokens(block)
     if isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
         parts = [_block_bounds(b) for b in block.content]
         return (

@@ -92,7 +92,21 @@ class ImageBlock(_Block):
     source: Annotated[Base64ImageSource | URLImageSource, Field(discriminator="type")]
 
 
-ToolResultContent = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
+class Base64PDFSource(_Block):
+    type: Literal["base64"] = "base64"
+    media_type: Literal["application/pdf"] = "application/pdf"
+    data: str
+
+
+class DocumentBlock(_Block):
+    """A PDF the model reads itself, text and page images (Read of a small PDF)."""
+
+    type: Literal["document"] = "document"
+    source: Base64PDFSource
+    title: str | None = None
+
+
+ToolResultContent = Annotated[TextBlock | ImageBlock | DocumentBlock, Field(discriminator="type")]
 
 
 class ToolResultBlock(_Block):
@@ -103,7 +117,13 @@ class ToolResultBlock(_Block):
 
 
 ContentBlock = Annotated[
-    TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolUseBlock | ImageBlock | ToolResultBlock,
+    TextBlock
+    | ThinkingBlock
+    | RedactedThinkingBlock
+    | ToolUseBlock
+    | ImageBlock
+    | DocumentBlock
+    | ToolResultBlock,
     Field(discriminator="type"),
 ]
 

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from piton.core.conversation.messages import Base64ImageSource, ImageBlock, TextBlock
-from piton.core.tools import Tool, ToolContext, ToolKind, ToolResult
+from piton.core.tools import ResultPart, Tool, ToolContext, ToolKind, ToolResult
 
 MAX_NAME = 64  # the Messages API's limit on a tool's name
 MAX_DESCRIPTION = 2048  # as Claude Code: a server's essay about a tool would crowd out the prompt
@@ -94,7 +94,7 @@ class McpTool(Tool[McpInput]):
         return convert(result)
 
 
-def _resource_text(resource: Any) -> list[TextBlock | ImageBlock]:
+def _resource_text(resource: Any) -> list[ResultPart]:
     uri, mime = str(resource.uri), getattr(resource, "mime_type", None)
     text = getattr(resource, "text", None)
     if isinstance(text, str):
@@ -106,7 +106,7 @@ def _resource_text(resource: Any) -> list[TextBlock | ImageBlock]:
     return [TextBlock(text=f"[resource {uri}: {mime or 'binary'}, about {size:,} bytes, not shown]")]
 
 
-def _block(item: Any) -> list[TextBlock | ImageBlock]:
+def _block(item: Any) -> list[ResultPart]:
     kind = getattr(item, "type", None)
     if kind == "text":
         return [TextBlock(text=item.text)] if item.text else []
@@ -124,7 +124,7 @@ def _block(item: Any) -> list[TextBlock | ImageBlock]:
     return [TextBlock(text=f"[content of type {kind} not shown]")]
 
 
-def content_blocks(items: list[Any]) -> list[TextBlock | ImageBlock]:
+def content_blocks(items: list[Any]) -> list[ResultPart]:
     """MCP content items (of a result, a prompt's messages) as blocks the API takes."""
     return [b for item in items for b in _block(item)]
 

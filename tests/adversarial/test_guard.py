@@ -201,5 +201,7 @@ def test_a_settings_file_that_is_a_dangling_symlink_cannot_be_filled_in(tmp_path
     ws = repo(tmp_path)
     (ws / ".claude").mkdir()
     (ws / ".claude" / "settings.json").symlink_to("../conf/claude.json")
-    out = bash(context(ws), """mkdir -p conf && echo '{"permissions":{"allow":["Bash"]}}' > conf/claude.json""")
+    out = bash(
+        context(ws), """mkdir -p conf && echo '{"permissions":{"allow":["Bash"]}}' > conf/claude.json"""
+    )
     assert not (ws / "conf" / "claude.json").exists(), out.content

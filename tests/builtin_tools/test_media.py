@@ -15,7 +15,7 @@ from PIL import Image
 
 from piton.builtin_tools.notebook import NotebookEdit
 from piton.builtin_tools.read import Read
-from piton.core.conversation.messages import ImageBlock, TextBlock
+from piton.core.conversation.messages import DocumentBlock, ImageBlock, TextBlock
 from piton.core.display import FileDiff
 from tests.builtin_tools.helpers import call, context, text
 from tests.fakes.images import encoded, png
@@ -65,6 +65,35 @@ def test_a_pdf_is_read_page_by_page(tmp_path: Path) -> None:
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4\nnot really")
     result = call(READ, context(tmp_path), file_path="broken.pdf")
     assert result.is_error and "cannot be read" in text(result)
+
+
+def test_a_short_pdf_goes_to_a_model_that_reads_documents_as_one(tmp_path: Path) -> None:
+    """Whole, as the file's bytes, where the model reads PDFs; as text otherwise, when pages are
+    named, when it is long, or when it parses only with repairs (the API might refuse it, and a
+    refused document would fail every later request)."""
+    data = pdf(["Summary", "Figures", "Appendix"])
+    (tmp_path / "report.pdf").write_bytes(data)
+    ctx = context(tmp_path)
+    ctx.reads_documents = lambda: True
+    result = call(READ, ctx, file_path="report.pdf")
+    assert isinstance(result.content, list) and result.summary == "PDF, 3 pages, as a document"
+    note, document = result.content
+    assert isinstance(note, TextBlock) and "3 pages" in note.text
+    assert isinstance(document, DocumentBlock) and base64.b64decode(document.source.data) == data
+    assert document.title == "report.pdf"
+
+    assert text(call(READ, context(tmp_path), file_path="report.pdf")).startswith("--- page 1 ---")
+    ctx.reads_documents = lambda: False  # a model that does not read PDFs
+    assert text(call(READ, ctx, file_path="report.pdf")).startswith("--- page 1 ---")
+    ctx.reads_documents = lambda: True
+    assert text(call(READ, ctx, file_path="report.pdf", pages="2")) == "--- page 2 ---\nFigures"
+    (tmp_path / "long.pdf").write_bytes(pdf([f"Chapter {n}" for n in range(1, 13)]))
+    assert call(READ, ctx, file_path="long.pdf").summary == "PDF, 10 of 12 pages"
+    repaired = data.replace(b"startxref\n", b"startxref\n9") if b"startxref\n" in data else b""
+    assert repaired, "the fixture PDF has a startxref line"
+    (tmp_path / "repaired.pdf").write_bytes(repaired)
+    result = call(READ, ctx, file_path="repaired.pdf")
+    assert isinstance(result.content, str) and "Summary" in result.content
 
 
 def notebook(path: Path, minor: int = 5) -> nbformat.NotebookNode:

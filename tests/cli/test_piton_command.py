@@ -381,3 +381,31 @@ def test_bad_permission_flags_are_one_line(project: Path) -> None:
     assert done.returncode == 1 and done.stderr.startswith("piton: not a permission rule")
     done = piton("-p", "q", "--add-dir", "/no/such/dir")
     assert done.returncode == 2 and "'--add-dir': dir '/no/such/dir' does not exist" in done.stderr
+
+
+def test_a_short_pdf_read_reaches_the_api_as_a_document(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    from tests.fakes.pdf import pdf
+
+    data = pdf(["Quarterly summary", "Revenue table"])
+    (project / "q3.pdf").write_bytes(data)
+    fake_api.add(reply(ToolCall("Read", {"file_path": "q3.pdf"})), reply("Revenue is up."))
+    done = piton("-p", "what does q3.pdf say?")
+    assert done.returncode == 0, done.stderr
+    assert fake_api.rejections == []
+    [result] = tool_results(fake_api.bodies[-1])
+    document = result["content"][-1]
+    assert document["type"] == "document" and document["source"]["media_type"] == "application/pdf"
+    import base64
+
+    assert base64.b64decode(document["source"]["data"]) == data
+    session_id = SessionStore().latest(project)
+    assert session_id is not None
+    resumed = load_session(SessionStore().project_dir(project) / f"{session_id}.jsonl", session_id)
+    assert is_valid(resumed.messages)  # the session log keeps it, and a resumed session can send it
+    assert any(
+        b.type == "document"
+        for m in resumed.messages
+        for r in m.content
+        if r.type == "tool_result"
+        for b in (r.content if isinstance(r.content, list) else [])
+    )

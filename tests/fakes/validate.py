@@ -101,8 +101,8 @@ def _check_block(where: str, block: dict[str, Any]) -> str | None:
         content = block.get("content")
         if content is not None and not isinstance(content, str):
             for j, part in enumerate(content):
-                if part.get("type") not in ("text", "image"):
-                    return f"{where}.content.{j}: tool_result content must be text or image blocks"
+                if part.get("type") not in ("text", "image", "document"):
+                    return f"{where}.content.{j}: tool_result content must be text, image or document blocks"
                 if part.get("type") == "text" and (problem := _check_text(f"{where}.content.{j}", part)):
                     return problem
     return None

@@ -436,7 +436,7 @@ def test_an_image_result_is_cleared_with_a_note_that_the_image_was_dropped(tmp_p
     assert out[2].tool_results[0].content == stubs["toolu_1"]
     assert list(stubs) == ["toolu_1"]
     assert stubs["toolu_1"].startswith("[Read result cleared to save context: The image a.png:")
-    assert "It held 1 image(s), not kept: read the file again to see it." in stubs["toolu_1"]
+    assert "It held 1 image(s) or PDF(s), not kept: read the file again to see it." in stubs["toolu_1"]
 
 
 class _Notebook:
