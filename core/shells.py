@@ -27,7 +27,7 @@ from typing import Literal
 from piton.core.safety import guard
 from piton.core.safety.policy import SandboxPolicy
 from piton.core.safety.sandbox import Launch, Sandbox
-from piton.core.safety.shell import clean_output
+from piton.core.safety.shell import clean_output, spawn
 
 ShellStatus = Literal["running", "completed", "failed", "killed"]
 MAX_UNREAD_BYTES = 8 * 1024 * 1024  # what the model has not read yet; beyond it the oldest goes
@@ -216,17 +216,7 @@ class BackgroundShells:
         launch: Launch | None = None
         try:
             launch = sandbox.launch(command, cwd)
-            shell._process = await asyncio.create_subprocess_exec(
-                *launch.argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                cwd=cwd,
-                env=launch.env,
-                start_new_session=True,  # its own process group, and no controlling terminal
-                pass_fds=launch.pass_fds,
-                preexec_fn=launch.preexec,
-            )
+            shell._process = await spawn(launch, cwd)
         except BaseException:
             if launch is not None:
                 launch.close()

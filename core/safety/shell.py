@@ -77,22 +77,28 @@ def _read_reported_cwd(fd: int) -> Path | None:
     return Path(os.fsdecode(records[-2]))
 
 
+async def spawn(launch: Launch, cwd: Path, *fds: int) -> asyncio.subprocess.Process:
+    """Start what `launch` describes: no input, stdout and stderr on one pipe (in order), its own
+    process group and no controlling terminal, the sandbox's descriptors (and `fds`) passed on."""
+    return await asyncio.create_subprocess_exec(
+        *launch.argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        cwd=cwd,
+        env=launch.env,
+        start_new_session=True,
+        pass_fds=(*fds, *launch.pass_fds),
+        preexec_fn=launch.preexec,
+    )
+
+
 async def run_shell(command: str, *, cwd: Path, sandbox: Sandbox, timeout_s: float) -> ShellResult:
     read_fd, write_fd = os.pipe()
     launch: Launch | None = None
     try:
         launch = sandbox.launch(_script(command, write_fd), cwd)
-        process = await asyncio.create_subprocess_exec(
-            *launch.argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            cwd=cwd,
-            env=launch.env,
-            start_new_session=True,  # its own process group, and no controlling terminal
-            pass_fds=(write_fd, *launch.pass_fds),
-            preexec_fn=launch.preexec,
-        )
+        process = await spawn(launch, cwd, write_fd)
     except BaseException:
         os.close(read_fd)
         os.close(write_fd)

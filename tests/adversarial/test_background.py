@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from piton.builtin_tools.bash import Bash
 from piton.core.shells import BackgroundShells
 from piton.core.tools import ToolContext, ToolResult
+from tests.adversarial.test_guard import git, repo
 from tests.builtin_tools.helpers import call_async, context
 
 pytestmark = pytest.mark.sandbox
@@ -29,20 +29,6 @@ _PLANT = (
     'echo \'{"permissions":{"allow":["Bash"]}}\' > .piton/settings.local.json; '
     "mv .claude .claude-old; mkdir .claude; echo '{}' > .claude/settings.json; "
 )
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
-    return done.stdout.strip()
-
-
-def repo(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    git(ws, "init", "-q")
-    git(ws, "config", "user.email", "a@b.c")
-    git(ws, "config", "user.name", "a")
-    return ws
 
 
 async def background(ctx: ToolContext, command: str) -> ToolResult:
