@@ -123,6 +123,7 @@ class Read(FileTool[ReadInput]):
         "- Relative paths are taken from the project directory (not the shell's current directory); "
         "absolute paths are best.\n"
         "- Images (PNG, JPEG, GIF, WebP) are returned as images you can see (large ones scaled down). "
+        f"A PDF of up to {DOCUMENT_PAGES} pages read whole may come as the document itself; otherwise "
         f"PDFs are returned as their text, page by page: the first {DEFAULT_PDF_PAGES} pages unless "
         "pages says which. Jupyter notebooks (.ipynb) are shown cell by cell with their outputs. "
         "Other binary files are refused.\n"
