@@ -320,7 +320,7 @@ def piton(
         system_prompt = _read_text(system_prompt_file)
     if dangerously_skip_permissions:
         permission_mode = PermissionMode.bypassPermissions
-    _tell_unsupported(fallback_model, json_schema)
+    _tell_unsupported(json_schema)
     options = RunOptions(
         cwd=Path.cwd(),
         model=model,
@@ -343,6 +343,7 @@ def piton(
         session_id=session_id,
         fork_session=fork_session,
         max_budget_usd=max_budget_usd,
+        fallback_model=fallback_model,
         agents=agents,
         machine_is_sandbox=machine_is_sandbox(),
         effort=effort.value if effort is not None else None,
@@ -415,14 +416,9 @@ def _thinking(choice: Thinking | None, budget: int | None) -> bool | None:
     return budget > 0
 
 
-def _tell_unsupported(
-    fallback_model: str | None,
-    json_schema: str | None,
-) -> None:
+def _tell_unsupported(json_schema: str | None) -> None:
     """Claude Code's flags that Piton accepts and cannot honour yet: said, one line each, so that a
     client passing them runs on and its user knows what did not apply."""
-    if fallback_model:
-        _note("--fallback-model is not supported yet: the run uses the main model only")
     if json_schema:
         _note("--json-schema is not supported yet: the answer is not checked against the schema")
 

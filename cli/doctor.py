@@ -60,8 +60,20 @@ def doctor(cwd: Path) -> int:
 
 def _credentials(before: dict[str, str]) -> Line:
     """Which credentials a request would use, and where they come from."""
+    from piton.core.providers.cloud import platform
     from piton.core.providers.credentials import credential_source
 
+    cloud = platform(os.environ)
+    if cloud == "bedrock":
+        key = (
+            " (a Bedrock API key, AWS_BEARER_TOKEN_BEDROCK)"
+            if os.environ.get("AWS_BEARER_TOKEN_BEDROCK")
+            else ""
+        )
+        return "✓", f"credentials: Amazon Bedrock's AWS credentials{key}, region {_region() or 'not set'}"
+    if cloud == "vertex":
+        region = os.environ.get("CLOUD_ML_REGION") or "not set"
+        return "✓", f"credentials: Google Vertex AI's application default credentials, region {region}"
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
         if os.environ.get(name):
             where = "the environment" if before.get(name) else "the settings' env"
@@ -69,6 +81,10 @@ def _credentials(before: dict[str, str]) -> Line:
     if credential_source() == "sdk":
         return "✓", "credentials: the Anthropic SDK's profile (ANTHROPIC_PROFILE or its config folder)"
     return "✗", "credentials: none (export ANTHROPIC_API_KEY=sk-ant-…)"
+
+
+def _region() -> str:
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or ""
 
 
 def _api(settings: Any, *, reachable: bool) -> Line:
@@ -85,6 +101,12 @@ def _api(settings: Any, *, reachable: bool) -> Line:
     if not reachable:
         return "!", f"API: {base} not checked (no credentials)"
     provider = AnthropicProvider()
+    if provider.platform != "anthropic":  # no lookup there without spending tokens: what would be asked
+        try:
+            provider.check()
+            return "!", f"API: {asyncio.run(provider.probe(model))}"
+        except ProviderError as e:
+            return "✗", f"API: {e}"
 
     async def probe() -> str:
         try:

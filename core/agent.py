@@ -33,6 +33,8 @@ from piton.core.conversation.events import (
     Notice,
     Result,
     SessionStarted,
+    StreamEvent,
+    StreamRetry,
     SubagentEvent,
     ToolFinished,
     ToolResultsMessage,
@@ -97,6 +99,7 @@ class AgentConfig:
     skills_listing: str = ""  # the part of the system prompt that lists the skills (for /context)
     max_budget_usd: float | None = None  # the run stops before a turn once it has cost more
     effort: str | None = None  # low ... max: sent to models that take an effort level
+    fallback_model: str | None = None  # the model to go on with once the API stays overloaded
     output_style: str | None = None  # a style's name (not Default): the model is reminded each turn
 
 
@@ -304,8 +307,9 @@ class Agent:
             effort=self.config.effort,
         )
         self._sent = len(self.history)
+        fallback = self.config.fallback_model
         try:
-            async for event in self.provider.stream(request):
+            async for event in self._streamed(request, fallback):
                 if isinstance(event, MessageDone):
                     self._stats.api_seconds += event.api_seconds  # the wait on the API alone
                     self._stats.turns += 1
@@ -317,6 +321,24 @@ class Agent:
         except ProviderError as e:
             self._stats.api_seconds += e.api_seconds
             raise
+
+    async def _streamed(self, request: ModelRequest, fallback: str | None) -> AsyncIterator[StreamEvent]:
+        """The provider's stream; when the model stays overloaded through every retry and nothing of
+        the reply has come yet, the same request to the fallback model, which then serves the rest of
+        the session (as Claude Code's `--fallback-model` does)."""
+        started = False
+        try:
+            async for event in self.provider.stream(request):
+                started = started or not isinstance(event, Notice | StreamRetry)
+                yield event
+        except ProviderError as e:
+            if e.kind != "overloaded" or started or not fallback or fallback == request.model:
+                raise
+            self._stats.api_seconds += e.api_seconds
+            yield Notice(f"{request.model} is overloaded; going on with the fallback model {fallback}")
+            self.config.model = fallback
+            async for event in self.provider.stream(dataclasses.replace(request, model=fallback)):
+                yield event
 
     async def _execute(self, done: MessageDone) -> AsyncIterator[AgentEvent]:
         """Run the turn's tool calls: consecutive calls that only look run together, the others one

@@ -66,6 +66,22 @@ _ID = re.compile(
 )
 
 
+# A platform's name for a Claude model: Bedrock's `us.anthropic.claude-sonnet-4-5-20250929-v1:0` (or an
+# inference profile's ARN ending in it), Vertex's `claude-sonnet-4-5@20250929`
+_PLATFORM_ID = re.compile(
+    r"^(?:arn:.*/)?(?:[a-z]{2,6}\.)?anthropic\.(?P<bedrock>claude-.+?)(?:-v\d+(?::\d+)?)?$"
+    r"|^(?P<vertex>claude-.+)@(?P<date>\d{8})$"
+)
+
+
+def claude_id(name: str) -> str:
+    """The Claude model id behind a Bedrock or Vertex name (`name` itself for any other)."""
+    m = _PLATFORM_ID.match(name)
+    if m is None:
+        return name
+    return m["bedrock"] or f"{m['vertex']}-{m['date']}"
+
+
 def resolve_alias(name: str) -> str:
     return ALIASES.get(name.strip().lower(), name.strip())
 
@@ -92,7 +108,7 @@ def _prices(family: str, version: tuple[int, int]) -> Prices:
 def model_info(name: str) -> ModelInfo:
     """Everything we know about `name` (an alias or a full id)."""
     model_id = resolve_alias(name)
-    m = _ID.match(model_id)
+    m = _ID.match(claude_id(model_id))
     if m is None:
         return ModelInfo(model_id, _WINDOW_200K, _SAFE_MAX_TOKENS, "none", _SONNET, known=False)
     family = m["fam"] or m["fam2"]

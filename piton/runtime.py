@@ -20,7 +20,7 @@ from piton.core.conversation.claude_transcript import Mirrored
 from piton.core.conversation.messages import ContentBlock
 from piton.core.conversation.session import SessionLog, SessionStore
 from piton.core.listing import listing_budget, ranked
-from piton.core.models import model_info
+from piton.core.models import model_info, resolve_alias
 from piton.core.options import RunOptions
 from piton.core.project.claude_home import claude_home
 from piton.core.project.settings import (
@@ -424,6 +424,7 @@ def _agent_config(
         skills_listing=sections[-1] if options.system_prompt is None else "",
         max_budget_usd=options.max_budget_usd,
         effort=options.effort,
+        fallback_model=resolve_alias(options.fallback_model) if options.fallback_model else None,
         output_style=style.name if style.prompt and options.system_prompt is None else None,
     )
 

@@ -30,6 +30,7 @@ from piton.core.models import model_info
 from piton.core.providers import ModelRequest, ProviderError
 from piton.core.providers.accumulate import MalformedEvent, ReplyAccumulator
 from piton.core.providers.body import BodyEncoder, thinking_param
+from piton.core.providers.cloud import Platform, make_client, missing_extra, platform, platform_model
 from piton.core.providers.credentials import NO_API_KEY, credential_source
 from piton.core.providers.failures import Retry, describe, status_failure, stream_error, transport_failure
 from piton.core.providers.waits import (
@@ -42,6 +43,11 @@ from piton.core.providers.waits import (
 )
 
 _END_GRACE_S = 1.0  # after message_stop, for the end of the body
+_PLATFORM_NAMES = {
+    "anthropic": "the Anthropic API",
+    "bedrock": "Amazon Bedrock",
+    "vertex": "Google Vertex AI",
+}
 T = TypeVar("T")
 _sdk_lock = threading.Lock()
 _sdk_ready = False
@@ -117,9 +123,16 @@ class AnthropicProvider:
         self._building = threading.Lock()
         self._body = BodyEncoder()
         self._noticed: set[str] = set()
+        self.platform: Platform = platform(os.environ)  # Anthropic's API, Bedrock or Vertex
 
     def check(self) -> None:
         """Raise `ProviderError` now when no request could succeed (no credentials at all)."""
+        if self.platform != "anthropic":  # the cloud's own credentials, resolved by the SDK per request
+            missing = missing_extra(self.platform, os.environ)
+            if missing is not None:
+                raise ProviderError(missing, kind="config")
+            self._client()
+            return
         source = credential_source(self._api_key)
         if source is None:  # known without the SDK (a second's import)
             raise ProviderError(NO_API_KEY, kind="config")
@@ -154,12 +167,27 @@ class AnthropicProvider:
                 backstop = max(w.idle_s, w.response_s) + 1
                 timeout = httpx2.Timeout(w.response_s, connect=w.connect_s, read=backstop, write=w.idle_s)
                 try:
-                    client = anthropic.AsyncAnthropic(
-                        api_key=self._api_key, base_url=self._base_url, max_retries=0, timeout=timeout
+                    client = make_client(
+                        self.platform,
+                        os.environ,
+                        api_key=self._api_key,
+                        base_url=self._base_url,
+                        max_retries=0,
+                        timeout=timeout,
                     )
-                except anthropic.AnthropicError as e:  # a broken profile
+                except (
+                    anthropic.AnthropicError,
+                    ValueError,
+                    RuntimeError,
+                ) as e:  # a broken profile, no region
                     raise ProviderError(" ".join(str(e).split()), kind="config") from e
-                if client.api_key is None and client.auth_token is None and client.credentials is None:
+                first_party = self.platform == "anthropic"
+                if (
+                    first_party
+                    and client.api_key is None
+                    and client.auth_token is None
+                    and client.credentials is None
+                ):
                     raise ProviderError(NO_API_KEY, kind="config")
                 self._sdk_client = client
             return self._sdk_client
@@ -170,6 +198,8 @@ class AnthropicProvider:
         import anthropic
 
         client = await asyncio.to_thread(self._client)
+        if self.platform != "anthropic":  # no model lookup there: what would be asked is said instead
+            return f"{platform_model(model, self.platform)} on {_PLATFORM_NAMES[self.platform]} (not checked)"
         try:
             info = await client.models.retrieve(model, timeout=timeout_s)
         except anthropic.APIStatusError as e:
@@ -191,6 +221,8 @@ class AnthropicProvider:
         # the first request may still wait for the SDK's import: wait off the event loop, so a key
         # press (Esc) is seen meanwhile
         client = self._sdk_client if self._sdk_client is not None else await asyncio.to_thread(self._client)
+        if self.platform != "anthropic":
+            request = dataclasses.replace(request, model=platform_model(request.model, self.platform))
         body = self._body.encode(request)
         # people should not miss a setting we could not read, nor that a model is going away (the SDK
         # would only warn, and Python hides DeprecationWarning)
@@ -319,13 +351,15 @@ class AnthropicProvider:
             span_route="/v1/messages",
             span_attributes=messages_create_request_attributes,
         )
+        # Bedrock's and Vertex's clients move the model into the URL: they need the body as a dict
+        content = {"content": body} if self.platform == "anthropic" else {"body": json.loads(body)}
         return await client.post(
             "/v1/messages",
             cast_to=Message,
-            content=body,
             options=options,
             stream=True,
             stream_cls=AsyncStream[RawMessageStreamEvent],
+            **content,
         )
 
     async def _events(self, stream: Any, acc: ReplyAccumulator, waited: _Clock) -> AsyncIterator[StreamEvent]:
@@ -335,7 +369,10 @@ class AnthropicProvider:
         from anthropic import AsyncStream
 
         idle = self._waits.idle_s
-        events = AsyncStream.raw_events(stream.response)
+        if self.platform == "anthropic":
+            events = AsyncStream.raw_events(stream.response)
+        else:  # Bedrock frames events in AWS's binary event stream: its client's decoder reads them
+            events = stream._client._make_sse_decoder().aiter_bytes(stream.response.aiter_bytes())
         try:
             while True:
                 try:

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Literal
 
+from piton.core.providers.cloud import platform
+
 NO_API_KEY = (
     "ANTHROPIC_API_KEY is not set. Export your key (export ANTHROPIC_API_KEY=sk-ant-...) and run again."
 )
@@ -54,6 +56,8 @@ def credential_source(api_key: str | None = None) -> CredentialSource | None:
     """ "key" when a key or token is at hand, "sdk" when the SDK may find credentials elsewhere (it
     has to be asked), None when it could find none."""
     env = os.environ
+    if platform(env) != "anthropic":  # Bedrock's or Vertex's own credentials: their SDKs resolve them
+        return "sdk"
     if api_key or env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"):
         return "key"
     if env.get("ANTHROPIC_PROFILE") or env.get("ANTHROPIC_CONFIG_DIR"):

@@ -12,13 +12,17 @@ shape (`Malformed`). Silences end when the server stops, so no test leaves a thr
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import socket
 import struct
 import threading
 import time
 import traceback
+import urllib.parse
 import uuid
+import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -213,6 +217,50 @@ def _error_body(error_type: str, message: str) -> bytes:
     return json.dumps({"type": "error", "error": {"type": error_type, "message": message}}).encode()
 
 
+_BEDROCK = re.compile(r"^/model/(?P<model>[^/]+)/invoke(?P<stream>-with-response-stream)?$")
+_VERTEX = re.compile(
+    r"^(?:/v1)?/projects/[^/]+/locations/[^/]+/publishers/anthropic/models/(?P<model>[^/:]+)"
+    r":(?:streamRawPredict|rawPredict)$"
+)
+
+
+def _on_platform(path: str, body: dict[str, Any]) -> tuple[str, dict[str, Any], tuple[int, str, str] | None]:
+    """Which API the path is (Anthropic's, Bedrock's or Vertex's), the body as Anthropic's API would
+    take it (the model from the path), and the error to answer, if any."""
+    if path == "/v1/messages":
+        return "anthropic", body, None
+    found = _BEDROCK.match(path) or _VERTEX.match(path)
+    if found is None:
+        return "anthropic", body, (404, "not_found_error", f"Not found: {path}")
+    platform = "bedrock" if found.re is _BEDROCK else "vertex"
+    if "model" in body:
+        return platform, body, (400, "invalid_request_error", "model: Extra inputs are not permitted")
+    if not isinstance(body.get("anthropic_version"), str) or not body["anthropic_version"]:
+        return platform, body, (400, "invalid_request_error", "anthropic_version: Field required")
+    body = {k: v for k, v in body.items() if k != "anthropic_version"}
+    body["model"] = urllib.parse.unquote(found["model"])
+    if platform == "bedrock":
+        body["stream"] = bool(found["stream"])
+    return platform, body, None
+
+
+def _aws_frame(name: str, data: dict[str, Any]) -> bytes:
+    """One event as Bedrock streams it: an AWS event-stream message (a prelude with its CRC, string
+    headers, the payload, a CRC of it all) whose payload carries the event's JSON in base64."""
+    payload = json.dumps({"bytes": base64.b64encode(json.dumps(data).encode()).decode()}).encode()
+    headers = b""
+    for key, value in (
+        (":event-type", "chunk"),
+        (":content-type", "application/json"),
+        (":message-type", "event"),
+    ):
+        headers += bytes([len(key)]) + key.encode() + b"\x07" + struct.pack(">H", len(value)) + value.encode()
+    total = 12 + len(headers) + len(payload) + 4
+    prelude = struct.pack(">II", total, len(headers))
+    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + payload
+    return message + struct.pack(">I", zlib.crc32(message))
+
+
 def _frame(name: str, data: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
@@ -246,6 +294,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.fake.rejections.append(message)
         self._send_json(status, _error_body(error_type, message))
 
+    def _signed(self) -> bool:
+        """Bedrock: an AWS SigV4 signature by the access key id `api_key` (its structure: the secret
+        is not checked), or a Bedrock API key as a bearer token."""
+        auth = self.headers.get("authorization", "")
+        if auth.startswith("Bearer "):
+            return auth.removeprefix("Bearer ") == self.fake.api_key
+        sigv4 = f"AWS4-HMAC-SHA256 Credential={self.fake.api_key}/"
+        return (
+            auth.startswith(sigv4)
+            and "/bedrock/aws4_request" in auth
+            and bool(self.headers.get("x-amz-date"))
+        )
+
     def _authorized(self) -> bool:
         auth = self.headers.get("authorization", "")
         key = (
@@ -275,13 +336,14 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:
             return self._reject(400, "invalid_request_error", "request body is not valid JSON")
+        platform, body, problem = _on_platform(self.path.split("?")[0], body)
         recorded = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
         self.fake.requests.append(recorded)
-        if self.path.split("?")[0] != "/v1/messages":
-            return self._reject(404, "not_found_error", f"Not found: {self.path}")
-        if not self._authorized():
+        if problem is not None:
+            return self._reject(*problem)
+        if not (self._signed() if platform == "bedrock" else self._authorized()):
             return self._reject(401, "authentication_error", "invalid x-api-key")
-        if not self.headers.get("anthropic-version"):
+        if platform == "anthropic" and not self.headers.get("anthropic-version"):
             return self._reject(400, "invalid_request_error", "anthropic-version: header is required")
         problem = validate_request(body, self.fake.issued)
         if problem:
@@ -318,7 +380,7 @@ class _Handler(BaseHTTPRequestHandler):
         events = sse_events(item, body.get("model", "claude"), _estimate_tokens(body))
         if not body.get("stream"):
             return self._send_json(200, json.dumps(_final_message(events)).encode())
-        frames = [_frame(name, data) for name, data in events]
+        frames = [(_aws_frame if platform == "bedrock" else _frame)(name, data) for name, data in events]
         fault = fault or item.fault
         ending: Literal["complete", "drop", "reset"] = "complete"
         if isinstance(fault, MidStreamError):
@@ -332,7 +394,12 @@ class _Handler(BaseHTTPRequestHandler):
         elif isinstance(fault, Malformed):
             frames.insert(fault.after, _frame(str(fault.event.get("type", "message")), fault.event))
         stall = fault if isinstance(fault, Stall) else None
-        self._stream(frames, ending=ending, delay_s=item.delay_s, stall=stall)
+        kind = (
+            "application/vnd.amazon.eventstream"
+            if platform == "bedrock"
+            else "text/event-stream; charset=utf-8"
+        )
+        self._stream(frames, ending=ending, delay_s=item.delay_s, stall=stall, content_type=kind)
 
     def _stream(
         self,
@@ -341,11 +408,12 @@ class _Handler(BaseHTTPRequestHandler):
         ending: Literal["complete", "drop", "reset"] = "complete",
         delay_s: float = 0.0,
         stall: Stall | None = None,
+        content_type: str = "text/event-stream; charset=utf-8",
     ) -> None:
         """Send `frames` as a chunked SSE body, then end it: `complete` (the final chunk), `drop` (the
         connection closed without it) or `reset` (a TCP reset)."""
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("content-type", content_type)
         self.send_header("transfer-encoding", "chunked")
         self.send_header("cache-control", "no-cache")
         self.send_header("request-id", f"req_{uuid.uuid4().hex[:20]}")
