@@ -99,13 +99,14 @@ def _start(
 
     if provider is None:
         from piton.core.providers.credentials import NO_API_KEY, credential_source
+        from piton.core.providers.route import Router, default_model, needs_anthropic
 
-        if credential_source() is None:
+        if needs_anthropic(options.run.model) and credential_source() is None:
             streams.stderr.write(f"piton: {NO_API_KEY}\n")
             return 1
         from piton.core.providers.anthropic import AnthropicProvider
 
-        provider = AnthropicProvider()
+        provider = Router(AnthropicProvider(), default_model(options.run.model))
     try:
         provider.check()
     except ProviderError as e:

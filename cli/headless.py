@@ -169,8 +169,9 @@ def _run(
         return 1
     if provider is None:
         from piton.core.providers.credentials import NO_API_KEY, credential_source
+        from piton.core.providers.route import needs_anthropic
 
-        if credential_source() is None:  # said before loading the agent, let alone the SDK
+        if needs_anthropic(options.run.model) and credential_source() is None:  # before loading anything
             streams.stderr.write(f"piton: {NO_API_KEY}\n")
             return 1
     # Start-up allocates a great deal and frees little: collecting it is wasted work (a seventh of the
@@ -198,15 +199,21 @@ def _start(
     anthropic: AnthropicProvider | None = None
     if provider is None:
         from piton.core.providers.anthropic import AnthropicProvider
+        from piton.core.providers.route import Router, default_model
 
-        provider = anthropic = AnthropicProvider()
+        anthropic = AnthropicProvider()
+        provider = Router(anthropic, default_model(options.run.model))
     try:
         provider.check()  # before a session is created for a run that cannot start
     except ProviderError as e:
         streams.stderr.write(f"piton: {e}\n")
         return 1
-    if anthropic is not None:  # its import overlaps with loading the agent, settings, session, git status
+    from piton.core.providers.route import needs_anthropic
+
+    if anthropic is not None and needs_anthropic(options.run.model):  # its import overlaps with loading
         anthropic.prewarm(then=resume_gc)
+    elif resume_gc is not None:
+        resume_gc()
     import asyncio
 
     from piton.cli.output import Catalogue, StreamJsonWriter, make_writer

@@ -137,11 +137,13 @@ def _print_without_credentials(args: list[str]) -> bool:
     scan does not recognise (help, an unknown option, a bad value) is left to the parser."""
     printing, prompts = False, 0
     pending: str | None = None  # an option waiting for its value
+    model: str | None = None
     for arg in args:
         if pending is not None:
             name, pending = pending, None
             if not _accepts(name, arg):
                 return False
+            model = arg if name == "--model" else model
         elif arg.startswith("--") and "=" in arg:
             name, _, value = arg.partition("=")
             if _PRINT_OPTIONS.get(name) is None or not _accepts(name, value):
@@ -156,8 +158,9 @@ def _print_without_credentials(args: list[str]) -> bool:
     if not printing or prompts != 1 or pending is not None:
         return False
     from piton.core.providers.credentials import credential_source
+    from piton.core.providers.route import needs_anthropic
 
-    return credential_source() is None
+    return needs_anthropic(model) and credential_source() is None
 
 
 def _accepts(name: str, value: str) -> bool:

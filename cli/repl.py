@@ -233,10 +233,12 @@ class Repl:
             provider = self.provider_factory()
         else:
             from piton.core.providers.anthropic import AnthropicProvider
+            from piton.core.providers.route import Router, default_model, needs_anthropic
 
             anthropic = AnthropicProvider()
-            anthropic.prewarm()  # the SDK import (about a second) overlaps with the rest of loading
-            provider = anthropic
+            if needs_anthropic(self.options.model):
+                anthropic.prewarm()  # the SDK import (about a second) overlaps with the rest of loading
+            provider = Router(anthropic, default_model(self.options.model))
         self._console = self._console or self._make_console()
         self.driver.renderer = Renderer(self._console, verbose=self.verbose)
         self.runtime = self._build(self.options, provider)

@@ -45,6 +45,9 @@ class ModelInfo:
     prices: Prices
     known: bool = True
     effort: bool = False  # takes `output_config.effort` (low ... max)
+    vendor: str = (
+        "anthropic"  # whose model: Anthropic's, or an OpenAI-compatible endpoint's (`openai`, `ollama`…)
+    )
 
 
 _SONNET = Prices(3.0, 15.0)
@@ -105,9 +108,48 @@ def _prices(family: str, version: tuple[int, int]) -> Prices:
     return _SONNET
 
 
+# OpenAI's models, as `openai:<id>`: dollars per million tokens (input, output) and context window.
+# Other `provider:model` ids (local servers) cost nothing; `modelPrices` in the settings adds more.
+_OPENAI: dict[str, tuple[float, float, int]] = {
+    "gpt-5": (1.25, 10.0, 400_000),
+    "gpt-5-mini": (0.25, 2.0, 400_000),
+    "gpt-5-nano": (0.05, 0.4, 400_000),
+    "gpt-4.1": (2.0, 8.0, 1_047_576),
+    "gpt-4.1-mini": (0.4, 1.6, 1_047_576),
+    "gpt-4.1-nano": (0.1, 0.4, 1_047_576),
+    "gpt-4o": (2.5, 10.0, 128_000),
+    "gpt-4o-mini": (0.15, 0.6, 128_000),
+    "o3": (2.0, 8.0, 200_000),
+    "o4-mini": (1.1, 4.4, 200_000),
+}
+_OTHER_WINDOW = 128_000
+_SETTINGS_PRICES: dict[str, Prices] = {}
+_FREE = Prices(0.0, 0.0)
+
+
+def add_prices(table: dict[str, Prices]) -> None:
+    """Prices from the settings (`modelPrices`), for models the table does not know."""
+    _SETTINGS_PRICES.update(table)
+
+
+def _other_model(model_id: str) -> ModelInfo | None:
+    """A `provider:model` id (an OpenAI-compatible endpoint's), or None for a Claude model."""
+    vendor, colon, rest = model_id.partition(":")
+    if not colon or not rest or vendor.startswith("arn") or not vendor.isalnum():
+        return None
+    base = re.sub(r"-\d{4}-\d{2}-\d{2}$", "", rest)  # OpenAI's dated ids share their model's row
+    known = _OPENAI.get(base) if vendor == "openai" else None
+    prices = _SETTINGS_PRICES.get(model_id) or (Prices(known[0], known[1]) if known else _FREE)
+    window = known[2] if known else _OTHER_WINDOW
+    priced = known is not None or model_id in _SETTINGS_PRICES
+    return ModelInfo(model_id, window, 16_384, "none", prices, known=priced, vendor=vendor)
+
+
 def model_info(name: str) -> ModelInfo:
     """Everything we know about `name` (an alias or a full id)."""
     model_id = resolve_alias(name)
+    if (other := _other_model(model_id)) is not None:
+        return other
     m = _ID.match(claude_id(model_id))
     if m is None:
         return ModelInfo(model_id, _WINDOW_200K, _SAFE_MAX_TOKENS, "none", _SONNET, known=False)

@@ -61,7 +61,7 @@ class AgentFactory:
         # address only for a rule that names its host; the gate's rules may be swapped later
         context.ask_model = AgentConversation(agent).ask
         context.rule_names = lambda tool, content: gate.permissions.names(tool, content)
-        context.reads_documents = lambda: model_info(agent.config.model).known  # every Claude model does
+        context.reads_documents = lambda: _reads_documents(agent.config.model)
         return agent
 
     def subagent(
@@ -107,6 +107,12 @@ class AgentFactory:
         agent.after_tool = parent.after_tool
         agent.hooks, agent.agent_id = parent.hooks, agent_id  # its end is a SubagentStop
         return agent
+
+
+def _reads_documents(model: str) -> bool:
+    """Every Claude model reads PDFs; other vendors' models get their text."""
+    info = model_info(model)
+    return info.known and info.vendor == "anthropic"
 
 
 _STRICTNESS = ("plan", "default", "acceptEdits", "bypassPermissions")

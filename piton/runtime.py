@@ -20,7 +20,7 @@ from piton.core.conversation.claude_transcript import Mirrored
 from piton.core.conversation.messages import ContentBlock
 from piton.core.conversation.session import SessionLog, SessionStore
 from piton.core.listing import listing_budget, ranked
-from piton.core.models import model_info, resolve_alias
+from piton.core.models import Prices, add_prices, model_info, resolve_alias
 from piton.core.options import RunOptions
 from piton.core.project.claude_home import claude_home
 from piton.core.project.settings import (
@@ -249,6 +249,7 @@ def build_runtime(
             Rule("Bash")
         )  # sandbox.autoAllowBashIfSandboxed: deny and ask rules still apply
     notices += configure_limits(settings.sandbox_limits)  # before any sandbox is made (the git probe)
+    add_prices({model: Prices(i, o) for model, (i, o) in settings.model_prices.items()})
     memory = load_memory(options.cwd, refuse=_import_refusal(policy))
     notices += [*catalog.warnings, *type_warnings, *memory.warnings, *plugins.warnings]
     threshold = settings.compact_threshold

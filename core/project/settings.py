@@ -79,6 +79,20 @@ class Settings(ExtensionSettings):
         return value if isinstance(value, str) and value.strip() else None
 
     @property
+    def model_prices(self) -> dict[str, tuple[float, float]]:
+        """`modelPrices`: `{"openai:gpt-5": {"input": 1.25, "output": 10}}`, dollars per million
+        tokens, for models the built-in table does not price. The user's own files only: a project
+        could otherwise make a run look free."""
+        value = self._last("modelPrices", trusted_only=True)
+        prices: dict[str, tuple[float, float]] = {}
+        for model, price in value.items() if isinstance(value, dict) else []:
+            if isinstance(price, dict) and all(
+                isinstance(price.get(k), int | float) for k in ("input", "output")
+            ):
+                prices[str(model)] = (float(price["input"]), float(price["output"]))
+        return prices
+
+    @property
     def memory_in_project(self) -> bool:
         """`"memoryInProject": true` in the user's own settings: the memory tool's folder is the
         project's `.piton/memories`. Never a project's say: its folder would then be the project's

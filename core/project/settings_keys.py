@@ -44,6 +44,7 @@ SUPPORTED: dict[str, frozenset[str] | None] = {
     "models": None,
     "contextWindow": None,
     "memoryInProject": None,
+    "modelPrices": None,
 }
 
 

@@ -1,0 +1,282 @@
+"""OpenAI-compatible endpoints through the official `openai` SDK's streaming Chat Completions:
+OpenAI itself and the local servers that speak its API (Ollama, LM Studio, vLLM, llama.cpp's
+server). A model is named `provider:model` (`openai:gpt-5`, `ollama:qwen3-coder`).
+
+Piton's messages are the Anthropic wire format; they are converted here, at the edge, both ways: a
+`tool_result` becomes a `tool` message right after the assistant's `tool_calls` (images in it
+follow in a user message: tool messages take text only), images become data URLs, thinking is not
+sent back (it carries no signature there), and the streamed deltas become the same events the
+Anthropic provider yields, down to a `MessageDone` whose message is in Anthropic's format.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from piton.core.context.usage import Usage
+from piton.core.conversation.events import (
+    MessageDone,
+    Notice,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolInputDelta,
+    ToolUseStart,
+)
+from piton.core.conversation.messages import (
+    ContentBlock,
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from piton.core.models import model_info
+from piton.core.providers import ModelRequest, ProviderError
+from piton.core.providers.accumulate import parse_tool_input
+
+LOCAL = {
+    "ollama": "http://localhost:11434/v1",
+    "lmstudio": "http://localhost:1234/v1",
+    "vllm": "http://localhost:8000/v1",
+    "llamacpp": "http://localhost:8080/v1",
+}
+PROVIDERS = ("openai", *LOCAL)
+_STOP = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
+_KINDS = {401: "auth", 403: "permission", 404: "not_found", 429: "rate_limit", 400: "invalid_request"}
+
+
+def split_model(model: str) -> tuple[str | None, str]:
+    """(`openai`, `gpt-5`) for `openai:gpt-5`; (None, model) for a Claude model."""
+    name, colon, rest = model.partition(":")
+    return (name, rest) if colon and rest and name in PROVIDERS else (None, model)
+
+
+def base_url(name: str, env: dict[str, str] | os._Environ[str]) -> str:
+    """Where `name`'s server is: `PITON_<NAME>_BASE_URL`, the server's own variable (`OPENAI_BASE_URL`,
+    `OLLAMA_HOST`), or its usual local address."""
+    explicit = env.get(f"PITON_{name.upper()}_BASE_URL")
+    if explicit:
+        return explicit
+    if name == "openai":
+        return env.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    if name == "ollama" and (host := env.get("OLLAMA_HOST")):
+        return f"{host if '://' in host else 'http://' + host}/v1"
+    return LOCAL[name]
+
+
+def _text_of(block: ToolResultBlock) -> tuple[str, list[ImageBlock]]:
+    if isinstance(block.content, str):
+        return block.content, []
+    texts = [b.text for b in block.content if isinstance(b, TextBlock)]
+    images = [b for b in block.content if isinstance(b, ImageBlock)]
+    if any(isinstance(b, DocumentBlock) for b in block.content):
+        texts.append("(a PDF was attached here, which this model cannot read)")
+    return "\n".join(texts), images
+
+
+def _image(block: ImageBlock) -> dict[str, Any]:
+    source = block.source
+    url = source.url if source.type == "url" else f"data:{source.media_type};base64,{source.data}"
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """The request's system prompt and messages as Chat Completions messages."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": request.system}] if request.system else []
+    for message in request.messages:
+        blocks = message.content
+        if message.role == "assistant":
+            text = "".join(b.text for b in blocks if isinstance(b, TextBlock))
+            calls = [
+                {
+                    "id": b.id,
+                    "type": "function",
+                    "function": {"name": b.name, "arguments": json.dumps(b.input)},
+                }
+                for b in blocks
+                if isinstance(b, ToolUseBlock)
+            ]
+            out.append(
+                {"role": "assistant", "content": text or None, **({"tool_calls": calls} if calls else {})}
+            )
+            continue
+        parts: list[dict[str, Any]] = []
+        for block in blocks:
+            if isinstance(block, ToolResultBlock):
+                text, images = _text_of(block)
+                error = "(the tool reported an error) " if block.is_error else ""
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": block.tool_use_id,
+                        "content": error + (text or "(no output)"),
+                    }
+                )
+                parts += [_image(i) for i in images]
+            elif isinstance(block, TextBlock):
+                parts.append({"type": "text", "text": block.text})
+            elif isinstance(block, ImageBlock):
+                parts.append(_image(block))
+            elif isinstance(block, DocumentBlock):
+                parts.append({"type": "text", "text": "(a PDF was attached, which this model cannot read)"})
+        if parts:
+            out.append({"role": "user", "content": parts})
+    return out
+
+
+def chat_tools(tools: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t["name"],
+                "description": t.get("description", ""),
+                "parameters": t.get("input_schema", {"type": "object", "properties": {}}),
+            },
+        }
+        for t in tools
+        if "input_schema" in t  # server tools (web search) have no client-side shape here
+    ]
+
+
+class OpenAICompatProvider:
+    def __init__(self, name: str, *, api_key: str | None = None, url: str | None = None) -> None:
+        self.name = name
+        self._api_key = api_key
+        self._url = url
+        self._client: Any = None
+        self._told: set[str] = set()  # models whose missing price was said
+
+    def _key(self) -> str | None:
+        """OpenAI's key; local servers take any (the SDK insists on one)."""
+        if self.name != "openai":
+            return self._api_key or "local"
+        return self._api_key or os.environ.get("OPENAI_API_KEY")
+
+    def check(self) -> None:
+        import importlib.util
+
+        if importlib.util.find_spec("openai") is None:
+            raise ProviderError(
+                "OpenAI-compatible models need the openai SDK: pip install 'piton-code[openai]'",
+                kind="config",
+            )
+        if self._key() is None:
+            raise ProviderError("OPENAI_API_KEY is not set. Export your key and run again.", kind="config")
+
+    def _sdk(self) -> Any:
+        if self._client is None:
+            self.check()
+            import openai
+
+            self._client = openai.AsyncOpenAI(
+                api_key=self._key(), base_url=self._url or base_url(self.name, os.environ), max_retries=2
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        import openai
+
+        client = self._sdk()
+        if not model_info(request.model).known and request.model not in self._told:
+            self._told.add(request.model)
+            yield Notice(
+                f"no price is known for {request.model}: its cost counts as $0 (add one under modelPrices in "
+                "~/.piton/settings.json)"
+            )
+        params: dict[str, Any] = {
+            "model": split_model(request.model)[1],
+            "messages": chat_messages(request),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools := chat_tools(request.tools):
+            params["tools"] = tools
+        if request.max_tokens:
+            params["max_completion_tokens" if self.name == "openai" else "max_tokens"] = request.max_tokens
+        if request.effort in ("low", "medium", "high") and self.name == "openai":
+            params["reasoning_effort"] = request.effort
+        try:
+            chunks = await client.chat.completions.create(**params)
+            async for event in self._events(chunks, request.model):
+                yield event
+        except openai.APIStatusError as e:
+            kind = (
+                "overloaded"
+                if e.status_code in (502, 503, 529)
+                else _KINDS.get(e.status_code, "invalid_request")
+            )
+            raise ProviderError(
+                f"{self.name} API error {e.status_code}: {_message(e)}", kind=kind, status=e.status_code
+            ) from e
+        except openai.APIConnectionError as e:
+            raise ProviderError(
+                f"cannot reach {client.base_url}: {e.__cause__ or e}", kind="connection"
+            ) from e
+
+    async def _events(self, chunks: Any, model: str) -> AsyncIterator[StreamEvent]:
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}  # by index: id, name, argument parts
+        stop, usage, message_id = None, Usage(), ""
+        async for chunk in chunks:
+            message_id = message_id or chunk.id
+            if chunk.usage is not None:
+                cached = getattr(chunk.usage.prompt_tokens_details, "cached_tokens", 0) or 0
+                usage = Usage(chunk.usage.prompt_tokens - cached, chunk.usage.completion_tokens, 0, cached)
+            for choice in chunk.choices:
+                delta = choice.delta
+                stop = choice.finish_reason or stop
+                extra = delta.model_extra or {}
+                if reasoning := extra.get("reasoning_content") or extra.get("reasoning"):
+                    yield ThinkingDelta(str(reasoning))
+                if delta.content:
+                    text.append(delta.content)
+                    yield TextDelta(delta.content)
+                for call in delta.tool_calls or []:
+                    known = calls.setdefault(call.index, {"id": "", "name": "", "args": []})
+                    fn = call.function
+                    if call.id and not known["id"]:
+                        known["id"] = call.id
+                    if fn is not None and fn.name and not known["name"]:
+                        known["name"] = fn.name
+                        yield ToolUseStart(known["id"] or f"call_{call.index}", fn.name)
+                    if fn is not None and fn.arguments:
+                        known["args"].append(fn.arguments)
+                        yield ToolInputDelta(known["id"] or f"call_{call.index}", fn.arguments)
+        content: list[ContentBlock] = [TextBlock(text="".join(text))] if "".join(text) else []
+        errors: dict[str, str] = {}
+        for index in sorted(calls):
+            call = calls[index]
+            call_id = call["id"] or f"call_{index}"
+            tool_input, error = parse_tool_input("".join(call["args"]) or "{}")
+            if error is not None:
+                errors[call_id] = error
+            content.append(ToolUseBlock(id=call_id, name=call["name"], input=tool_input))
+        reason = "tool_use" if calls else _STOP.get(stop or "stop", "end_turn")
+        yield MessageDone(
+            message=Message(role="assistant", content=content),
+            usage=usage,
+            stop_reason=reason,
+            model=model,
+            message_id=message_id,
+            input_errors=errors,
+        )
+
+
+def _message(error: Any) -> str:
+    body = getattr(error, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+    return " ".join(str(error).split())[:300]

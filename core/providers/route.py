@@ -1,0 +1,53 @@
+"""Each request to the provider its model names: Claude models to the Anthropic provider (the API,
+Bedrock or Vertex), `provider:model` ones to an OpenAI-compatible endpoint, made when first needed.
+One session may use both: a subagent, a skill or the fallback may name another model."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from piton.core.providers import ModelRequest, Provider
+from piton.core.providers.openai_compat import OpenAICompatProvider, split_model
+
+
+def default_model(model: str | None) -> str:
+    """The model a run starts with, as far as is known before its settings are read."""
+    import os
+
+    return model or os.environ.get("ANTHROPIC_MODEL", "")
+
+
+def needs_anthropic(model: str | None) -> bool:
+    """Whether a run of `model` (or the environment's default) asks Anthropic's API first."""
+    return split_model(default_model(model))[0] is None
+
+
+class Router:
+    def __init__(self, anthropic: Provider, default_model: str | None = None) -> None:
+        self.anthropic = anthropic
+        self._default = default_model or ""
+        self._others: dict[str, OpenAICompatProvider] = {}
+
+    def _for(self, model: str) -> Any:
+        name, _ = split_model(model)
+        if name is None:
+            return self.anthropic
+        if name not in self._others:
+            self._others[name] = OpenAICompatProvider(name)
+        return self._others[name]
+
+    def check(self) -> None:
+        self._for(self._default).check()
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+        return self._for(request.model).stream(request)  # type: ignore[no-any-return]
+
+    async def aclose(self) -> None:
+        await self.anthropic.aclose()
+        for other in self._others.values():
+            await other.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        """What callers ask of the Anthropic provider itself (`probe`, `platform`, `prewarm`)."""
+        return getattr(self.anthropic, name)

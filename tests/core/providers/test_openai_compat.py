@@ -1,0 +1,138 @@
+"""OpenAI-compatible endpoints: the installed `piton`, the official `openai` SDK, and a fake server
+on 127.0.0.1 speaking Chat Completions' server-sent events, through the whole loop (tool calls and
+their results, images, usage and cost)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from piton.core.conversation.messages import (
+    Base64ImageSource,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from piton.core.models import model_info
+from piton.core.providers import ModelRequest
+from piton.core.providers.openai_compat import chat_messages, split_model
+from piton.testing.script import HttpError, Thinking, ToolCall, reply
+from tests.fakes.fake_openai import FakeOpenAI, check
+from tests.fakes.images import png
+from tests.helpers import piton
+
+
+@pytest.fixture
+def openai_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-openai")
+        monkeypatch.delenv("ANTHROPIC_API_KEY")  # nothing of Anthropic's is needed
+        yield fake
+
+
+def test_a_tool_loop_with_an_openai_model(openai_server: FakeOpenAI, project: Path) -> None:
+    (project / "notes.txt").write_text("buy milk\n")
+    openai_server.add(
+        reply(
+            Thinking("Read it."), ToolCall("Read", {"file_path": "notes.txt"}), cache_read_input_tokens=100
+        ),
+        reply("The note says to buy milk.", output_tokens=40),
+    )
+    done = piton(
+        project, "-p", "what does notes.txt say?", "--model", "openai:gpt-5", "--output-format", "json"
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["result"] == "The note says to buy milk." and result["num_turns"] == 2
+    assert openai_server.rejections == []
+    first, second = openai_server.bodies
+    assert first["model"] == "gpt-5" and first["stream"] is True
+    assert {t["function"]["name"] for t in first["tools"]} >= {"Read", "Bash", "Edit"}
+    assert first["messages"][0]["role"] == "system"
+    call = second["messages"][-2]["tool_calls"][0]
+    assert call["function"]["name"] == "Read" and json.loads(call["function"]["arguments"]) == {
+        "file_path": "notes.txt"
+    }
+    answer = second["messages"][-1]
+    assert (
+        answer["role"] == "tool" and answer["tool_call_id"] == call["id"] and "buy milk" in answer["content"]
+    )
+    assert result["total_cost_usd"] > 0  # priced from the table: gpt-5's rates
+    usage = result["usage"]
+    assert usage["cache_read_input_tokens"] == 100 and usage["output_tokens"] == 25 + 40
+
+
+def test_a_local_server_needs_no_key_and_costs_nothing(
+    openai_server: FakeOpenAI, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setenv("PITON_OLLAMA_BASE_URL", openai_server.base_url)
+    openai_server.api_key = "local"
+    openai_server.add(reply("Hello from a local model."))
+    done = piton(project, "-p", "hi", "--model", "ollama:qwen3-coder", "--output-format", "json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["result"] == "Hello from a local model." and result["total_cost_usd"] == 0
+    assert "no price is known for ollama:qwen3-coder" in done.stderr
+    assert openai_server.bodies[0]["model"] == "qwen3-coder"
+    settings = Path.home() / ".piton" / "settings.json"  # the user's own: a price for it
+    settings.parent.mkdir(exist_ok=True)
+    settings.write_text(json.dumps({"modelPrices": {"ollama:qwen3-coder": {"input": 1.0, "output": 2.0}}}))
+    openai_server.add(reply("Priced now."))
+    done = piton(project, "-p", "hi", "--model", "ollama:qwen3-coder", "--output-format", "json")
+    assert json.loads(done.stdout)["total_cost_usd"] > 0 and "no price" not in done.stderr
+
+
+def test_errors_from_the_server_are_one_line(
+    openai_server: FakeOpenAI, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    openai_server.add(HttpError(404, "invalid_request_error", "The model `gpt-9` does not exist"))
+    done = piton(project, "-p", "hi", "--model", "openai:gpt-9")
+    assert done.returncode == 1 and "does not exist" in done.stderr and "Traceback" not in done.stderr
+    monkeypatch.delenv("OPENAI_API_KEY")
+    done = piton(project, "-p", "hi", "--model", "openai:gpt-5")
+    assert done.returncode == 1 and "OPENAI_API_KEY is not set" in done.stderr
+
+
+def test_messages_convert_to_chat_completions() -> None:
+    image = ImageBlock(
+        source=Base64ImageSource(media_type="image/png", data=base64.b64encode(png()).decode())
+    )
+    request = ModelRequest(
+        model="openai:gpt-5",
+        system="Be brief.",
+        messages=[
+            Message(role="user", content=[TextBlock(text="look"), image]),
+            Message(
+                role="assistant",
+                content=[
+                    TextBlock(text="Reading."),
+                    ToolUseBlock(id="c1", name="Read", input={"file_path": "a.png"}),
+                ],
+            ),
+            Message(
+                role="user",
+                content=[
+                    ToolResultBlock(
+                        tool_use_id="c1", content=[TextBlock(text="an image:"), image], is_error=False
+                    )
+                ],
+            ),
+        ],
+    )
+    messages = chat_messages(request)
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "user"]
+    assert messages[1]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert messages[3] == {"role": "tool", "tool_call_id": "c1", "content": "an image:"}
+    assert messages[4]["content"][0]["type"] == "image_url"  # a tool's image follows as the user's
+    assert check({"model": "gpt-5", "messages": messages}) is None
+    assert split_model("openai:gpt-5") == ("openai", "gpt-5") and split_model("claude-sonnet-4-5")[0] is None
+    assert model_info("openai:gpt-5-2025-08-07").prices.input == 1.25
+    assert model_info("ollama:qwen3").prices.input == 0 and not model_info("ollama:qwen3").known
