@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -208,8 +209,11 @@ class OpenAICompatProvider:
             params["reasoning_effort"] = request.effort
         try:
             chunks = await client.chat.completions.create(**params)
-            async for event in self._events(chunks, request.model):
-                yield event
+            try:
+                async for event in self._events(chunks, request.model):
+                    yield event
+            finally:
+                await chunks.close()  # an interrupt leaves no response open
         except openai.APIStatusError as e:
             kind = (
                 "overloaded"
@@ -223,6 +227,8 @@ class OpenAICompatProvider:
             raise ProviderError(
                 f"cannot reach {client.base_url}: {e.__cause__ or e}", kind="connection"
             ) from e
+        except openai.APIError as e:  # an error event in the stream, a body that is not what it should be
+            raise ProviderError(f"{self.name} API error: {_message(e)}", kind="stream") from e
 
     async def _events(self, chunks: Any, model: str) -> AsyncIterator[StreamEvent]:
         text: list[str] = []
@@ -243,25 +249,28 @@ class OpenAICompatProvider:
                     text.append(delta.content)
                     yield TextDelta(delta.content)
                 for call in delta.tool_calls or []:
-                    known = calls.setdefault(call.index, {"id": "", "name": "", "args": []})
+                    # servers that send no id (some local ones) get one unique in the conversation
+                    fresh: dict[str, Any] = {
+                        "id": call.id or f"call_{uuid.uuid4().hex[:16]}",
+                        "name": "",
+                        "args": [],
+                    }
+                    known = calls.setdefault(call.index, fresh)
                     fn = call.function
-                    if call.id and not known["id"]:
-                        known["id"] = call.id
                     if fn is not None and fn.name and not known["name"]:
                         known["name"] = fn.name
-                        yield ToolUseStart(known["id"] or f"call_{call.index}", fn.name)
+                        yield ToolUseStart(known["id"], fn.name)
                     if fn is not None and fn.arguments:
                         known["args"].append(fn.arguments)
-                        yield ToolInputDelta(known["id"] or f"call_{call.index}", fn.arguments)
+                        yield ToolInputDelta(known["id"], fn.arguments)
         content: list[ContentBlock] = [TextBlock(text="".join(text))] if "".join(text) else []
         errors: dict[str, str] = {}
         for index in sorted(calls):
             call = calls[index]
-            call_id = call["id"] or f"call_{index}"
             tool_input, error = parse_tool_input("".join(call["args"]) or "{}")
             if error is not None:
-                errors[call_id] = error
-            content.append(ToolUseBlock(id=call_id, name=call["name"], input=tool_input))
+                errors[call["id"]] = error
+            content.append(ToolUseBlock(id=call["id"], name=call["name"], input=tool_input))
         reason = "tool_use" if calls else _STOP.get(stop or "stop", "end_turn")
         yield MessageDone(
             message=Message(role="assistant", content=content),

@@ -136,3 +136,18 @@ def test_messages_convert_to_chat_completions() -> None:
     assert split_model("openai:gpt-5") == ("openai", "gpt-5") and split_model("claude-sonnet-4-5")[0] is None
     assert model_info("openai:gpt-5-2025-08-07").prices.input == 1.25
     assert model_info("ollama:qwen3").prices.input == 0 and not model_info("ollama:qwen3").known
+
+
+def test_tool_calls_without_ids_get_ids_of_their_own(openai_server: FakeOpenAI, project: Path) -> None:
+    """Some local servers send tool calls without an id: each gets one, unique in the conversation."""
+    (project / "a.txt").write_text("alpha\n")
+    openai_server.add(
+        reply(ToolCall("Read", {"file_path": "a.txt"}, id="")),
+        reply(ToolCall("Read", {"file_path": "a.txt"}, id="")),
+        reply("Read it twice."),
+    )
+    done = piton(project, "-p", "read a.txt twice", "--model", "openai:gpt-5")
+    assert done.returncode == 0, done.stderr
+    assert openai_server.rejections == []
+    ids = [m["tool_call_id"] for m in openai_server.bodies[-1]["messages"] if m["role"] == "tool"]
+    assert len(ids) == 2 and len(set(ids)) == 2 and all(ids)
