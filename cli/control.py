@@ -100,13 +100,15 @@ def _start(
     if provider is None:
         from piton.core.providers.credentials import NO_API_KEY, credential_source
         from piton.core.providers.route import Router, default_model, needs_anthropic
+        from piton.runtime import starting_model
 
-        if needs_anthropic(options.run.model) and credential_source() is None:
+        model = starting_model(options.run)
+        if needs_anthropic(model) and credential_source() is None:
             streams.stderr.write(f"piton: {NO_API_KEY}\n")
             return 1
         from piton.core.providers.anthropic import AnthropicProvider
 
-        provider = Router(AnthropicProvider(), default_model(options.run.model))
+        provider = Router(AnthropicProvider(), default_model(model))
     try:
         provider.check()
     except ProviderError as e:

@@ -170,8 +170,9 @@ def _run(
     if provider is None:
         from piton.core.providers.credentials import NO_API_KEY, credential_source
         from piton.core.providers.route import needs_anthropic
+        from piton.runtime import starting_model
 
-        if needs_anthropic(options.run.model) and credential_source() is None:  # before loading anything
+        if needs_anthropic(starting_model(options.run)) and credential_source() is None:
             streams.stderr.write(f"piton: {NO_API_KEY}\n")
             return 1
     # Start-up allocates a great deal and frees little: collecting it is wasted work (a seventh of the
@@ -197,20 +198,22 @@ def _start(
     from piton.core.providers import ProviderError
 
     anthropic: AnthropicProvider | None = None
+    claude_first = False  # the run's first request goes to Anthropic's SDK: import it early
     if provider is None:
         from piton.core.providers.anthropic import AnthropicProvider
-        from piton.core.providers.route import Router, default_model
+        from piton.core.providers.route import Router, default_model, needs_anthropic
+        from piton.runtime import starting_model
 
         anthropic = AnthropicProvider()
-        provider = Router(anthropic, default_model(options.run.model))
+        model = default_model(starting_model(options.run))
+        claude_first = needs_anthropic(model)
+        provider = Router(anthropic, model)
     try:
         provider.check()  # before a session is created for a run that cannot start
     except ProviderError as e:
         streams.stderr.write(f"piton: {e}\n")
         return 1
-    from piton.core.providers.route import needs_anthropic
-
-    if anthropic is not None and needs_anthropic(options.run.model):  # its import overlaps with loading
+    if anthropic is not None and claude_first:  # its import overlaps with loading
         anthropic.prewarm(then=resume_gc)
     elif resume_gc is not None:
         resume_gc()

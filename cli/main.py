@@ -148,6 +148,7 @@ def _print_without_credentials(args: list[str]) -> bool:
             name, _, value = arg.partition("=")
             if _PRINT_OPTIONS.get(name) is None or not _accepts(name, value):
                 return False
+            model = value if name == "--model" else model
         elif arg in _PRINT_OPTIONS:
             printing = printing or arg in ("-p", "--print")
             pending = None if _PRINT_OPTIONS[arg] is None else arg
@@ -160,7 +161,18 @@ def _print_without_credentials(args: list[str]) -> bool:
     from piton.core.providers.credentials import credential_source
     from piton.core.providers.route import needs_anthropic
 
-    return needs_anthropic(model) and credential_source() is None
+    if not needs_anthropic(model) or credential_source() is not None:
+        return False
+    # about to refuse: the user's settings may name another model or cloud (slower, and rare)
+    from pathlib import Path
+
+    from piton.core.options import RunOptions
+    from piton.runtime import starting_model
+
+    return (
+        needs_anthropic(starting_model(RunOptions(cwd=Path.cwd(), model=model)))
+        and credential_source() is None
+    )
 
 
 def _accepts(name: str, value: str) -> bool:

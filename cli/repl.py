@@ -234,11 +234,13 @@ class Repl:
         else:
             from piton.core.providers.anthropic import AnthropicProvider
             from piton.core.providers.route import Router, default_model, needs_anthropic
+            from piton.runtime import starting_model
 
+            model = starting_model(self.options)
             anthropic = AnthropicProvider()
-            if needs_anthropic(self.options.model):
+            if needs_anthropic(model):
                 anthropic.prewarm()  # the SDK import (about a second) overlaps with the rest of loading
-            provider = Router(anthropic, default_model(self.options.model))
+            provider = Router(anthropic, default_model(model))
         self._console = self._console or self._make_console()
         self.driver.renderer = Renderer(self._console, verbose=self.verbose)
         self.runtime = self._build(self.options, provider)

@@ -139,6 +139,7 @@ class Agent:
         self._skills = ActiveSkills()  # skills loaded in the current turn
         self._loaded: list[str] = []  # texts of skills loaded by the tool calls under way
         self._planning = False  # the last turn was in plan mode (the model was told so)
+        self._fallen_back: str | None = None  # the fallback model, once the main one stayed overloaded
         self.prepare: ActivationPreparer | None = None  # runs a skill's `!`cmd`` lines, inlines `@file`s
 
     def add_note(self, text: str) -> None:
@@ -180,7 +181,7 @@ class Agent:
         `turn_id` names the turn's checkpoint and its prompt's line in the session log."""
         self._stats = RunStats(denials_before=len(self.gate.denials) if self.gate else 0)
         self._skills = ActiveSkills()
-        model = self.config.model
+        model = self.config.model = self._fallen_back or self.config.model
         mode = self.gate.permissions.mode if self.gate else "bypassPermissions"
         content: list[ContentBlock] = [TextBlock(text=prompt)] if isinstance(prompt, str) else list(prompt)
         if skill is not None:
@@ -245,7 +246,7 @@ class Agent:
             self._append(Message.user(FAILED_REQUEST.format(reason=describe_error(e))))
             raise
         finally:  # a skill's model and allowed-tools last for the turn it was loaded in
-            self.config.model = model
+            self.config.model = self._fallen_back or model
             if self.gate is not None:
                 self.gate.skill_allow.clear()
 
@@ -316,7 +317,8 @@ class Agent:
                     self.count_usage(event.model or self.config.model, event.usage)
                     if event.message.content:
                         self._append(event.message, usage=event.usage, model=event.model)
-                    self.meter.observe(event.usage, len(self.history))
+                    if event.usage.input_tokens or event.usage.cache_read_input_tokens:  # reported
+                        self.meter.observe(event.usage, len(self.history))
                 yield event
         except ProviderError as e:
             self._stats.api_seconds += e.api_seconds
@@ -332,11 +334,12 @@ class Agent:
                 started = started or not isinstance(event, Notice | StreamRetry)
                 yield event
         except ProviderError as e:
-            if e.kind != "overloaded" or started or not fallback or fallback == request.model:
+            overloaded = e.kind == "overloaded" and e.status == 529
+            if not overloaded or started or not fallback or fallback == request.model:
                 raise
             self._stats.api_seconds += e.api_seconds
             yield Notice(f"{request.model} is overloaded; going on with the fallback model {fallback}")
-            self.config.model = fallback
+            self.config.model = self._fallen_back = fallback
             async for event in self.provider.stream(dataclasses.replace(request, model=fallback)):
                 yield event
 

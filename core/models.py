@@ -122,6 +122,7 @@ _OPENAI: dict[str, tuple[float, float, int]] = {
     "o3": (2.0, 8.0, 200_000),
     "o4-mini": (1.1, 4.4, 200_000),
 }
+OTHER_VENDORS = ("openai", "ollama", "lmstudio", "vllm", "llamacpp")  # `vendor:model` ids
 _OTHER_WINDOW = 128_000
 _SETTINGS_PRICES: dict[str, Prices] = {}
 _FREE = Prices(0.0, 0.0)
@@ -135,14 +136,15 @@ def add_prices(table: dict[str, Prices]) -> None:
 def _other_model(model_id: str) -> ModelInfo | None:
     """A `provider:model` id (an OpenAI-compatible endpoint's), or None for a Claude model."""
     vendor, colon, rest = model_id.partition(":")
-    if not colon or not rest or vendor.startswith("arn") or not vendor.isalnum():
+    if not colon or not rest or vendor not in OTHER_VENDORS:
         return None
     base = re.sub(r"-\d{4}-\d{2}-\d{2}$", "", rest)  # OpenAI's dated ids share their model's row
     known = _OPENAI.get(base) if vendor == "openai" else None
     prices = _SETTINGS_PRICES.get(model_id) or (Prices(known[0], known[1]) if known else _FREE)
     window = known[2] if known else _OTHER_WINDOW
     priced = known is not None or model_id in _SETTINGS_PRICES
-    return ModelInfo(model_id, window, 16_384, "none", prices, known=priced, vendor=vendor)
+    reasoning = vendor == "openai" and re.match(r"(gpt-5|o\d)", base) is not None  # takes reasoning_effort
+    return ModelInfo(model_id, window, 16_384, "none", prices, known=priced, effort=reasoning, vendor=vendor)
 
 
 def model_info(name: str) -> ModelInfo:

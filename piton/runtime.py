@@ -164,6 +164,18 @@ def run_settings(options: RunOptions) -> Settings:
         raise SetupError(str(e)) from e
 
 
+def starting_model(options: RunOptions) -> str:
+    """Apply the user's own settings' `env` now (the provider reads `CLAUDE_CODE_USE_BEDROCK` and
+    the like from it) and say which model the run starts with, as far as it is known before the
+    session opens (`--model`, `ANTHROPIC_MODEL`, the settings' `model`)."""
+    try:
+        settings = run_settings(options)
+    except SetupError:
+        return options.model or os.environ.get("ANTHROPIC_MODEL", "")  # said when the run is built
+    apply_user_env(settings)
+    return options.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or ""
+
+
 def _skill_grant(cwd: Path, skill: Skill) -> Grant:
     return Grant(
         where(cwd, skill.path), f"{skill.kind} {skill.name}: allowed-tools {', '.join(skill.allowed_tools)}"

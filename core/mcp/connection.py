@@ -33,7 +33,13 @@ _CHANGES = {
     "notifications/resources/list_changed": "resources",
 }
 # the API credentials are Piton's, not a server's business
-_PRIVATE_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+_PRIVATE_ENV = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    "OPENAI_API_KEY",
+    "AWS_BEARER_TOKEN_BEDROCK",
+)
 _STDERR_TAIL = 300
 
 

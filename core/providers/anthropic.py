@@ -123,7 +123,13 @@ class AnthropicProvider:
         self._building = threading.Lock()
         self._body = BodyEncoder()
         self._noticed: set[str] = set()
-        self.platform: Platform = platform(os.environ)  # Anthropic's API, Bedrock or Vertex
+        self._platform: Platform | None = None  # fixed when the client is made (the settings' env applied)
+
+    @property
+    def platform(self) -> Platform:
+        """Anthropic's API, Bedrock or Vertex: as the environment says (the user's settings' `env`
+        included, once applied), fixed from the first request on."""
+        return self._platform or platform(os.environ)
 
     def check(self) -> None:
         """Raise `ProviderError` now when no request could succeed (no credentials at all)."""
@@ -161,6 +167,7 @@ class AnthropicProvider:
                 import anthropic
                 import httpx2
 
+                self._platform = platform(os.environ)
                 w = self._waits
                 # our own timers bound each wait (see `_open`, `_events`); the transport's read limit
                 # is only a backstop behind them, so that it never fires first with a vaguer reason
@@ -310,6 +317,12 @@ class AnthropicProvider:
             ) from e
         except anthropic.AnthropicError as e:
             raise ProviderError(f"API request failed: {describe(e)}", kind="stream") from e
+        except Exception as e:
+            if self.platform == "anthropic":
+                raise
+            # AWS or Google credentials that cannot be resolved, a project id missing, an expired SSO token
+            where = _PLATFORM_NAMES[self.platform]
+            raise ProviderError(f"{where}: {describe(e)}", kind="auth") from e
 
     def _transport_timeout(self, cause: BaseException | None, base_url: str) -> Retry:
         """A limit the transport reached before our own timers: connecting (the usual one), or sending

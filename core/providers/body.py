@@ -39,7 +39,7 @@ def _max_tokens(request: ModelRequest) -> int:
 
 def thinking_param(request: ModelRequest) -> dict[str, Any] | None:
     """Thinking per model: adaptive on newer ones, a budget on older ones (when max_tokens leaves room)."""
-    if not request.thinking:
+    if not request.thinking or _continues_without_thinking(request):
         return None
     info = model_info(request.model)
     budget = min(MAX_THINKING_BUDGET, _max_tokens(request) // 2)
@@ -48,6 +48,18 @@ def thinking_param(request: ModelRequest) -> dict[str, Any] | None:
     if info.thinking == "enabled" and budget >= MIN_THINKING_BUDGET:
         return {"type": "enabled", "budget_tokens": budget}
     return None
+
+
+def _continues_without_thinking(request: ModelRequest) -> bool:
+    """A tool loop whose last assistant turn has no thinking block (another vendor's model made it,
+    or thinking was off then): with thinking on, the API refuses to continue it."""
+    messages = list(request.messages)
+    if not messages or not any(b.type == "tool_result" for b in messages[-1].content):
+        return False
+    last = next((m for m in reversed(messages) if m.role == "assistant"), None)
+    return last is not None and (
+        not last.content or last.content[0].type not in ("thinking", "redacted_thinking")
+    )
 
 
 def output_config(request: ModelRequest) -> dict[str, Any] | None:

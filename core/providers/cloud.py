@@ -71,9 +71,18 @@ def missing_extra(where: Platform, env: Mapping[str, str]) -> str | None:
     if where == "bedrock" and importlib.util.find_spec("boto3") is None:
         return f"Amazon Bedrock needs boto3: {_BEDROCK_EXTRA}"
     skip = _on(env, "CLAUDE_CODE_SKIP_VERTEX_AUTH")
-    if where == "vertex" and not skip and importlib.util.find_spec("google") is None:
+    if where == "vertex" and not skip and _missing_module("google.auth"):
         return f"Google Vertex AI needs google-auth: {_VERTEX_EXTRA}"
     return None
+
+
+def _missing_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is None
+    except ModuleNotFoundError:  # its parent package is missing too
+        return True
 
 
 def make_client(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -36,7 +37,7 @@ from piton.core.conversation.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from piton.core.models import model_info
+from piton.core.models import OTHER_VENDORS, model_info
 from piton.core.providers import ModelRequest, ProviderError
 from piton.core.providers.accumulate import parse_tool_input
 
@@ -46,7 +47,7 @@ LOCAL = {
     "vllm": "http://localhost:8000/v1",
     "llamacpp": "http://localhost:8080/v1",
 }
-PROVIDERS = ("openai", *LOCAL)
+PROVIDERS = OTHER_VENDORS
 _STOP = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
 _KINDS = {401: "auth", 403: "permission", 404: "not_found", 429: "rate_limit", 400: "invalid_request"}
 
@@ -102,9 +103,10 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
                 for b in blocks
                 if isinstance(b, ToolUseBlock)
             ]
-            out.append(
-                {"role": "assistant", "content": text or None, **({"tool_calls": calls} if calls else {})}
-            )
+            if text or calls:  # a turn of thinking alone says nothing another model can read
+                out.append(
+                    {"role": "assistant", "content": text or None, **({"tool_calls": calls} if calls else {})}
+                )
             continue
         parts: list[dict[str, Any]] = []
         for block in blocks:
@@ -186,9 +188,9 @@ class OpenAICompatProvider:
             await client.close()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        client = self._sdk()  # says what is missing (the SDK, a key) before anything else
         import openai
 
-        client = self._sdk()
         if not model_info(request.model).known and request.model not in self._told:
             self._told.add(request.model)
             yield Notice(
@@ -205,7 +207,8 @@ class OpenAICompatProvider:
             params["tools"] = tools
         if request.max_tokens:
             params["max_completion_tokens" if self.name == "openai" else "max_tokens"] = request.max_tokens
-        if request.effort in ("low", "medium", "high") and self.name == "openai":
+        reasoning = re.match(r"(gpt-5|o\d)", split_model(request.model)[1])
+        if request.effort in ("low", "medium", "high") and self.name == "openai" and reasoning:
             params["reasoning_effort"] = request.effort
         try:
             chunks = await client.chat.completions.create(**params)
@@ -229,16 +232,20 @@ class OpenAICompatProvider:
             ) from e
         except openai.APIError as e:  # an error event in the stream, a body that is not what it should be
             raise ProviderError(f"{self.name} API error: {_message(e)}", kind="stream") from e
+        except (ValueError, TypeError) as e:  # a garbled event
+            raise ProviderError(f"{self.name} sent a reply that cannot be read: {e}", kind="stream") from e
 
     async def _events(self, chunks: Any, model: str) -> AsyncIterator[StreamEvent]:
         text: list[str] = []
-        calls: dict[int, dict[str, Any]] = {}  # by index: id, name, argument parts
+        calls: dict[int, dict[str, Any]] = {}  # in order: id, name, argument parts
+        slots: dict[int, int] = {}  # the stream's tool call index -> the call it is now
         stop, usage, message_id = None, Usage(), ""
         async for chunk in chunks:
             message_id = message_id or chunk.id
             if chunk.usage is not None:
                 cached = getattr(chunk.usage.prompt_tokens_details, "cached_tokens", 0) or 0
-                usage = Usage(chunk.usage.prompt_tokens - cached, chunk.usage.completion_tokens, 0, cached)
+                prompt = chunk.usage.prompt_tokens or 0
+                usage = Usage(prompt - cached, chunk.usage.completion_tokens or 0, 0, cached)
             for choice in chunk.choices:
                 delta = choice.delta
                 stop = choice.finish_reason or stop
@@ -249,13 +256,17 @@ class OpenAICompatProvider:
                     text.append(delta.content)
                     yield TextDelta(delta.content)
                 for call in delta.tool_calls or []:
-                    # servers that send no id (some local ones) get one unique in the conversation
-                    fresh: dict[str, Any] = {
-                        "id": call.id or f"call_{uuid.uuid4().hex[:16]}",
-                        "name": "",
-                        "args": [],
-                    }
-                    known = calls.setdefault(call.index, fresh)
+                    # servers that send no id (some local ones) get one unique in the conversation; some
+                    # send every call at index 0, a new id starting the next one
+                    slot = slots.get(call.index)
+                    if slot is None or (call.id and call.id != calls[slot]["id"] and calls[slot]["name"]):
+                        slot = slots[call.index] = len(calls)
+                        calls[slot] = {
+                            "id": call.id or f"call_{uuid.uuid4().hex[:16]}",
+                            "name": "",
+                            "args": [],
+                        }
+                    known = calls[slot]
                     fn = call.function
                     if fn is not None and fn.name and not known["name"]:
                         known["name"] = fn.name
@@ -271,7 +282,14 @@ class OpenAICompatProvider:
             if error is not None:
                 errors[call["id"]] = error
             content.append(ToolUseBlock(id=call["id"], name=call["name"], input=tool_input))
-        reason = "tool_use" if calls else _STOP.get(stop or "stop", "end_turn")
+        # a reply cut at the length limit is that, even when a tool call was under way in it
+        reason = (
+            "max_tokens"
+            if stop == "length"
+            else "tool_use"
+            if calls
+            else _STOP.get(stop or "stop", "end_turn")
+        )
         yield MessageDone(
             message=Message(role="assistant", content=content),
             usage=usage,

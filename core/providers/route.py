@@ -26,7 +26,7 @@ def needs_anthropic(model: str | None) -> bool:
 class Router:
     def __init__(self, anthropic: Provider, default_model: str | None = None) -> None:
         self.anthropic = anthropic
-        self._default = default_model or ""
+        self.default = default_model or ""
         self._others: dict[str, OpenAICompatProvider] = {}
 
     def _for(self, model: str) -> Any:
@@ -38,7 +38,7 @@ class Router:
         return self._others[name]
 
     def check(self) -> None:
-        self._for(self._default).check()
+        self._for(self.default).check()
 
     def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
         return self._for(request.model).stream(request)  # type: ignore[no-any-return]

@@ -37,6 +37,8 @@ def check(body: dict[str, Any]) -> str | None:
             return f"messages[{i}]: tool calls {sorted(waiting)} have no tool message answering them"
         if role == "assistant":
             waiting = {c["id"] for c in message.get("tool_calls") or []}
+            if message.get("content") is None and not waiting:
+                return f"messages[{i}]: an assistant message needs content or tool_calls"
     for tool in body.get("tools") or []:
         if tool.get("type") != "function" or "name" not in tool.get("function", {}):
             return "tools: each must be {'type': 'function', 'function': {'name', ...}}"
@@ -53,7 +55,8 @@ def _chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> dict
     }
 
 
-def chunks_of(item: Reply, prompt_tokens: int) -> list[dict[str, Any]]:
+def chunks_of(item: Reply, prompt_tokens: int, one_index: bool = False) -> list[dict[str, Any]]:
+    """`one_index`: every tool call at index 0, a new id starting the next (as some servers do)."""
     out: list[dict[str, Any]] = [_chunk(0, {"role": "assistant", "content": ""})]
     calls = 0
     size = max(1, item.chunk)
@@ -64,8 +67,9 @@ def chunks_of(item: Reply, prompt_tokens: int) -> list[dict[str, Any]]:
             out += [_chunk(0, {"content": block.text[i : i + size]}) for i in range(0, len(block.text), size)]
         elif isinstance(block, ToolCall):
             raw = block.raw_json if block.raw_json is not None else json.dumps(block.input)
+            index = 0 if one_index else calls
             start = {
-                "index": calls,
+                "index": index,
                 "id": block.id,
                 "type": "function",
                 "function": {"name": block.name, "arguments": ""},
@@ -74,11 +78,12 @@ def chunks_of(item: Reply, prompt_tokens: int) -> list[dict[str, Any]]:
             for i in range(0, len(raw), size):
                 out.append(
                     _chunk(
-                        0, {"tool_calls": [{"index": calls, "function": {"arguments": raw[i : i + size]}}]}
+                        0, {"tool_calls": [{"index": index, "function": {"arguments": raw[i : i + size]}}]}
                     )
                 )
             calls += 1
-    out.append(_chunk(0, {}, "tool_calls" if calls else "stop"))
+    finish = "length" if item.stop_reason == "max_tokens" else "tool_calls" if calls else "stop"
+    out.append(_chunk(0, {}, finish))
     cached = item.cache_read_input_tokens
     usage = {
         "prompt_tokens": prompt_tokens + cached,
@@ -95,6 +100,7 @@ class FakeOpenAI:
         self.api_key = api_key
         self.bodies: list[dict[str, Any]] = []
         self.rejections: list[str] = []
+        self.one_index = False  # tool calls all at index 0
         self._script: deque[Reply | HttpError] = deque()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.fake = self  # type: ignore[attr-defined]
@@ -157,7 +163,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-type", "text/event-stream")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        for chunk in [*(json.dumps(c) for c in chunks_of(item, prompt_tokens)), "[DONE]"]:
+        for chunk in [*(json.dumps(c) for c in chunks_of(item, prompt_tokens, fake.one_index)), "[DONE]"]:
             frame = f"data: {chunk}\n\n".encode()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
         self.wfile.write(b"0\r\n\r\n")

@@ -150,3 +150,63 @@ def test_fallback_model_takes_over_when_the_main_one_stays_overloaded(
     fake_api.add(overloaded, overloaded)
     done = piton(project, "-p", "hi", "--model", "claude-opus-4-5")  # without one: the error, in one line
     assert done.returncode == 1 and "overloaded" in done.stderr.lower() and "Traceback" not in done.stderr
+
+
+def test_bedrock_chosen_in_the_users_settings_env(
+    bedrock: FakeAnthropicAPI, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code's documented setup: the variables in `~/.claude/settings.json`'s `env`."""
+    for name in ("CLAUDE_CODE_USE_BEDROCK", "AWS_REGION", "ANTHROPIC_BEDROCK_BASE_URL"):
+        monkeypatch.delenv(name)
+    settings = Path.home() / ".claude" / "settings.json"
+    settings.parent.mkdir(exist_ok=True)
+    env = {
+        "CLAUDE_CODE_USE_BEDROCK": "1",
+        "AWS_REGION": "us-west-2",
+        "ANTHROPIC_BEDROCK_BASE_URL": bedrock.base_url,
+        "AWS_BEARER_TOKEN_BEDROCK": "test-key",
+    }
+    settings.write_text(json.dumps({"env": env}))
+    bedrock.add(reply("From Bedrock, by the settings."))
+    done = piton(project, "-p", "hi", "--model", "claude-sonnet-4-5")
+    assert done.returncode == 0, done.stderr
+    assert bedrock.requests[0].path.startswith("/model/global.anthropic.claude-sonnet-4-5")
+
+
+def test_bedrock_without_credentials_is_one_line(
+    bedrock: FakeAnthropicAPI, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance to ask either
+    done = piton(project, "-p", "hi")
+    assert done.returncode == 1, done.stdout
+    assert (
+        done.stderr.startswith("piton: ") and "Amazon Bedrock" in done.stderr and "credentials" in done.stderr
+    )
+    assert "internal error" not in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_thinking_is_left_off_to_continue_a_tool_loop_another_model_began() -> None:
+    """A Claude model with thinking on cannot continue a tool loop whose assistant turn has no
+    thinking block (a gpt model's, after `/model sonnet`): the request goes without thinking."""
+    from piton.core.conversation.messages import (
+        Message,
+        TextBlock,
+        ThinkingBlock,
+        ToolResultBlock,
+        ToolUseBlock,
+    )
+    from piton.core.providers import ModelRequest
+    from piton.core.providers.body import thinking_param
+
+    use = ToolUseBlock(id="c1", name="Read", input={"file_path": "a"})
+    messages = [
+        Message(role="user", content=[TextBlock(text="read a")]),
+        Message(role="assistant", content=[use]),
+        Message(role="user", content=[ToolResultBlock(tool_use_id="c1", content="alpha")]),
+    ]
+    request = ModelRequest(model="claude-sonnet-4-5", system="", messages=messages)
+    assert thinking_param(request) is None
+    thought = Message(role="assistant", content=[ThinkingBlock(thinking="t", signature="s"), use])
+    assert thinking_param(
+        ModelRequest(model="claude-sonnet-4-5", system="", messages=[messages[0], thought, messages[2]])
+    )

@@ -151,3 +151,59 @@ def test_tool_calls_without_ids_get_ids_of_their_own(openai_server: FakeOpenAI, 
     assert openai_server.rejections == []
     ids = [m["tool_call_id"] for m in openai_server.bodies[-1]["messages"] if m["role"] == "tool"]
     assert len(ids) == 2 and len(set(ids)) == 2 and all(ids)
+
+
+def test_a_model_chosen_in_the_users_settings_needs_no_anthropic_key(
+    openai_server: FakeOpenAI, project: Path
+) -> None:
+    settings = Path.home() / ".piton" / "settings.json"
+    settings.parent.mkdir(exist_ok=True)
+    settings.write_text(json.dumps({"model": "openai:gpt-5"}))
+    openai_server.add(reply("Chosen by the settings."))
+    done = piton(project, "-p", "hi")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Chosen by the settings."
+
+
+def test_parallel_calls_at_one_index_and_a_reply_cut_at_the_length_limit(
+    openai_server: FakeOpenAI, project: Path
+) -> None:
+    """Some servers send every tool call at index 0, each with its own id: they stay two calls. A
+    reply cut at the length limit mid-call is a cut-off reply, not a malformed call."""
+    (project / "a.txt").write_text("alpha\n")
+    (project / "b.txt").write_text("beta\n")
+    openai_server.one_index = True
+    openai_server.add(
+        reply(ToolCall("Read", {"file_path": "a.txt"}), ToolCall("Read", {"file_path": "b.txt"})),
+        reply(
+            ToolCall("Write", raw_json='{"file_path": "c.txt", "content": "unfin'), stop_reason="max_tokens"
+        ),
+        reply("Done."),
+    )
+    done = piton(project, "-p", "read both", "--model", "openai:gpt-5", "--allowedTools", "Read")
+    assert done.returncode == 0, done.stderr
+    assert openai_server.rejections == []
+    tools = [m for m in openai_server.bodies[1]["messages"] if m["role"] == "tool"]
+    assert [("alpha" in t["content"], "beta" in t["content"]) for t in tools] == [
+        (True, False),
+        (False, True),
+    ]
+    cut = [m for m in openai_server.bodies[2]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert "cut off" in cut or "max_tokens" in cut or "limit" in cut, cut
+
+
+def test_a_thinking_only_turn_is_left_out_for_another_model() -> None:
+    from piton.core.conversation.messages import ThinkingBlock
+
+    request = ModelRequest(
+        model="openai:gpt-5",
+        system="",
+        messages=[
+            Message(role="user", content=[TextBlock(text="hi")]),
+            Message(role="assistant", content=[ThinkingBlock(thinking="hmm", signature="sig")]),
+            Message(role="user", content=[TextBlock(text="go on")]),
+        ],
+    )
+    messages = chat_messages(request)
+    assert [m["role"] for m in messages] == ["user", "user"]
+    assert check({"model": "gpt-5", "messages": messages}) is None
