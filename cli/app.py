@@ -204,6 +204,12 @@ def piton(
     max_budget_usd: Annotated[
         float | None, typer.Option("--max-budget-usd", min=0, help="Stop once the run has cost more (USD).")
     ] = None,
+    max_budget_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-budget-tokens", min=1, help="Stop once the run has used more tokens (all kinds)."
+        ),
+    ] = None,
     fallback_model: Annotated[
         str | None, typer.Option("--fallback-model", help="Model for when the main one is overloaded.")
     ] = None,
@@ -343,6 +349,7 @@ def piton(
         session_id=session_id,
         fork_session=fork_session,
         max_budget_usd=max_budget_usd,
+        max_budget_tokens=max_budget_tokens,
         fallback_model=fallback_model,
         agents=agents,
         machine_is_sandbox=machine_is_sandbox(),

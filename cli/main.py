@@ -107,6 +107,7 @@ _PRINT_OPTIONS: dict[str, tuple[str, ...] | None] = {
     "--session-id": (),
     "--fork-session": None,
     "--max-budget-usd": (),
+    "--max-budget-tokens": (),
     "--fallback-model": (),
     "--dangerously-skip-permissions": None,
     "--json-schema": (),
@@ -178,7 +179,7 @@ def _print_without_credentials(args: list[str]) -> bool:
 def _accepts(name: str, value: str) -> bool:
     if name == "--max-turns":
         return value.isdigit() and int(value) >= 1
-    if name in ("--max-thinking-tokens", "--max-budget-usd", "-r", "--resume"):
+    if name in ("--max-thinking-tokens", "--max-budget-usd", "--max-budget-tokens", "-r", "--resume"):
         return False  # a number's form, or a value that may be absent: the parser judges
     allowed = _PRINT_OPTIONS[name]
     return not allowed or value in allowed

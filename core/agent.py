@@ -100,6 +100,7 @@ class AgentConfig:
     max_budget_usd: float | None = None  # the run stops before a turn once it has cost more
     effort: str | None = None  # low ... max: sent to models that take an effort level
     fallback_model: str | None = None  # the model to go on with once the API stays overloaded
+    max_budget_tokens: int | None = None  # the run stops before a request once it has used more tokens
     output_style: str | None = None  # a style's name (not Default): the model is reminded each turn
 
 
@@ -290,6 +291,11 @@ class Agent:
         budget = self.config.max_budget_usd
         if budget is not None and self._stats.usage.cost_usd > budget:
             raise Stop("error_max_budget_usd", f"Stopped after spending more than the budget of ${budget}.")
+        tokens = self.config.max_budget_tokens
+        if tokens is not None and _tokens(self._stats.usage.total) > tokens:
+            raise Stop(
+                "error_max_budget_tokens", f"Stopped after using more than the budget of {tokens:,} tokens."
+            )
         if self.compactor is not None:
             async for event in self._counted(self.compactor.before_request(AgentConversation(self))):
                 yield event
@@ -540,6 +546,16 @@ class Agent:
                 total_cost_usd=result.total_cost_usd,
             )
         return result
+
+
+def _tokens(usage: Usage) -> int:
+    """Every token a run used: input (cached or not) and output."""
+    return (
+        usage.input_tokens
+        + usage.output_tokens
+        + usage.cache_read_input_tokens
+        + usage.cache_creation_input_tokens
+    )
 
 
 def _prompt_text(content: list[ContentBlock]) -> str:

@@ -34,6 +34,7 @@ class RunOptions:
     # IS_SANDBOX=1 in the environment Piton started with: commands run without bwrap
     machine_is_sandbox: bool = False
     effort: str | None = None  # --effort: low, medium, high, xhigh or max, for models that take it
+    max_budget_tokens: int | None = None  # --max-budget-tokens: tokens (all kinds) a run may use
     fallback_model: str | None = None  # --fallback-model: the model for when the main one is overloaded
     agents: str | None = None  # --agents: JSON {name: {description, prompt, tools, model}}
     mcp_config: list[str] = field(default_factory=list)  # --mcp-config: files or inline JSON

@@ -11,6 +11,7 @@ correct, never as a crash.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
@@ -103,6 +104,8 @@ class ToolContext:
     rule_names: Callable[[str, str], bool] | None = None
     # whether the model in use reads PDFs given as document blocks (None: not known to)
     reads_documents: Callable[[], bool] | None = None
+    # seconds a tool's call may take, by tool name or pattern (`mcp__github__*`): the settings' toolTimeouts
+    timeouts: dict[str, float] = field(default_factory=dict)
 
 
 class Tool(ABC, Generic[InputT]):
@@ -175,6 +178,13 @@ def _describe_validation(error: ValidationError) -> str:
         where = ".".join(str(p) for p in e["loc"]) or "input"
         parts.append(f"{where}: {e['msg']}")
     return "; ".join(parts)
+
+
+def time_limit(name: str, timeouts: Mapping[str, float]) -> float | None:
+    """The seconds `name`'s calls may take: its own entry, else the first pattern matching it."""
+    if name in timeouts:
+        return timeouts[name]
+    return next((v for k, v in timeouts.items() if "*" in k and fnmatch.fnmatchcase(name, k)), None)
 
 
 class ToolRegistry:
@@ -253,7 +263,16 @@ class ToolRegistry:
                     if call.answer is not None:
                         return call.answer
             assert call.tool is not None and call.args is not None
-            return await call.tool.run(call.args, ctx)
+            limit = time_limit(call.tool.name, ctx.timeouts)
+            if limit is None:
+                return await call.tool.run(call.args, ctx)
+            try:
+                async with asyncio.timeout(limit):
+                    return await call.tool.run(call.args, ctx)
+            except TimeoutError:
+                return ToolResult.error(
+                    f"{call.tool.name} was stopped after {limit:g} s (toolTimeouts in the settings)."
+                )
         except asyncio.CancelledError:
             raise
         except Exception as e:  # error-as-data: the model sees what broke and can try otherwise

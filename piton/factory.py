@@ -80,6 +80,7 @@ class AgentFactory:
             record=transcript.record if transcript is not None else parent.context.record,
             lock=parent.context.lock,
             shells=parent.context.shells,
+            timeouts=parent.context.timeouts,
             checkpoints=parent.context.checkpoints,  # a subagent's edits belong to the turn that asked
         )
         model = resolve_alias(agent_type.model) if agent_type.model else parent.config.model

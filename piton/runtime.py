@@ -279,7 +279,12 @@ def build_runtime(
     notices.extend(w for w in settings.warnings if w not in notices)  # reading values may have added some
     checkpoints = Checkpoints(SessionStore.session_dir(log) / "checkpoints", writable=_writable(policy))
     context = ToolContext(
-        cwd=options.cwd, session_id=log.session_id, policy=policy, record=log.record, checkpoints=checkpoints
+        cwd=options.cwd,
+        session_id=log.session_id,
+        policy=policy,
+        record=log.record,
+        checkpoints=checkpoints,
+        timeouts=settings.tool_timeouts,
     )
     if options.permission_mode == "dontAsk":
         approver = DontAsk()
@@ -438,6 +443,7 @@ def _agent_config(
         max_budget_usd=options.max_budget_usd,
         effort=options.effort,
         fallback_model=resolve_alias(options.fallback_model) if options.fallback_model else None,
+        max_budget_tokens=options.max_budget_tokens,
         output_style=style.name if style.prompt and options.system_prompt is None else None,
     )
 

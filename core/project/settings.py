@@ -93,6 +93,15 @@ class Settings(ExtensionSettings):
         return prices
 
     @property
+    def tool_timeouts(self) -> dict[str, float]:
+        """`toolTimeouts`: `{"WebFetch": 30, "mcp__github__*": 60}`, seconds a tool's call may take.
+        A project's file may set them too: a limit only narrows what a call may do."""
+        value = self._last("toolTimeouts")
+        if not isinstance(value, dict):
+            return {}
+        return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float) and v > 0}
+
+    @property
     def memory_in_project(self) -> bool:
         """`"memoryInProject": true` in the user's own settings: the memory tool's folder is the
         project's `.piton/memories`. Never a project's say: its folder would then be the project's

@@ -45,6 +45,7 @@ SUPPORTED: dict[str, frozenset[str] | None] = {
     "contextWindow": None,
     "memoryInProject": None,
     "modelPrices": None,
+    "toolTimeouts": None,
 }
 
 

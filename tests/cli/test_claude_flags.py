@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,27 @@ def test_max_budget_stops_the_run(fake_api: FakeAnthropicAPI, project: Path) -> 
     result = result_of("look", "--max-budget-usd", "0.0001")
     assert (result["subtype"], result["is_error"]) == ("error_max_budget_usd", True)
     assert result["total_cost_usd"] > 0.0001 and len(fake_api.bodies) == 1
+
+
+def test_a_token_budget_stops_the_run_with_its_own_subtype(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(reply(ToolCall("Glob", {"pattern": "*"}), input_tokens=5_000))
+    result = result_of("look", "--max-budget-tokens", "1000")
+    assert (result["subtype"], result["is_error"]) == ("error_max_budget_tokens", True)
+    assert (
+        "1,000 tokens" in result["errors"][0] if result.get("errors") else "1,000 tokens" in result["result"]
+    )
+    assert len(fake_api.bodies) == 1  # stopped before the second request
+
+
+def test_a_tool_timeout_from_the_settings_stops_the_call(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    (project / ".piton").mkdir()
+    (project / ".piton" / "settings.json").write_text('{"toolTimeouts": {"Bash": 1}}')
+    fake_api.add(reply(ToolCall("Bash", {"command": "sleep 30"})), reply("It was stopped."))
+    started = time.monotonic()
+    result = result_of("wait", "--allowedTools", "Bash")
+    assert time.monotonic() - started < 25 and result["result"] == "It was stopped."
+    [stopped] = [b for b in fake_api.bodies[-1]["messages"][-1]["content"] if b["type"] == "tool_result"]
+    assert stopped["is_error"] and "stopped after 1 s (toolTimeouts" in str(stopped["content"])
 
 
 def test_settings_json_and_sources(fake_api: FakeAnthropicAPI, project: Path) -> None:
