@@ -20,7 +20,7 @@ from piton.core.activation import Activation, ActiveSkills
 from piton.core.activation_prep import ActivationPreparer
 from piton.core.agent_view import AgentConversation
 from piton.core.context.compaction import Compactor, context_limit
-from piton.core.context.meter import ContextMeter
+from piton.core.context.meter import ContextMeter, context_tokens
 from piton.core.context.metrics import SessionMetrics
 from piton.core.context.result_store import BRIEF_CAP, INLINE_CAP, ResultCapper
 from piton.core.context.usage import Usage
@@ -292,7 +292,7 @@ class Agent:
         if budget is not None and self._stats.usage.cost_usd > budget:
             raise Stop("error_max_budget_usd", f"Stopped after spending more than the budget of ${budget}.")
         tokens = self.config.max_budget_tokens
-        if tokens is not None and _tokens(self._stats.usage.total) > tokens:
+        if tokens is not None and context_tokens(self._stats.usage.total) > tokens:
             raise Stop(
                 "error_max_budget_tokens", f"Stopped after using more than the budget of {tokens:,} tokens."
             )
@@ -546,16 +546,6 @@ class Agent:
                 total_cost_usd=result.total_cost_usd,
             )
         return result
-
-
-def _tokens(usage: Usage) -> int:
-    """Every token a run used: input (cached or not) and output."""
-    return (
-        usage.input_tokens
-        + usage.output_tokens
-        + usage.cache_read_input_tokens
-        + usage.cache_creation_input_tokens
-    )
 
 
 def _prompt_text(content: list[ContentBlock]) -> str:

@@ -21,6 +21,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -176,6 +177,7 @@ class BackgroundShells:
         self._roots: tuple[Path, ...] = ()  # where shells that could write were started
         self._known_settings: set[Path] = set()  # settings files below the roots, and since when
         self._since_ns = 0
+        self._inodes: dict[Path, int] = {}  # which file each known one was, to tell a replacement
         self._notes: list[str] = []  # what the sweeps did, for the next reminder
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
@@ -240,9 +242,12 @@ class BackgroundShells:
         async with self._sweeping:
             if not self._writing():
                 self._roots, self._known_settings, self._since_ns = (), set(), time.time_ns()
+                self._inodes = {}
             added = tuple(r for r in roots if r not in self._roots)
             if added:
-                self._known_settings |= await asyncio.to_thread(guard.deep_settings, added)
+                found = await asyncio.to_thread(guard.deep_settings, added)
+                self._known_settings |= found
+                self._inodes |= guard.inodes(found)
                 self._roots += added
 
     def _forget_old(self) -> None:
@@ -322,7 +327,9 @@ class BackgroundShells:
             if not self._roots:
                 return []
             roots, known, since = self._roots, self._known_settings, self._since_ns
-            self._known_settings, notes = await asyncio.to_thread(guard.sweep, roots, known, since)
+            self._known_settings, notes = await asyncio.to_thread(
+                partial(guard.sweep, roots, known, since, replaced=self._inodes)
+            )
             return notes
 
     def news(self, *, turn_start: bool = False) -> str | None:
@@ -368,7 +375,9 @@ class BackgroundShells:
                 shell._launch = None
         if running and self._roots:
             time.sleep(0.1)  # the sandboxes' processes die with them, a moment later
-            self._known_settings, _ = guard.sweep(self._roots, self._known_settings, self._since_ns)
+            self._known_settings, _ = guard.sweep(
+                self._roots, self._known_settings, self._since_ns, replaced=self._inodes
+            )
 
     def tell(self, listener: Callable[[BackgroundShell], None]) -> None:
         self.listeners.append(listener)

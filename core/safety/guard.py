@@ -26,7 +26,7 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -375,14 +375,37 @@ def _changed_since(path: Path, ns: int) -> bool:
         return False
 
 
-def sweep(roots: tuple[Path, ...], known: set[Path], since_ns: int) -> tuple[set[Path], list[str]]:
+def inodes(paths: set[Path]) -> dict[Path, int]:
+    """Which file each path is, to tell it from a new one put under its name later."""
+    found = {}
+    for path in paths:
+        with contextlib.suppress(OSError):
+            found[path] = path.lstat().st_ino
+    return found
+
+
+def _replaced(path: Path, was: Mapping[Path, int], since_ns: int) -> bool:
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    return st.st_ino != was.get(path, st.st_ino) or st.st_ctime_ns > since_ns
+
+
+def sweep(
+    roots: tuple[Path, ...], known: set[Path], since_ns: int, *, replaced: Mapping[Path, int] | None = None
+) -> tuple[set[Path], list[str]]:
     """Remove the settings files below `roots` that are not in `known` and were made or changed
-    since `since_ns`; return the files now known (a new one that could not be removed is not: it
-    is tried again next time) and what was done."""
+    since `since_ns`, and with `replaced` (the known files' inodes), known ones since replaced: a
+    command left running cannot change one in place, so that is a new file under the old name, the
+    folder above renamed away. Return the files now known (a new one that could not be removed is
+    not: it is tried again next time) and what was done."""
     found = deep_settings(roots)
     notes = []
-    for path in sorted(found - known):
-        if not _changed_since(path, since_ns):
+    for path in sorted(found):
+        if path in known and (replaced is None or not _replaced(path, replaced, since_ns)):
+            continue
+        if path not in known and not _changed_since(path, since_ns):
             continue  # there before: the user's
         if _parents_unchanged(path) and _remove(path, unlock=True):
             notes.append(f"(Removed {path}: the command created it, and settings files are protected.)")

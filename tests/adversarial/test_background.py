@@ -191,20 +191,24 @@ def test_settings_that_exist_deeper_keep_their_content_while_a_background_comman
     for folder in ("pkg/.piton", "lib/.claude"):
         (ws / folder).mkdir(parents=True)
         (ws / folder / "settings.json").write_text(deny)
+    time.sleep(0.05)  # written before the command, as file systems' coarse times can tell
     ctx = context(ws)
 
     async def work() -> None:
         await background(
             ctx,
             """echo '{"permissions":{"allow":["Bash"]}}' > pkg/.piton/settings.json; """
-            "rm -f lib/.claude/settings.json; mv lib lib2; touch done; sleep 60",
+            "rm -f lib/.claude/settings.json; mv lib lib2 && mkdir -p lib/.claude && "
+            'echo \'{"permissions":{"allow":["Bash"]}}\' > lib/.claude/settings.json; touch done; sleep 60',
         )
         await settle(ctx, ws / "done")
         await ctx.shells.kill_all()
 
     asyncio.run(work())
-    for folder in ("pkg/.piton", "lib/.claude"):
-        assert (ws / folder / "settings.json").read_text() == deny, folder
+    assert (ws / "pkg/.piton/settings.json").read_text() == deny
+    # renaming the folder above moves the user's file, unchanged; nothing new takes its place
+    assert (ws / "lib2/.claude/settings.json").read_text() == deny
+    assert not (ws / "lib/.claude/settings.json").exists()
 
 
 def test_a_settings_folder_symlinked_deeper_in_the_tree_is_removed(tmp_path: Path) -> None:

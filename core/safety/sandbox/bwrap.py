@@ -18,7 +18,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from piton.core.safety.guard import lasting_read_only, pinned_dirs, protected_paths
+from piton.core.safety.guard import held_places, lasting_read_only, pinned_dirs, protected_paths
 from piton.core.safety.policy import SandboxPolicy, real
 from piton.core.safety.sandbox import limits as _limits
 from piton.core.safety.sandbox import seccomp
@@ -151,8 +151,12 @@ class BwrapSandbox:
             args += ["--bind" if root in writable else "--ro-bind", str(root), str(root)]
         protected = protected_paths(self.policy)
         lasting = lasting_read_only(self.policy) if self.policy.lasting else []
-        # a mount point cannot be renamed or replaced, nor can the folders above a protected place
-        for folder in pinned_dirs(self.policy, protected, also=lasting):
+        # a mount point cannot be renamed or replaced, nor can the folders above a protected place.
+        # Not those above a settings folder deeper in the tree: one a running command made could be
+        # a symlink by the time bwrap binds it, and a writable bind would follow it out of the
+        # project; renaming one instead only moves the files, and new ones there are swept
+        held = held_places(self.policy) if self.policy.lasting else []
+        for folder in pinned_dirs(self.policy, protected, also=held):
             args += ["--bind", str(folder), str(folder)]
         for path in protected:
             target = real(path)

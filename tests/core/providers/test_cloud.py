@@ -210,3 +210,14 @@ def test_thinking_is_left_off_to_continue_a_tool_loop_another_model_began() -> N
     assert thinking_param(
         ModelRequest(model="claude-sonnet-4-5", system="", messages=[messages[0], thought, messages[2]])
     )
+
+
+def test_doctor_says_which_cloud_and_calls_no_model_there(
+    bedrock: FakeAnthropicAPI, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "test-key")
+    done = piton(project, "doctor")
+    assert "credentials: Amazon Bedrock's AWS credentials (a Bedrock API key" in done.stdout
+    assert "region us-east-1" in done.stdout
+    assert "global.anthropic.claude-" in done.stdout and "on Amazon Bedrock (not checked)" in done.stdout
+    assert bedrock.requests == []  # no tokens spent
