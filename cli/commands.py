@@ -59,7 +59,7 @@ class Commands:
         ]
 
     def _prompts(self) -> list[tuple[str, str, str]]:
-        from piton.cli.mcp_turn import prompt_commands
+        from piton.mcp_turn import prompt_commands
 
         runtime = self.ui.runtime
         return prompt_commands(runtime.mcp if runtime is not None else None)

@@ -114,7 +114,7 @@ def _start(
     except ProviderError as e:
         streams.stderr.write(f"piton: {e}\n")
         return 1
-    from piton.cli.control_gate import ClientApprover
+    from piton.client_gate import ClientApprover
     from piton.core.conversation.session import SessionError
     from piton.runtime import SetupError, build_runtime
 
@@ -169,8 +169,9 @@ class ControlSession:
         return self._writer
 
     def attach(self, runtime: Runtime) -> None:
-        from piton.cli.mcp_turn import follow
-        from piton.cli.output import Catalogue, StreamJsonWriter
+        from piton.api.messages import Catalogue
+        from piton.cli.output import StreamJsonWriter
+        from piton.mcp_turn import follow
 
         self._runtime = runtime
         catalogue = Catalogue.of(runtime.catalog, runtime.agent_types, runtime.style_name)
@@ -343,26 +344,11 @@ class ControlSession:
     async def _run_turn(
         self, prompt: str | list[ContentBlock], skill: Activation | None, turn_id: str
     ) -> None:
-        from piton.cli.mcp_turn import is_prompt_command, turn_content
+        from piton.api.client import turn_input
 
         runtime = self.runtime
-        if skill is None and isinstance(prompt, str) and runtime.catalog is not None:
-            unknown = runtime.catalog.unknown(prompt)
-            if unknown is not None:  # as Claude Code: the result says so, and no turn is made
-                raise LookupError(unknown)
-        if runtime.mcp is not None:  # as Claude Code: `system/init` tells the servers as they started
-            await runtime.agent.tools.refresh()
-        if isinstance(prompt, str) and (runtime.mcp is not None or is_prompt_command(prompt)):
-            said: list[str] = []
-
-            def warn(line: str) -> None:
-                said.append(line.strip())
-                self.writer.notice(line.strip())
-
-            content = await turn_content(runtime, prompt, prompt, warn)
-            if content is None:  # the error result names why
-                raise LookupError(said[-1] if said else "the MCP prompt made no turn")
-            prompt = content
+        if skill is None:  # the error result names what made no turn
+            prompt, skill = await turn_input(runtime, prompt, self.writer.notice)
         async for event in runtime.agent.run(prompt, skill=skill, turn_id=turn_id):
             self.writer.handle(event)
 

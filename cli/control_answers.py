@@ -45,7 +45,7 @@ def answer(session: ControlSession, request: dict[str, Any]) -> dict[str, Any]:
         session.set_model(resolve_alias(model) if isinstance(model, str) and model else DEFAULT_MODEL)
         return {}
     if subtype == "mcp_status":
-        from piton.cli.mcp_turn import client_status
+        from piton.mcp_turn import client_status
 
         mcp = session.runtime.mcp
         return {"mcpServers": [client_status(s) for s in (mcp.states() if mcp is not None else [])]}
@@ -122,7 +122,7 @@ def _initialize(session: ControlSession, request: dict[str, Any]) -> dict[str, A
 
 def _install_post_hooks(session: ControlSession, matchers: list[dict[str, Any]]) -> None:
     """The client's PostToolUse hooks, asked after each call of the main agent."""
-    from piton.cli.control_gate import PostToolHooks
+    from piton.client_gate import PostToolHooks
 
     agent = session.runtime.agent
     gate = agent.gate
@@ -139,7 +139,7 @@ def _install_post_hooks(session: ControlSession, matchers: list[dict[str, Any]])
 
 def _install_hooks(session: ControlSession, matchers: list[dict[str, Any]]) -> None:
     """The client's PreToolUse hooks, asked before each call (the main agent's and its subagents')."""
-    from piton.cli.control_gate import ClientPreToolHooks
+    from piton.client_gate import ClientPreToolHooks
 
     agent = session.runtime.agent
     if agent.gate is None:

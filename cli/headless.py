@@ -93,8 +93,8 @@ async def _drive(
     """The run's result; None when the prompt made no turn (an unknown `/mcp__…` command)."""
     import asyncio
 
-    from piton.cli.mcp_turn import turn_content
     from piton.core.conversation.events import Result
+    from piton.mcp_turn import turn_content
 
     agent = runtime.agent
     task = asyncio.current_task()
@@ -219,7 +219,8 @@ def _start(
         resume_gc()
     import asyncio
 
-    from piton.cli.output import Catalogue, StreamJsonWriter, make_writer
+    from piton.api.messages import Catalogue
+    from piton.cli.output import StreamJsonWriter, make_writer
     from piton.core.conversation.session import SessionError
     from piton.runtime import SetupError, build_runtime
 
@@ -230,7 +231,7 @@ def _start(
         return 1
     writer = make_writer(options.output_format, streams.stdout, streams.stderr, options.verbose)
     if isinstance(writer, StreamJsonWriter):
-        from piton.cli.mcp_turn import follow
+        from piton.mcp_turn import follow
 
         writer.catalogue = Catalogue.of(runtime.catalog, runtime.agent_types, runtime.style_name)
         writer.hook_events = options.include_hook_events

@@ -489,7 +489,7 @@ class Repl:
             return
         except Exception:  # the session did not start; that was said when it failed
             return
-        from piton.cli.mcp_turn import turn_content
+        from piton.mcp_turn import turn_content
 
         def warn(warning: str) -> None:
             self.print_line(warning, "yellow")

@@ -1,8 +1,35 @@
-"""Piton, a terminal coding assistant.
+"""Piton, a terminal coding assistant, and the library beneath it.
 
 This package's own modules sit above the layers (`piton.core`, `piton.builtin_tools`,
 `piton.skills`, `piton.cli`): `piton.runtime` is the composition root that wires tools, skills and
-a provider into an agent. Importing `piton` loads nothing else.
+a provider into an agent, and `piton.api` is the library built on it. Importing `piton` loads
+nothing else: the library's names (`from piton import query, Agent, AgentOptions`) are loaded when
+first asked for, so the terminal does not pay for them.
 """
 
+from typing import TYPE_CHECKING
+
 __version__ = "0.2.0"
+
+if TYPE_CHECKING:
+    from piton.api import (
+        Agent as Agent,
+    )
+    from piton.api import (
+        AgentOptions as AgentOptions,
+    )
+    from piton.api import (
+        query as query,
+    )
+    from piton.api import (
+        tool as tool,
+    )
+
+
+def __getattr__(name: str) -> object:
+    import importlib
+
+    api = importlib.import_module("piton.api")
+    if name in api.__all__:
+        return getattr(api, name)
+    raise AttributeError(f"module 'piton' has no attribute {name!r}")

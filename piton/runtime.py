@@ -220,10 +220,12 @@ def build_runtime(
     approver: Approver | None = None,
     trust_store: TrustStore | None = None,
     sdk_host: SdkHost | None = None,
+    extra_tools: list[AnyTool] | None = None,
 ) -> Runtime:
     """Raises `SessionError` for a session that cannot be opened, `SetupError` for bad options.
     Trust comes from `trust_store` (the user's answers; the REPL asks before it builds); `sdk_host`
-    is the Agent SDK client that serves in-process (`sdk`) MCP servers, when one drives the run."""
+    is the Agent SDK client that serves in-process (`sdk`) MCP servers, when one drives the run;
+    `extra_tools` are a library caller's own, offered whatever `--tools` chose."""
     from piton.core.project.memory import load_memory
     from piton.skills.agents import agent_types_from_json, discover_agent_types
     from piton.skills.catalog import discover, with_skills
@@ -316,6 +318,12 @@ def build_runtime(
     tool_list = [*default_tools(), _memory(options.cwd, settings)] if tools is None else list(tools)
     tool_list += _extension_tools(catalog, runner, budget, notices)
     tool_list = _chosen_tools(tool_list, options.tools, notices)
+    taken = {tool.name for tool in tool_list}
+    for tool in extra_tools or []:
+        if tool.name in taken:
+            raise SetupError(f"tool {tool.name}: a tool of that name is already offered")
+        taken.add(tool.name)
+        tool_list.append(tool)
     for tool in tool_list:
         tool.restore(context, session.records)
     transcript = log if mirror is None else Mirrored(log, mirror)

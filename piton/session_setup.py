@@ -11,7 +11,7 @@ from typing import Any
 
 from piton.core.conversation.claude_transcript import ClaudeTranscript, transcript_path
 from piton.core.conversation.messages import Message
-from piton.core.conversation.session import SessionError, SessionLog, SessionStore, load_session
+from piton.core.conversation.session import SessionError, SessionLog, SessionStore
 from piton.core.models import DEFAULT_MODEL, resolve_alias
 from piton.core.options import RunOptions
 from piton.core.project.claude_home import named_config_dir
@@ -46,7 +46,7 @@ def open_session(
     if options.session_id is not None:
         _check_new_id(options.session_id, store, options.cwd)
     if session_id is not None and options.fork_session:
-        loaded = load_session(store.find(session_id, options.cwd), session_id)
+        loaded = store.load(session_id, options.cwd)
         history, session_model = loaded.messages, loaded.model
         records.update(loaded.records)
         notices.extend(loaded.warnings)
@@ -102,6 +102,6 @@ def _new_log(options: RunOptions, store: SessionStore, model: str, forked_from: 
     extra = {} if forked_from is None else {"forked_from": forked_from}
     if options.session_id is None:
         return store.create(options.cwd, model, **extra)
-    log = SessionLog(store.project_dir(options.cwd) / f"{options.session_id}.jsonl", options.session_id)
+    log = store.new_log(options.cwd, options.session_id)
     log.start(cwd=options.cwd, model=model, **extra)
     return log

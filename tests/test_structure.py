@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # repository folder -> the package it installs as
-FOLDERS = {"piton": "piton", "core": "piton.core", "cli": "piton.cli", "builtin_tools": "piton.builtin_tools", "skills": "piton.skills"}  # fmt: skip
+FOLDERS = {"piton": "piton", "piton/api": "piton.api", "core": "piton.core", "cli": "piton.cli", "builtin_tools": "piton.builtin_tools", "skills": "piton.skills"}  # fmt: skip
 ROOT_MODULES = ("piton.runtime", "piton.factory", "piton.testing")
 
 
@@ -52,6 +52,9 @@ def _imports(module: str, path: Path) -> Iterator[str]:
 
 
 GRAPH = {module: set(_imports(module, path)) for module, path in MODULES.items()}
+# The root names the library's exports for type checkers and loads them when first asked for
+# (`piton.query`); nothing is imported with it, so no module below depends on the library through it.
+GRAPH["piton"] = {t for t in GRAPH["piton"] if not (t == "piton.api" or t.startswith("piton.api."))}
 
 
 def _within(name: str, package: str) -> bool:
@@ -88,6 +91,8 @@ def test_the_tree_is_seen() -> None:
         ("piton.core.safety", ("piton",), ("piton.core.safety",), ()),
         ("piton.builtin_tools", ("piton.cli", "piton.skills", *ROOT_MODULES), (), ()),
         ("piton.skills", ("piton.cli", "piton.builtin_tools", *ROOT_MODULES), (), ()),
+        # the library is what the terminal is built on, never the other way round
+        ("piton.api", ("piton.cli", "rich", "prompt_toolkit", "typer"), (), ()),
         # the terminal reaches tools through the session the composition root built
         ("piton.cli", ("piton.builtin_tools",), (), ()),
     ],
@@ -104,9 +109,18 @@ def test_imports_go_down_the_layers(
 
 def test_the_version_is_all_core_takes_from_the_package_root() -> None:
     root = ast.parse((ROOT / "piton" / "__init__.py").read_text(encoding="utf-8"))
-    assert not [n for n in ast.walk(root) if isinstance(n, ast.Import | ast.ImportFrom)], (
-        "the root imports nothing"
-    )
+    at_import = [
+        ast.unparse(n)
+        for n in root.body
+        if isinstance(n, ast.Import | ast.ImportFrom)
+        and not (isinstance(n, ast.ImportFrom) and n.module == "typing")
+    ]
+    assert at_import == [], "importing the root imports nothing of Piton's"
+    lazy = [n for n in root.body if isinstance(n, ast.If | ast.FunctionDef)]
+    assert {n.test.id for n in lazy if isinstance(n, ast.If) and isinstance(n.test, ast.Name)} <= {
+        "TYPE_CHECKING"
+    }
+    assert {n.name for n in lazy if isinstance(n, ast.FunctionDef)} <= {"__getattr__"}
 
 
 def test_no_module_imports_itself_back() -> None:

@@ -16,6 +16,7 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -48,6 +49,11 @@ def project_key(cwd: Path) -> str:
     return f"{readable}-{hashlib.sha256(resolved.encode()).hexdigest()[:8]}"
 
 
+def valid_session_id(session_id: str) -> bool:
+    """Ids are names of files and folders: nothing that could lead out of the project's folder."""
+    return _SESSION_ID.match(session_id) is not None
+
+
 class SessionError(Exception):
     """A session that cannot be found or opened; the message is one line meant for people."""
 
@@ -64,23 +70,28 @@ class SessionSummary:
     messages: int
 
 
-def _summary(path: Path) -> SessionSummary:
+def summarize(session_id: str, modified: float, lines: Iterable[str]) -> SessionSummary:
+    """A session for a picker: its first prompt and how many messages it logged."""
     first, count = "", 0
+    for line in lines:
+        if '"type": "message"' not in line:
+            continue
+        count += 1
+        if not first and '"role": "user"' in line:
+            with contextlib.suppress(ValueError, KeyError, TypeError, RecursionError):
+                message = Message.model_validate(json.loads(line)["message"])
+                typed = [
+                    b.text for b in message.content if isinstance(b, TextBlock) and not is_reminder(b.text)
+                ]
+                first = " ".join(" ".join(typed).split())
+    return SessionSummary(session_id, modified, first, count)
+
+
+def _summary(path: Path) -> SessionSummary:
+    lines: list[str] = []
     with contextlib.suppress(OSError), path.open(encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if '"type": "message"' not in line:
-                continue
-            count += 1
-            if not first and '"role": "user"' in line:
-                with contextlib.suppress(ValueError, KeyError, TypeError, RecursionError):
-                    message = Message.model_validate(json.loads(line)["message"])
-                    typed = [
-                        b.text
-                        for b in message.content
-                        if isinstance(b, TextBlock) and not is_reminder(b.text)
-                    ]
-                    first = " ".join(" ".join(typed).split())
-    return SessionSummary(path.stem, path.stat().st_mtime, first, count)
+        lines = list(f)
+    return summarize(path.stem, path.stat().st_mtime, lines)
 
 
 class SessionStore:
@@ -95,10 +106,23 @@ class SessionStore:
 
     def create(self, cwd: Path, model: str | None, **extra: object) -> SessionLog:
         self.prune(max_age_days=self.max_age_days)
-        session_id = str(uuid.uuid4())
-        log = SessionLog(self.project_dir(cwd) / f"{session_id}.jsonl", session_id)
+        log = self.new_log(cwd, str(uuid.uuid4()))
         log.start(cwd=cwd, model=model, **extra)
         return log
+
+    def new_log(self, cwd: Path, session_id: str) -> SessionLog:
+        """The log of a session this store does not hold yet (nothing is written before `start`)."""
+        return self._log_at(self.project_dir(cwd) / f"{session_id}.jsonl", session_id)
+
+    def load(self, session_id: str, cwd: Path) -> LoadedSession:
+        """A session's history, read without becoming its writer (to fork it)."""
+        return self._load_at(self.find(session_id, cwd), session_id)
+
+    def _log_at(self, path: Path, session_id: str) -> SessionLog:
+        return SessionLog(path, session_id)
+
+    def _load_at(self, path: Path, session_id: str, *, in_use: bool = False) -> LoadedSession:
+        return load_session(path, session_id, in_use=in_use)
 
     @staticmethod
     def session_dir(log: SessionLog) -> Path:
@@ -154,7 +178,7 @@ class SessionStore:
         return files[0].stem if files else None
 
     def find(self, session_id: str, cwd: Path) -> Path:
-        if not _SESSION_ID.match(session_id):
+        if not valid_session_id(session_id):
             raise SessionError(f"'{session_id}' is not a session id")
         here = self.project_dir(cwd) / f"{session_id}.jsonl"
         if here.is_file():
@@ -172,11 +196,11 @@ class SessionStore:
         starts with the same history (the log returned is then the new session's, and the loaded
         session's warnings say so)."""
         path = self.find(session_id, cwd)
-        log = SessionLog(path, session_id)
+        log = self._log_at(path, session_id)
         try:
             if not log.acquire():
                 return self._busy(path, session_id, cwd, if_busy)
-            loaded = load_session(path, session_id)
+            loaded = self._load_at(path, session_id)
         except OSError as e:
             log.close()
             raise SessionError(f"cannot open session {session_id}: {e.strerror or e}") from e
@@ -196,7 +220,7 @@ class SessionStore:
     def _busy(
         self, path: Path, session_id: str, cwd: Path, if_busy: Literal["refuse", "fork"]
     ) -> tuple[LoadedSession, SessionLog]:
-        loaded = load_session(path, session_id, in_use=True)
+        loaded = self._load_at(path, session_id, in_use=True)
         pid = loaded.writer_pid
         holder = f"another piton (pid {pid})" if pid is not None and pid != os.getpid() else "another piton"
         if if_busy == "refuse":

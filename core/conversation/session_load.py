@@ -9,8 +9,10 @@ tool calls and results is repaired, saying what was dropped and what was added.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,14 +167,18 @@ def _with_stubs(message: Message, stubs: dict[str, Any]) -> Message:
     return Message(role="user", content=content)
 
 
-def load_session(path: Path, session_id: str, *, in_use: bool = False) -> LoadedSession:
-    """The session in `path`, line by line. `in_use`: another process is writing it, so a last line
-    without its newline is one being written, not a torn one, and is left out without a word."""
+def load_session(
+    path: Path, session_id: str, *, in_use: bool = False, lines: Iterable[bytes] | None = None
+) -> LoadedSession:
+    """The session in `path`, line by line (or in `lines`, read from a storage backend; `path` then
+    names the session). `in_use`: another process is writing it, so a last line without its newline
+    is one being written, not a torn one, and is left out without a word."""
     loaded = LoadedSession(session_id, path, [])
     reader = _Reader(loaded)
     held: tuple[bytes, int] | None = None  # one line behind, to know which is the last
-    with path.open("rb") as f:
-        for number, data in enumerate(f, start=1):
+    with contextlib.ExitStack() as stack:
+        source = lines if lines is not None else stack.enter_context(path.open("rb"))
+        for number, data in enumerate(source, start=1):
             if not data.strip():
                 continue
             if held is not None:

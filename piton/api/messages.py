@@ -1,0 +1,456 @@
+"""The messages a run yields, typed: what `piton -p --output-format stream-json` prints, one object
+per line, and what `piton.query` and `piton.Agent` yield to Python. `MessageStream` makes them from
+the agent's events; the shapes are Claude Code's, so parsers written for it read both unchanged."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from piton import __version__
+from piton.core.conversation.events import (
+    AgentEvent,
+    Compacted,
+    HookResponse,
+    MessageDone,
+    Notice,
+    Result,
+    SessionStarted,
+    StreamRetry,
+    SubagentEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolFinished,
+    ToolInputDelta,
+    ToolResultsMessage,
+    ToolUseStart,
+)
+from piton.core.conversation.messages import ContentBlock, Message, TextBlock, ToolResultBlock
+from piton.core.display import Display, FileDiff, TodoList
+
+if TYPE_CHECKING:
+    from piton.skills.catalog import Catalog
+
+TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☒"}
+
+
+def _new_uuid() -> str:
+    return str(uuid.uuid4())
+
+
+@dataclass(slots=True)
+class SystemMessage:
+    """`system` lines: `init` (the session, its tools and model), `api_retry`, `compact_boundary`,
+    `hook_response`; and `notice` (one line for people, which stream-json writes to stderr)."""
+
+    subtype: str
+    data: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "system", "subtype": self.subtype, **self.data}
+
+
+@dataclass(slots=True)
+class AssistantMessage:
+    """One whole reply of the model (a subagent's carries the id of the Task call it serves)."""
+
+    content: list[ContentBlock]
+    model: str
+    message_id: str
+    stop_reason: str | None
+    usage: dict[str, Any]
+    session_id: str
+    parent_tool_use_id: str | None = None
+    uuid: str = field(default_factory=_new_uuid)
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    def to_dict(self) -> dict[str, Any]:
+        message = Message(role="assistant", content=self.content)
+        return {
+            "type": "assistant",
+            "message": {
+                "id": self.message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": self.model,
+                "content": message.wire_content(),
+                "stop_reason": self.stop_reason,
+                "stop_sequence": None,
+                "usage": self.usage,
+            },
+            "parent_tool_use_id": self.parent_tool_use_id,
+            "session_id": self.session_id,
+            "uuid": self.uuid,
+        }
+
+
+@dataclass(slots=True)
+class UserMessage:
+    """Tool results going back to the model; `tool_use_result` is the first one as people see it."""
+
+    content: list[ContentBlock]
+    session_id: str
+    parent_tool_use_id: str | None = None
+    tool_use_result: str | None = None
+    uuid: str = field(default_factory=_new_uuid)
+
+    def to_dict(self) -> dict[str, Any]:
+        line: dict[str, Any] = {
+            "type": "user",
+            "message": Message(role="user", content=self.content).to_wire(),
+            "parent_tool_use_id": self.parent_tool_use_id,
+            "session_id": self.session_id,
+            "uuid": self.uuid,
+        }
+        if self.tool_use_result is not None:
+            line["tool_use_result"] = self.tool_use_result
+        return line
+
+
+@dataclass(slots=True)
+class ResultMessage:
+    """The end of a run or turn: its answer, cost, usage and how it ended (`subtype`)."""
+
+    result: Result
+    uuid: str = field(default_factory=_new_uuid)
+
+    @property
+    def subtype(self) -> str:
+        return self.result.subtype
+
+    @property
+    def is_error(self) -> bool:
+        return self.result.is_error
+
+    @property
+    def text(self) -> str:
+        return self.result.result
+
+    @property
+    def session_id(self) -> str:
+        return self.result.session_id
+
+    @property
+    def total_cost_usd(self) -> float:
+        return self.result.total_cost_usd
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**result_to_dict(self.result), "uuid": self.uuid}
+
+
+@dataclass(slots=True)
+class StreamEvent:
+    """A raw Messages API stream event, rebuilt as the reply streams (`include_partial_messages`)."""
+
+    event: dict[str, Any]
+    session_id: str
+    parent_tool_use_id: str | None = None
+    uuid: str = field(default_factory=_new_uuid)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "stream_event",
+            "uuid": self.uuid,
+            "session_id": self.session_id,
+            "event": self.event,
+            "parent_tool_use_id": self.parent_tool_use_id,
+        }
+
+
+RunMessage = SystemMessage | AssistantMessage | UserMessage | ResultMessage | StreamEvent
+
+
+def result_to_dict(result: Result) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "type": "result",
+        "subtype": result.subtype,
+        "is_error": result.is_error,
+        "duration_ms": result.duration_ms,
+        "duration_api_ms": result.duration_api_ms,
+        "num_turns": result.num_turns,
+        "result": result.result,
+        "session_id": result.session_id,
+        "total_cost_usd": result.total_cost_usd,
+        "usage": result.usage.to_dict(),
+        "modelUsage": result.model_usage,
+        "permission_denials": list(result.permission_denials),
+        "stop_reason": result.stop_reason,
+        "uuid": _new_uuid(),
+    }
+    if result.errors or result.is_error:  # Claude Code's error results always say what went wrong
+        out["errors"] = list(result.errors) or [result.result]
+    out["metrics"] = result.metrics
+    return out
+
+
+def display_text(display: Display | None) -> str:
+    """A call's display as plain lines (diffs and task lists; command output is the result itself)."""
+    match display:
+        case FileDiff(diff=diff):
+            return diff
+        case TodoList(items=items):
+            return "\n".join(f"{TODO_MARKS[i.status]} {i.content}" for i in items)
+        case _:
+            return ""
+
+
+def retry_category(event: StreamRetry) -> str:
+    """The error class Claude Code's `api_retry` line gives, for parsers written against it."""
+    if event.status == 429 or event.error_type == "rate_limit_error":
+        return "rate_limit"
+    if (event.status or 0) >= 500 or event.error_type in ("overloaded_error", "api_error"):
+        return "server_error"
+    return "unknown"
+
+
+@dataclass(slots=True)
+class Catalogue:
+    """What the `system/init` line lists beside the tools: slash commands, skills, subagent types."""
+
+    slash_commands: list[str] = field(default_factory=list)
+    skills: list[str] = field(default_factory=list)
+    agents: list[str] = field(default_factory=list)
+    output_style: str = "default"
+
+    @classmethod
+    def of(
+        cls, catalog: Catalog | None, agent_types: Iterable[str], output_style: str = "default"
+    ) -> Catalogue:
+        """What a run offers: the commands a user may type, the skills the model may use, the types,
+        and the output style it answers in."""
+        return cls(
+            slash_commands=[s.name for s in catalog.for_user()] if catalog else [],
+            skills=[s.name for s in catalog.for_model() if s.kind == "skill"] if catalog else [],
+            agents=sorted(agent_types),
+            output_style=output_style,
+        )
+
+
+class MessageStream:
+    """Turns the agent's events into the run's messages. It keeps what a message needs from events
+    before it: the session id, the results of a batch of calls, the partial stream's blocks."""
+
+    def __init__(
+        self, *, partial: bool = False, catalogue: Catalogue | None = None, hook_events: bool = False
+    ) -> None:
+        self.session_id = ""
+        self.catalogue = catalogue or Catalogue()
+        self.hook_events = hook_events  # a `hook_response` message for each hook that ran
+        # the MCP servers' state and prompts change as they connect: read when `init` is made
+        self.mcp_servers: Callable[[], list[dict[str, str]]] = list
+        self.mcp_commands: Callable[[], list[str]] = list
+        self._partial = _PartialEvents() if partial else None
+        self._finished: dict[str, ToolFinished] = {}  # results of this batch, for `tool_use_result`
+
+    def convert(self, event: AgentEvent) -> list[RunMessage]:
+        match event:
+            case Notice(text=text):
+                return [SystemMessage("notice", {"text": text, "session_id": self.session_id})]
+            case StreamRetry():
+                return self._retry(event, None)
+            case SubagentEvent():
+                return self._subagent(event)
+            case Result():
+                if self._partial is not None:
+                    self._partial.reset()  # an interrupted message never gets its message_stop
+                return [ResultMessage(event)]
+            case SessionStarted():
+                self.session_id = event.session_id
+                return [self._init(event)]
+            case TextDelta() | ThinkingDelta() | ToolUseStart() | ToolInputDelta():
+                if self._partial is None:
+                    return []
+                return [StreamEvent(e, self.session_id) for e in self._partial.delta(event)]
+            case MessageDone():
+                streamed = [] if self._partial is None else self._partial.done(event)
+                return [*(StreamEvent(e, self.session_id) for e in streamed), self._assistant(event)]
+            case ToolFinished():
+                self._finished[event.tool_use_id] = event
+            case ToolResultsMessage():
+                return [self._tool_results(event)]
+            case HookResponse():
+                return [_hook_response(event, self.session_id)] if self.hook_events else []
+            case Compacted():
+                metadata = {"trigger": event.trigger, "pre_tokens": event.pre_tokens}
+                data = {"compact_metadata": metadata, "session_id": self.session_id, "uuid": _new_uuid()}
+                return [SystemMessage("compact_boundary", data)]
+        return []
+
+    def _init(self, event: SessionStarted) -> SystemMessage:
+        return SystemMessage(
+            "init",
+            {
+                "cwd": event.cwd,
+                "session_id": event.session_id,
+                "tools": list(event.tools),
+                "mcp_servers": self.mcp_servers(),
+                "model": event.model,
+                "permissionMode": event.permission_mode,
+                "slash_commands": [*self.catalogue.slash_commands, *self.mcp_commands()],
+                "agents": list(self.catalogue.agents),
+                "skills": list(self.catalogue.skills),
+                "apiKeySource": "ANTHROPIC_API_KEY" if os.environ.get("ANTHROPIC_API_KEY") else "none",
+                "output_style": self.catalogue.output_style,
+                # SDKs read Claude Code's version field to judge what the CLI supports
+                "claude_code_version": __version__,
+                "piton_version": __version__,
+                "uuid": _new_uuid(),
+            },
+        )
+
+    def _assistant(self, event: MessageDone, parent: str | None = None) -> AssistantMessage:
+        return AssistantMessage(
+            content=list(event.message.content),
+            model=event.model,
+            message_id=event.message_id,
+            stop_reason=event.stop_reason,
+            usage=event.usage.to_dict(),
+            session_id=self.session_id,
+            parent_tool_use_id=parent,
+        )
+
+    def _tool_results(self, event: ToolResultsMessage) -> UserMessage:
+        """Claude Code attaches the tool's own result to a user line; ours is its text, or what it
+        showed people (a diff, a task list) when it had that."""
+        ids = [b.tool_use_id for b in event.message.content if isinstance(b, ToolResultBlock)]
+        finished = [self._finished.pop(i) for i in ids if i in self._finished]
+        shown: str | None = None
+        if finished:
+            result = finished[0].result
+            shown = display_text(result.display) or None
+            if shown is None:
+                text = result.content if isinstance(result.content, str) else _text_of(result.content)
+                shown = f"Error: {text}" if result.is_error else text
+        return UserMessage(list(event.message.content), self.session_id, tool_use_result=shown)
+
+    def _retry(self, event: StreamRetry, parent: str | None) -> list[RunMessage]:
+        if self._partial is not None and parent is None:
+            self._partial.reset()  # what the failed attempt streamed is void
+        # Claude Code's shape, so parsers written for it read ours; `reason` says it in words
+        data = {
+            "attempt": event.attempt,
+            "max_retries": event.max_attempts - 1,
+            "retry_delay_ms": round(event.delay_s * 1000),
+            "error_status": event.status,
+            "error": retry_category(event),
+            "reason": event.reason,
+            "parent_tool_use_id": parent,
+            "session_id": self.session_id,
+            "uuid": _new_uuid(),
+        }
+        return [SystemMessage("api_retry", data)]
+
+    def _subagent(self, event: SubagentEvent) -> list[RunMessage]:
+        """A subagent's messages, as Claude Code streams them: tagged with the Task call's id."""
+        inner, parent = event.event, event.parent_tool_use_id
+        if isinstance(inner, StreamRetry):
+            return self._retry(inner, parent)
+        if isinstance(inner, MessageDone):
+            return [self._assistant(inner, parent)]
+        if isinstance(inner, ToolResultsMessage):
+            return [UserMessage(list(inner.message.content), self.session_id, parent_tool_use_id=parent)]
+        return []
+
+
+def _hook_response(event: HookResponse, session_id: str) -> SystemMessage:
+    """Claude Code's line for a hook that ran (the Agent SDK reads it as a HookEventMessage)."""
+    data: dict[str, Any] = {
+        "hook_id": _new_uuid(),
+        "hook_name": event.hook_event,
+        "hook_event": event.hook_event,
+        "output": event.stdout + event.stderr,
+        "stdout": event.stdout,
+        "stderr": event.stderr,
+        "outcome": event.outcome,
+        "session_id": session_id,
+        "uuid": _new_uuid(),
+    }
+    if event.exit_code is not None:
+        data["exit_code"] = event.exit_code
+    return SystemMessage("hook_response", data)
+
+
+def _text_of(blocks: list[Any]) -> str:
+    return "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+
+
+class _PartialEvents:
+    """The Messages API's raw stream events, rebuilt from the agent's typed deltas: the events carry
+    text, thinking and tool input as they arrive; block boundaries are inferred from a change of kind."""
+
+    def __init__(self) -> None:
+        self._started = False
+        self._index = -1
+        self._open: str | None = None  # kind of the open block: text | thinking | tool_use
+
+    def reset(self) -> None:
+        self._started, self._index, self._open = False, -1, None
+
+    def _start_message(self, out: list[dict[str, Any]]) -> None:
+        if self._started:
+            return
+        self._started = True
+        message: dict[str, Any] = {
+            "id": f"msg_{uuid.uuid4().hex[:24]}",
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "model": "",
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }
+        out.append({"type": "message_start", "message": message})
+
+    def _close(self, out: list[dict[str, Any]]) -> None:
+        if self._open is not None:
+            out.append({"type": "content_block_stop", "index": self._index})
+            self._open = None
+
+    def _block(self, kind: str, block: dict[str, Any], out: list[dict[str, Any]]) -> None:
+        self._close(out)
+        self._index += 1
+        self._open = kind
+        out.append({"type": "content_block_start", "index": self._index, "content_block": block})
+
+    def delta(self, event: TextDelta | ThinkingDelta | ToolUseStart | ToolInputDelta) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        self._start_message(out)
+        if isinstance(event, ToolUseStart):
+            self._block(
+                "tool_use", {"type": "tool_use", "id": event.id, "name": event.name, "input": {}}, out
+            )
+            return out
+        if isinstance(event, TextDelta):
+            kind, delta = "text", {"type": "text_delta", "text": event.text}
+            if self._open != kind:
+                self._block(kind, {"type": "text", "text": ""}, out)
+        elif isinstance(event, ThinkingDelta):
+            kind, delta = "thinking", {"type": "thinking_delta", "thinking": event.thinking}
+            if self._open != kind:
+                self._block(kind, {"type": "thinking", "thinking": "", "signature": ""}, out)
+        else:
+            delta = {"type": "input_json_delta", "partial_json": event.partial_json}
+        out.append({"type": "content_block_delta", "index": self._index, "delta": delta})
+        return out
+
+    def done(self, event: MessageDone) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        self._start_message(out)
+        self._close(out)
+        out.append(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": event.stop_reason, "stop_sequence": None},
+                "usage": event.usage.to_dict(),
+            }
+        )
+        out.append({"type": "message_stop"})
+        self.reset()
+        return out
