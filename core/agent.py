@@ -79,6 +79,15 @@ class Transcript(Protocol):
         ...
 
 
+class TurnObserver(Protocol):
+    """Sees each event of the main agent's turns as it is yielded (telemetry); `ended` says a turn
+    stopped without its `Result` (interrupted, or failed inside)."""
+
+    def seen(self, event: AgentEvent) -> None: ...
+
+    def ended(self) -> None: ...
+
+
 class AfterTool(Protocol):
     """Looks at each finished call before the model sees its result (a client's PostToolUse hooks):
     returns the result to send, the same or with feedback added."""
@@ -142,6 +151,7 @@ class Agent:
         self._planning = False  # the last turn was in plan mode (the model was told so)
         self._fallen_back: str | None = None  # the fallback model, once the main one stayed overloaded
         self.prepare: ActivationPreparer | None = None  # runs a skill's `!`cmd`` lines, inlines `@file`s
+        self.observer: TurnObserver | None = None  # None: nothing watches (no telemetry, no cost)
 
     def add_note(self, text: str) -> None:
         """Put something in the conversation for the model's next turn, without a turn now (a shell
@@ -180,6 +190,28 @@ class Agent:
     ) -> AsyncIterator[AgentEvent]:
         """One turn of the user's: `prompt`, and the skill or command it invoked (`/name args`).
         `turn_id` names the turn's checkpoint and its prompt's line in the session log."""
+        async for event in self._observed(self._turn(prompt, skill, turn_id)):
+            yield event
+
+    async def _observed(self, events: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
+        observer = self.observer
+        if observer is None:
+            async for event in events:
+                yield event
+            return
+        finished = False
+        try:
+            async for event in events:
+                observer.seen(event)
+                finished = finished or isinstance(event, Result)
+                yield event
+        finally:
+            if not finished:
+                observer.ended()
+
+    async def _turn(
+        self, prompt: str | list[ContentBlock], skill: Activation | None, turn_id: str | None
+    ) -> AsyncIterator[AgentEvent]:
         self._stats = RunStats(denials_before=len(self.gate.denials) if self.gate else 0)
         self._skills = ActiveSkills()
         model = self.config.model = self._fallen_back or self.config.model
@@ -504,7 +536,7 @@ class Agent:
         """Compact now (/compact), whatever the context's size."""
         compactor = self.compactor or Compactor()
         run = compactor.run(AgentConversation(self), "manual", instructions)
-        async for event in self._counted(run, instructions):
+        async for event in self._observed(self._counted(run, instructions)):
             yield event
 
     async def _counted(

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from piton.core.project.memory import Memory
     from piton.skills.catalog import Catalog, Skill
     from piton.skills.plugins import Plugins
+    from piton.telemetry import Telemetry
 
 
 @dataclass(slots=True)
@@ -80,6 +81,7 @@ class Runtime:
     plugins: Plugins | None = None  # the Claude Code plugins loaded, and what they added
     output_style: OutputStyle | None = None  # the style the model answers in
     output_styles: dict[str, OutputStyle] = field(default_factory=dict)  # all found, by lower-case name
+    telemetry: Telemetry | None = None  # OpenTelemetry, when the environment turns it on
 
     @property
     def style_name(self) -> str:
@@ -101,10 +103,13 @@ class Runtime:
 
     def close(self) -> None:
         """Stop what runs beside the agent (the MCP servers and their processes, the background
-        shells still running). Idempotent."""
+        shells still running), and flush the telemetry. Idempotent."""
         self.agent.context.shells.close()
         if self.mcp is not None:
             self.mcp.close()
+        if self.telemetry is not None:
+            telemetry, self.telemetry = self.telemetry, None
+            telemetry.close()
 
     async def run_shell(self, command: str) -> ToolResult:
         """A command the user typed (`!cmd`), run in the session's sandbox like the model's
@@ -221,11 +226,13 @@ def build_runtime(
     trust_store: TrustStore | None = None,
     sdk_host: SdkHost | None = None,
     extra_tools: list[AnyTool] | None = None,
+    telemetry: Telemetry | None = None,
 ) -> Runtime:
     """Raises `SessionError` for a session that cannot be opened, `SetupError` for bad options.
     Trust comes from `trust_store` (the user's answers; the REPL asks before it builds); `sdk_host`
     is the Agent SDK client that serves in-process (`sdk`) MCP servers, when one drives the run;
-    `extra_tools` are a library caller's own, offered whatever `--tools` chose."""
+    `extra_tools` are a library caller's own, offered whatever `--tools` chose; `telemetry` records
+    the session in place of what the environment configures (`CLAUDE_CODE_ENABLE_TELEMETRY`)."""
     from piton.core.project.memory import load_memory
     from piton.skills.agents import agent_types_from_json, discover_agent_types
     from piton.skills.catalog import discover, with_skills
@@ -349,6 +356,13 @@ def build_runtime(
     mcp = _mcp_servers(options, settings, trust, notices, sdk_host, plugins)
     if mcp is not None:
         mcp.attach(agent.tools)
+    if telemetry is None:
+        from piton.telemetry import from_environment
+
+        telemetry = from_environment(log.session_id, notices.append)
+    if telemetry is not None:
+        telemetry.session_id = log.session_id
+        agent.observer = telemetry
     return Runtime(
         agent,
         log,
@@ -364,6 +378,7 @@ def build_runtime(
         plugins=plugins,
         output_style=style if options.system_prompt is None else None,  # a prompt of one's own has none
         output_styles=styles,
+        telemetry=telemetry,
     )
 
 

@@ -24,6 +24,7 @@ from piton.api.options import (
 )
 from piton.api.tools import FunctionTool, tool
 from piton.core.conversation.storage import SessionStorage, SqliteSessionStorage, StoredSession
+from piton.telemetry import Telemetry
 
 __all__ = [
     "Agent",
@@ -43,6 +44,7 @@ __all__ = [
     "StoredSession",
     "StreamEvent",
     "SystemMessage",
+    "Telemetry",
     "ToolPermissionContext",
     "UserMessage",
     "query",

@@ -253,7 +253,12 @@ def _build(options: AgentOptions) -> Runtime:
     approver = CallbackApprover(options.can_use_tool) if options.can_use_tool is not None else None
     try:
         runtime = build_runtime(
-            run, provider, store=store, approver=approver, extra_tools=list(options.tools)
+            run,
+            provider,
+            store=store,
+            approver=approver,
+            extra_tools=list(options.tools),
+            telemetry=options.telemetry,
         )
     except (SessionError, SetupError) as e:
         raise PitonError(str(e)) from e

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from piton.api.tools import FunctionTool
     from piton.core.conversation.storage import SessionStorage
     from piton.core.providers import Provider
+    from piton.telemetry import Telemetry
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,9 @@ class AgentOptions:
     plugin_dirs: list[Path | str] = field(default_factory=list)
     trust_workspace: bool = False  # the folder's own grants (allow rules, hooks, servers) count
     provider: Provider | None = None  # None: Anthropic's API (or the cloud the environment names)
+    # OpenTelemetry providers of the caller's (`Telemetry(tracer_provider, meter_provider)`); None:
+    # as the environment says (`CLAUDE_CODE_ENABLE_TELEMETRY=1` and the `OTEL_*` variables)
+    telemetry: Telemetry | None = None
 
     def run_options(self) -> RunOptions:
         for event in self.hooks:
