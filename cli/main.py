@@ -39,6 +39,10 @@ def main() -> None:
         from piton.cli.config_command import main as config_main
 
         sys.exit(config_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["eval"]:  # `piton eval [SUITE] [--record | --live] …`
+        from piton.cli.eval_command import main as eval_main
+
+        sys.exit(eval_main(sys.argv[2:]))
     if sys.argv[1:2] == ["update"]:
         from piton.cli.update_command import update
 

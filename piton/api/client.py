@@ -240,7 +240,7 @@ def _build(options: AgentOptions) -> Runtime:
         run = options.run_options()
     except ValueError as e:
         raise PitonError(str(e)) from e
-    provider = options.provider or _default_provider(run)
+    provider = options.provider or default_provider(run)
     try:
         provider.check()
     except ProviderError as e:
@@ -266,7 +266,7 @@ def _build(options: AgentOptions) -> Runtime:
     return runtime
 
 
-def _default_provider(run: Any) -> Any:
+def default_provider(run: Any) -> Any:
     from piton.core.providers.anthropic import AnthropicProvider
     from piton.core.providers.credentials import NO_API_KEY, credential_source
     from piton.core.providers.route import Router, default_model, needs_anthropic
