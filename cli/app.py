@@ -145,6 +145,13 @@ def piton(
     model: Annotated[
         str | None, typer.Option("--model", help="Model alias (sonnet, opus, haiku) or full model id.")
     ] = None,
+    provider: Annotated[
+        str | None,
+        typer.Option(
+            "--provider",
+            help="Where --model runs: anthropic (default), openai, ollama, lmstudio, vllm or llamacpp.",
+        ),
+    ] = None,
     max_turns: Annotated[
         int | None, typer.Option("--max-turns", min=1, help="Stop after this many model turns.")
     ] = None,
@@ -327,6 +334,12 @@ def piton(
     if dangerously_skip_permissions:
         permission_mode = PermissionMode.bypassPermissions
     _tell_unsupported(json_schema)
+    from piton.core.models import with_provider
+
+    try:
+        model = with_provider(provider, model)
+    except ValueError as e:
+        _fail(str(e))
     options = RunOptions(
         cwd=Path.cwd(),
         model=model,

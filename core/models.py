@@ -123,6 +123,31 @@ _OPENAI: dict[str, tuple[float, float, int]] = {
     "o4-mini": (1.1, 4.4, 200_000),
 }
 OTHER_VENDORS = ("openai", "ollama", "lmstudio", "vllm", "llamacpp")  # `vendor:model` ids
+PROVIDER_NAMES = ("anthropic", *OTHER_VENDORS)
+
+
+def with_provider(provider: str | None, model: str | None) -> str | None:
+    """The model `--provider NAME --model ID` names (`ollama` and `qwen3-coder`: `ollama:qwen3-coder`).
+    Raises ValueError, in words for people, for a provider or a pairing that cannot be."""
+    if provider is None:
+        return model
+    if provider not in PROVIDER_NAMES:
+        raise ValueError(f"--provider {provider}: not a provider ({', '.join(PROVIDER_NAMES)})")
+    vendor, colon, rest = (model or "").partition(":")
+    named = vendor if colon and rest and vendor in OTHER_VENDORS else None
+    if provider == "anthropic":
+        if named is not None:
+            raise ValueError(f"--provider anthropic with --model {model}: that model is {named}'s")
+        return model
+    if named is not None and named != provider:
+        raise ValueError(f"--provider {provider} with --model {model}: that model is {named}'s")
+    if model is None:
+        if provider != "openai":
+            raise ValueError(f"--provider {provider} needs --model (the name the server knows the model by)")
+        model = "gpt-5"
+    return model if named is not None else f"{provider}:{model}"
+
+
 _OTHER_WINDOW = 128_000
 _SETTINGS_PRICES: dict[str, Prices] = {}
 _FREE = Prices(0.0, 0.0)

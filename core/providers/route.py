@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from piton.core.providers import ModelRequest, Provider
-from piton.core.providers.openai_compat import OpenAICompatProvider, split_model
+from piton.core.providers.openai_compat import OpenAICompatProvider
+from piton.core.providers.openai_format import split_model
 
 
 def default_model(model: str | None) -> str:

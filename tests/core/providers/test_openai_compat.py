@@ -21,7 +21,7 @@ from piton.core.conversation.messages import (
 )
 from piton.core.models import model_info
 from piton.core.providers import ModelRequest
-from piton.core.providers.openai_compat import chat_messages, split_model
+from piton.core.providers.openai_format import chat_messages, split_model
 from piton.testing.script import HttpError, Thinking, ToolCall, reply
 from tests.fakes.fake_openai import FakeOpenAI, check
 from tests.fakes.images import png
@@ -82,6 +82,17 @@ def test_a_local_server_needs_no_key_and_costs_nothing(
     assert result["result"] == "Hello from a local model." and result["total_cost_usd"] == 0
     assert "no price is known for ollama:qwen3-coder" in done.stderr
     assert openai_server.bodies[0]["model"] == "qwen3-coder"
+    openai_server.add(reply("Chosen by --provider."))
+    chosen = piton(project, "-p", "hi", "--provider", "ollama", "--model", "qwen3-coder")
+    assert chosen.returncode == 0 and chosen.stdout == "Chosen by --provider.\n", chosen.stderr
+    assert openai_server.bodies[-1]["model"] == "qwen3-coder"
+    for args, said in (
+        (["--provider", "ollama"], "--provider ollama needs --model"),
+        (["--provider", "mistral", "--model", "x"], "--provider mistral: not a provider"),
+        (["--provider", "anthropic", "--model", "ollama:x"], "--provider anthropic with --model ollama:x"),
+    ):
+        refused = piton(project, "-p", "hi", *args)
+        assert refused.returncode == 1 and refused.stderr.startswith(f"piton: {said}"), refused.stderr
     settings = Path.home() / ".piton" / "settings.json"  # the user's own: a price for it
     settings.parent.mkdir(exist_ok=True)
     settings.write_text(json.dumps({"modelPrices": {"ollama:qwen3-coder": {"input": 1.0, "output": 2.0}}}))
