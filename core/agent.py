@@ -8,6 +8,7 @@ limit, an API error, an interrupt) every tool_use in it has its tool_result.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 import uuid
@@ -86,6 +87,16 @@ class TurnObserver(Protocol):
     def seen(self, event: AgentEvent) -> None: ...
 
     def ended(self) -> None: ...
+
+
+class _Blind:
+    """An observer that has failed: it sees nothing more."""
+
+    def seen(self, event: AgentEvent) -> None:
+        pass
+
+    def ended(self) -> None:
+        pass
 
 
 class AfterTool(Protocol):
@@ -202,12 +213,17 @@ class Agent:
         finished = False
         try:
             async for event in events:
-                observer.seen(event)
                 finished = finished or isinstance(event, Result)
+                try:
+                    observer.seen(event)
+                except Exception as e:  # watching a run must never end it
+                    self.observer = observer = _Blind()
+                    yield Notice(f"telemetry stopped: {type(e).__name__}: {e}")
                 yield event
         finally:
             if not finished:
-                observer.ended()
+                with contextlib.suppress(Exception):
+                    observer.ended()
 
     async def _turn(
         self, prompt: str | list[ContentBlock], skill: Activation | None, turn_id: str | None

@@ -203,3 +203,35 @@ def test_off_by_default_and_nothing_loaded(fake_api: FakeAnthropicAPI, project: 
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["True True", "[]"]
+
+
+def test_a_failing_observer_never_ends_the_run(project: Path) -> None:
+    from piton import AgentOptions, query
+    from piton.api import SystemMessage, Telemetry
+    from piton.core.conversation.events import MessageDone
+    from piton.testing import ScriptedProvider, ToolCall, reply
+
+    class Broken(Telemetry):
+        def seen(self, event: Any) -> None:
+            if isinstance(event, MessageDone):
+                raise RuntimeError("exporter gone")
+            super().seen(event)
+
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    telemetry = Broken(tracer_provider, MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    (project / "a.txt").write_text("x\n")
+    provider = ScriptedProvider(reply(ToolCall("Read", {"file_path": str(project / "a.txt")})), reply("fine"))
+    options = AgentOptions(cwd=project, provider=provider, telemetry=telemetry)
+
+    async def run() -> list[Any]:
+        return [m async for m in query("go", options=options)]
+
+    messages = asyncio.run(run())
+    assert messages[-1].subtype == "success" and messages[-1].text == "fine"
+    notices = [m.data["text"] for m in messages if isinstance(m, SystemMessage) and m.subtype == "notice"]
+    assert notices == ["telemetry stopped: RuntimeError: exporter gone"]
+    provider.assert_complete()
+    (run_span,) = spans.get_finished_spans()  # the run's span, closed when the turn ended
+    assert run_span.name == "invoke_agent piton" and not run_span.status.is_ok
