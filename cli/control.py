@@ -356,7 +356,9 @@ class ControlSession:
         self._end(started, "error_during_execution", INTERRUPTED, ())
 
     def _failed(self, started: float, error: BaseException) -> None:
-        text = f"{type(error).__name__}: {error}"
+        from piton.api.client import NoTurn
+
+        text = str(error) if isinstance(error, NoTurn) else f"{type(error).__name__}: {error}"
         self._end(started, "error_during_execution", text, (text,))
 
     def _end(self, started: float, subtype: str, text: str, errors: tuple[str, ...]) -> None:

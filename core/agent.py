@@ -221,6 +221,9 @@ class Agent:
                     yield Notice(f"telemetry stopped: {type(e).__name__}: {e}")
                 yield event
         finally:
+            # the turn's own cleanup (a result for every call, the interrupted note) runs now,
+            # not whenever the collector gets to it
+            await events.aclose()  # type: ignore[attr-defined]
             if not finished:
                 with contextlib.suppress(Exception):
                     observer.ended()

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from piton.core.project.memory import Memory
     from piton.skills.catalog import Catalog, Skill
     from piton.skills.plugins import Plugins
-    from piton.telemetry import Telemetry
+    from piton.telemetry import SessionTelemetry, Telemetry
 
 
 @dataclass(slots=True)
@@ -81,7 +81,7 @@ class Runtime:
     plugins: Plugins | None = None  # the Claude Code plugins loaded, and what they added
     output_style: OutputStyle | None = None  # the style the model answers in
     output_styles: dict[str, OutputStyle] = field(default_factory=dict)  # all found, by lower-case name
-    telemetry: Telemetry | None = None  # OpenTelemetry, when the environment turns it on
+    telemetry: SessionTelemetry | None = None  # OpenTelemetry, when turned on
 
     @property
     def style_name(self) -> str:
@@ -249,6 +249,7 @@ def build_runtime(
         notices.append(ignored)
     notices += apply_user_env(settings)  # before the model is chosen: ANTHROPIC_MODEL may come from it
     permissions = permissions_for(options, settings, trust, notices)
+    _check_names(extra_tools or [], tools if tools is not None else default_tools())  # before a session opens
     store = store or SessionStore()
     if (days := settings.cleanup_period_days) is not None:
         store.max_age_days = days
@@ -325,12 +326,7 @@ def build_runtime(
     tool_list = [*default_tools(), _memory(options.cwd, settings)] if tools is None else list(tools)
     tool_list += _extension_tools(catalog, runner, budget, notices)
     tool_list = _chosen_tools(tool_list, options.tools, notices)
-    taken = {tool.name for tool in tool_list}
-    for tool in extra_tools or []:
-        if tool.name in taken:
-            raise SetupError(f"tool {tool.name}: a tool of that name is already offered")
-        taken.add(tool.name)
-        tool_list.append(tool)
+    tool_list += extra_tools or []
     for tool in tool_list:
         tool.restore(context, session.records)
     transcript = log if mirror is None else Mirrored(log, mirror)
@@ -359,10 +355,9 @@ def build_runtime(
     if telemetry is None:
         from piton.telemetry import from_environment
 
-        telemetry = from_environment(log.session_id, notices.append)
-    if telemetry is not None:
-        telemetry.session_id = log.session_id
-        agent.observer = telemetry
+        telemetry = from_environment(notices.append)
+    observer = telemetry.observer(log.session_id) if telemetry is not None else None
+    agent.observer = observer
     return Runtime(
         agent,
         log,
@@ -378,7 +373,7 @@ def build_runtime(
         plugins=plugins,
         output_style=style if options.system_prompt is None else None,  # a prompt of one's own has none
         output_styles=styles,
-        telemetry=telemetry,
+        telemetry=observer,
     )
 
 
@@ -504,6 +499,17 @@ def _memory(cwd: Path, settings: Settings) -> AnyTool:
     from piton.builtin_tools.memory import Memory
 
     return Memory(memory_folder(cwd, settings))
+
+
+_BESIDE_BUILTINS = ("Memory", "Skill", "Task", "SearchSkills")  # offered beside the built-ins
+
+
+def _check_names(extra: list[AnyTool], offered: list[AnyTool]) -> None:
+    taken = {tool.name for tool in offered} | set(_BESIDE_BUILTINS)
+    for tool in extra:
+        if tool.name in taken:
+            raise SetupError(f"tool {tool.name}: a tool of that name is already offered")
+        taken.add(tool.name)
 
 
 def _chosen_tools(tools: list[AnyTool], names: list[str] | None, notices: list[str]) -> list[AnyTool]:

@@ -59,33 +59,48 @@ class _Scope:
 
 
 class Telemetry:
-    """Watches a session's turns (`piton.core.agent.TurnObserver`) and records them."""
+    """Where a session's telemetry goes: the tracer and meter providers and the instruments.
+    One may serve many sessions (each gets its own `observer`)."""
 
     def __init__(
-        self,
-        tracer_provider: TracerProvider,
-        meter_provider: MeterProvider,
-        *,
-        session_id: str = "",
-        owned: bool = False,
+        self, tracer_provider: TracerProvider, meter_provider: MeterProvider, *, owned: bool = False
     ) -> None:
         self._tracer_provider, self._meter_provider = tracer_provider, meter_provider
-        self._owned = owned  # providers made here are shut down (and flushed) on close
+        self._owned = owned  # providers made here are shut down (and flushed) with their session
         self.tracer = tracer_provider.get_tracer("piton", __version__)
         meter = meter_provider.get_meter("piton", __version__)
-        self._tokens = meter.create_counter(
+        self.tokens = meter.create_counter(
             "claude_code.token.usage", unit="tokens", description="Tokens used"
         )
-        self._cost = meter.create_counter(
+        self.cost = meter.create_counter(
             "claude_code.cost.usage", unit="USD", description="Cost of the requests"
         )
-        self._sessions = meter.create_counter("claude_code.session.count", description="Sessions started")
-        self._tool_calls = meter.create_counter("piton.tool.calls", description="Tool calls made")
-        self._compactions = meter.create_counter("piton.compaction.count", description="Compactions")
+        self.sessions = meter.create_counter("claude_code.session.count", description="Sessions started")
+        self.tool_calls = meter.create_counter("piton.tool.calls", description="Tool calls made")
+        self.compactions = meter.create_counter("piton.compaction.count", description="Compactions")
+
+    def observer(self, session_id: str) -> SessionTelemetry:
+        """What watches one session's turns (`piton.core.agent.TurnObserver`)."""
+        return SessionTelemetry(self, session_id)
+
+    def flush(self) -> None:
+        """Export what is recorded; providers made here are shut down, a caller's stay open."""
+        for provider in (self._tracer_provider, self._meter_provider):
+            done = getattr(provider, "shutdown" if self._owned else "force_flush", None)
+            if done is not None:
+                done()
+
+
+class SessionTelemetry:
+    """One session's spans and metrics, made from its agent's events."""
+
+    def __init__(self, telemetry: Telemetry, session_id: str) -> None:
+        self.telemetry = telemetry
+        self.tracer = telemetry.tracer
         self.session_id = session_id
         self._main = _Scope()
         self._subagents: dict[str, _Scope] = {}  # by the Task call's id
-        self._started_session = False
+        telemetry.sessions.add(1, self._attributes())
 
     # -- TurnObserver ------------------------------------------------------------------------------
     def seen(self, event: AgentEvent) -> None:
@@ -107,12 +122,9 @@ class Telemetry:
         self._subagents.clear()
 
     def close(self) -> None:
-        """Flush what is recorded; the providers this made are shut down."""
+        """The session ends: what is open closes, and what is recorded is exported."""
         self.ended()
-        for provider in (self._tracer_provider, self._meter_provider):
-            flush = getattr(provider, "shutdown" if self._owned else "force_flush", None)
-            if flush is not None:
-                flush()
+        self.telemetry.flush()
 
     # -- events ------------------------------------------------------------------------------------
     def _attributes(self, **more: Any) -> dict[str, Any]:
@@ -124,10 +136,6 @@ class Telemetry:
         context = trace.set_span_in_context(parent) if parent is not None else None
         match event:
             case SessionStarted():
-                self.session_id = self.session_id or event.session_id
-                if not self._started_session and parent is None:
-                    self._started_session = True
-                    self._sessions.add(1, self._attributes())
                 if scope.run is None:
                     name = "invoke_agent piton" if parent is None else "invoke_agent"
                     scope.run = self.tracer.start_span(
@@ -157,7 +165,7 @@ class Telemetry:
             case SubagentEvent():
                 self._subagent(event, scope)
             case Compacted():
-                self._compactions.add(1, self._attributes(trigger=event.trigger))
+                self.telemetry.compactions.add(1, self._attributes(trigger=event.trigger))
                 if event.usage is not None and event.model:
                     self._count(event.usage, event.model)
             case Result():
@@ -217,8 +225,8 @@ class Telemetry:
             ("cacheCreation", usage.cache_creation_input_tokens),
         ):
             if tokens:
-                self._tokens.add(tokens, self._attributes(type=kind, model=model))
-        self._cost.add(usage.cost_usd(model), self._attributes(model=model))
+                self.telemetry.tokens.add(tokens, self._attributes(type=kind, model=model))
+        self.telemetry.cost.add(usage.cost_usd(model), self._attributes(model=model))
 
     def _tool_finished(self, event: ToolFinished, scope: _Scope) -> None:
         opened = scope.tools.pop(event.tool_use_id, None)
@@ -235,7 +243,7 @@ class Telemetry:
         if inner is not None and inner.run is not None:
             inner.run.end()
         span.end()
-        self._tool_calls.add(1, self._attributes(tool_name=event.name, success=not failed))
+        self.telemetry.tool_calls.add(1, self._attributes(tool_name=event.name, success=not failed))
 
     def _subagent(self, event: SubagentEvent, scope: _Scope) -> None:
         """A subagent's event: its scope hangs under the Task call's span."""
@@ -257,7 +265,7 @@ class Telemetry:
         self._see(event.event, inner, inner.run)
 
 
-def from_environment(session_id: str, say: Any = None) -> Telemetry | None:
+def from_environment(say: Any = None) -> Telemetry | None:
     """The session's telemetry as the environment configures it; None when it is off, or when
     OpenTelemetry is not installed (said once through `say`)."""
     if not enabled():
@@ -281,7 +289,7 @@ def from_environment(session_id: str, say: Any = None) -> Telemetry | None:
     metric_exporter = _exporter("metrics", say)
     readers = [PeriodicExportingMetricReader(metric_exporter)] if metric_exporter is not None else []
     meter_provider = MeterProvider(resource=resource, metric_readers=readers)
-    return Telemetry(tracer_provider, meter_provider, session_id=session_id, owned=True)
+    return Telemetry(tracer_provider, meter_provider, owned=True)
 
 
 def _exporter(signal: str, say: Any) -> Any:

@@ -209,13 +209,18 @@ def test_a_failing_observer_never_ends_the_run(project: Path) -> None:
     from piton import AgentOptions, query
     from piton.api import SystemMessage, Telemetry
     from piton.core.conversation.events import MessageDone
+    from piton.telemetry import SessionTelemetry
     from piton.testing import ScriptedProvider, ToolCall, reply
 
-    class Broken(Telemetry):
+    class BrokenSession(SessionTelemetry):
         def seen(self, event: Any) -> None:
             if isinstance(event, MessageDone):
                 raise RuntimeError("exporter gone")
             super().seen(event)
+
+    class Broken(Telemetry):
+        def observer(self, session_id: str) -> SessionTelemetry:
+            return BrokenSession(self, session_id)
 
     spans = InMemorySpanExporter()
     tracer_provider = TracerProvider()
@@ -235,3 +240,35 @@ def test_a_failing_observer_never_ends_the_run(project: Path) -> None:
     provider.assert_complete()
     (run_span,) = spans.get_finished_spans()  # the run's span, closed when the turn ended
     assert run_span.name == "invoke_agent piton" and not run_span.status.is_ok
+
+
+def test_one_telemetry_serves_sessions_apart(project: Path) -> None:
+    from piton import Agent, AgentOptions
+    from piton.api import Telemetry
+    from piton.testing import ScriptedProvider, reply
+
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    reader = InMemoryMetricReader()
+    telemetry = Telemetry(tracer_provider, MeterProvider(metric_readers=[reader]))
+
+    async def both() -> list[str]:
+        agents = [
+            Agent(AgentOptions(cwd=project, provider=ScriptedProvider(reply(text)), telemetry=telemetry))
+            for text in ("one", "two")
+        ]
+        for agent in agents:
+            await agent.connect()
+        for agent in agents:
+            [m async for m in agent.query("hi")]
+        ids = [agent.session_id for agent in agents]
+        await agents[0].close()  # the other session's run is left alone
+        await agents[1].close()
+        return ids
+
+    ids = asyncio.run(both())
+    roots = [s for s in spans.get_finished_spans() if s.name == "invoke_agent piton"]
+    assert sorted(s.attributes["session.id"] for s in roots) == sorted(ids)
+    assert all(s.status.is_ok for s in roots)
+    assert sum(p.value for p in _metrics(reader)["claude_code.session.count"]) == 2

@@ -27,6 +27,10 @@ class PitonError(Exception):
     the message is one line meant for people."""
 
 
+class NoTurn(LookupError):
+    """A prompt that makes no turn (a `/name` nothing answers to); the message says why."""
+
+
 class Agent:
     """One session: `async with Agent(options) as agent: async for message in agent.query(…)`.
     Each `query` is a turn that ends with a `ResultMessage`; the history carries over."""
@@ -37,6 +41,7 @@ class Agent:
         self._stream: MessageStream | None = None
         self._turn: asyncio.Task[None] | None = None
         self._closed = False
+        self._said: list[str] = []  # what the session log and MCP servers reported, not yet yielded
 
     @property
     def session_id(self) -> str:
@@ -63,17 +68,23 @@ class Agent:
             return
         if self._closed:
             raise RuntimeError("this agent is closed")
-        self._runtime = _build(self.options)
-        runtime = self._runtime
-        self._stream = MessageStream(
-            partial=self.options.include_partial_messages,
-            catalogue=Catalogue.of(runtime.catalog, runtime.agent_types, runtime.style_name),
-        )
-        if runtime.mcp is not None:
-            from piton.mcp_turn import follow
+        self._runtime = runtime = _build(self.options)
+        try:
+            self._stream = MessageStream(
+                partial=self.options.include_partial_messages,
+                catalogue=Catalogue.of(runtime.catalog, runtime.agent_types, runtime.style_name),
+            )
+            runtime.log.report_to(self._said.append)  # a log that cannot be written says so
+            if runtime.mcp is not None:
+                from piton.mcp_turn import follow
 
-            follow(self._stream, runtime.mcp)
-        await runtime.start_hooks("resume" if runtime.agent.history else "startup")
+                follow(self._stream, runtime.mcp)
+                runtime.mcp.report_to(self._said.append)
+            await runtime.start_hooks("resume" if runtime.agent.history else "startup")
+        except BaseException:
+            self._closed = False
+            await self.close()
+            raise
 
     def notices(self) -> list[str]:
         """What setting the session up had to say (ignored settings, servers not started…)."""
@@ -89,14 +100,20 @@ class Agent:
         started = time.monotonic()
 
         async def run() -> None:
+            def said() -> None:
+                while self._said:
+                    messages.put_nowait(_notice(stream, self._said.pop(0)))
+
             try:
                 content, skill = await turn_input(
                     self.runtime, prompt, lambda t: messages.put_nowait(_notice(stream, t))
                 )
                 async for event in self.runtime.agent.run(content, skill=skill):
+                    said()
                     for message in stream.convert(event):
                         messages.put_nowait(message)
             finally:
+                said()
                 messages.put_nowait(None)
 
         turn = self._turn = asyncio.create_task(run())
@@ -116,11 +133,13 @@ class Agent:
         error = None if turn.cancelled() else turn.exception()
         if error is None:
             text = INTERRUPTED
-        elif isinstance(error, LookupError):  # a prompt that made no turn: the words say why
-            text = str(error.args[0]) if error.args else str(error)
+        elif isinstance(error, NoTurn):  # a prompt that made no turn: the words say why
+            text = str(error)
         else:
             text = f"{type(error).__name__}: {error}"
-        yield ResultMessage(_ended(self.runtime, started, text, () if error is None else (text,)))
+        # through the stream, so that what it keeps of a cut reply (partial messages) is reset
+        for message in stream.convert(_ended(self.runtime, started, text, () if error is None else (text,))):
+            yield message
 
     async def interrupt(self) -> None:
         """Stop the running turn; its `query` ends with an `error_during_execution` result, and the
@@ -178,7 +197,7 @@ async def turn_input(
     runtime: Runtime, prompt: str | list[ContentBlock], warn: Any
 ) -> tuple[str | list[ContentBlock], Activation | None]:
     """What a typed prompt becomes: a skill or command (`/name args`), an MCP prompt's messages, the
-    prompt with the resources it mentions (`@server:uri`). Raises `LookupError` for a `/name`
+    prompt with the resources it mentions (`@server:uri`). Raises `NoTurn` for a `/name`
     nothing answers to (no turn is made: the model never sees it)."""
     from piton.mcp_turn import is_prompt_command, turn_content
 
@@ -187,10 +206,10 @@ async def turn_input(
     catalog = runtime.catalog
     skill = catalog.invocation(prompt) if catalog is not None else None
     if skill is None and catalog is not None and (unknown := catalog.unknown(prompt)) is not None:
-        raise LookupError(unknown)
+        raise NoTurn(unknown)
     if runtime.mcp is not None:  # the tools of servers that have connected since
         await runtime.agent.tools.refresh()
-    if skill is None and (runtime.mcp is not None or is_prompt_command(prompt)):
+    if runtime.mcp is not None or is_prompt_command(prompt):
         said: list[str] = []
 
         def told(line: str) -> None:
@@ -199,8 +218,8 @@ async def turn_input(
 
         content = await turn_content(runtime, prompt, prompt, told)
         if content is None:
-            raise LookupError(said[-1] if said else "the MCP prompt made no turn")
-        return content, None
+            raise NoTurn(said[-1] if said else "the MCP prompt made no turn")
+        return content, skill
     return prompt, skill
 
 
@@ -291,7 +310,10 @@ def _install_hooks(runtime: Runtime, hooks: dict[str, list[HookMatcher]]) -> Non
             for function in entry.hooks:
                 ids.append(f"hook_{len(callbacks)}")
                 callbacks[ids[-1]] = function
-            matchers.setdefault(event, []).append({"matcher": entry.matcher, "hookCallbackIds": ids})
+            # a Python guard that raises refuses the call: a bug in it must not wave calls through
+            matchers.setdefault(event, []).append(
+                {"matcher": entry.matcher, "hookCallbackIds": ids, "onFailure": "block"}
+            )
 
     async def call(payload: dict[str, Any]) -> dict[str, Any]:
         output = callbacks[payload["callback_id"]](payload["input"], payload.get("tool_use_id"), None)

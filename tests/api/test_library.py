@@ -359,3 +359,67 @@ def test_the_examples_run(fake_api: FakeAnthropicAPI, project: Path) -> None:
         "first turn: error_during_execution: interrupted by the caller",
         "second turn: The end.",
     ]
+
+
+def test_what_must_not_pass_silently(project: Path, tmp_path: Path) -> None:
+    """A Python guard that raises refuses the call; a log that cannot be written is said; a tool
+    named like a built-in is refused before any session is opened."""
+    from piton import AgentOptions, tool
+    from piton.api import HookMatcher, PitonError, SqliteSessionStorage, SystemMessage
+
+    def guard(hook_input: dict[str, Any], tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        raise KeyError("stage")
+
+    class FullDisk(SqliteSessionStorage):
+        def append(self, project: str, session_id: str, lines: bytes) -> None:
+            raise OSError(28, "No space left on device")
+
+    provider = ScriptedProvider(
+        Reply([ToolCall("Bash", {"command": "touch deployed"})]), Reply([Text("deployed?")])
+    )
+    options = AgentOptions(
+        cwd=project,
+        provider=provider,
+        allowed_tools=["Bash"],
+        hooks={"PreToolUse": [HookMatcher(hooks=[guard])]},
+        session_storage=FullDisk(tmp_path / "full.db"),
+    )
+    messages = _run(_all("deploy", options))
+    assert not (project / "deployed").exists()
+    (result,) = provider.requests[1].messages[-1].content
+    assert result.is_error and "the hook failed" in str(result.content)
+    notices = [m.data["text"] for m in messages if isinstance(m, SystemMessage) and m.subtype == "notice"]
+    assert any("No space left on device" in n for n in notices), notices
+
+    @tool
+    def Read(path: str) -> str:
+        return ""
+
+    storage = SqliteSessionStorage(tmp_path / "s.db")
+    with pytest.raises(PitonError, match=r"^tool Read: a tool of that name is already offered$"):
+        _run(
+            _all(
+                "hi",
+                AgentOptions(cwd=project, provider=ScriptedProvider(), tools=[Read], session_storage=storage),
+            )
+        )
+    assert storage.sessions() == []
+
+
+def test_partial_messages_start_afresh_after_an_interrupt(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    from piton import Agent, AgentOptions
+    from piton.api import StreamEvent
+
+    fake_api.add(
+        Stall(Reply([Text("a long story " * 40)], chunk=10), after=6, seconds=30), Reply([Text("short")])
+    )
+
+    async def go() -> list[Any]:
+        async with Agent(AgentOptions(cwd=project, builtin_tools=[], include_partial_messages=True)) as agent:
+            async for message in agent.query("tell a story"):
+                if isinstance(message, StreamEvent) and message.event["type"] == "content_block_delta":
+                    await agent.interrupt()
+            return [m async for m in agent.query("shorter")]
+
+    second = [m.event["type"] for m in _run(go()) if isinstance(m, StreamEvent)]
+    assert second[:2] == ["message_start", "content_block_start"] and second[-1] == "message_stop"
