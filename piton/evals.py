@@ -12,15 +12,17 @@ matches one (the run diverged: the model would now see something else).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
 import tempfile
 import time
 import tomllib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,8 +73,7 @@ def load_cases(suite: Path, only: list[str] | None = None) -> list[Case]:
     files = [suite / "case.toml"] if (suite / "case.toml").is_file() else sorted(suite.glob("*/case.toml"))
     if not files:
         raise CaseError(f"{suite}: no case.toml here or in its folders")
-    cases = [_case(path) for path in files]
-    return [c for c in cases if not only or c.name in only]
+    return [_case(path) for path in files if not only or path.parent.name in only]
 
 
 def _case(path: Path) -> Case:
@@ -89,7 +90,12 @@ def _case(path: Path) -> Case:
     for check in expect:
         if not isinstance(check, dict) or not set(check) & _CHECK_KEYS:
             raise CaseError(f"{path}: each [[expect]] needs one of {', '.join(sorted(_CHECK_KEYS))}")
-    files = {str(k): str(v) for k, v in data.get("files", {}).items()}
+    setup, files = data.get("setup", []), data.get("files", {})
+    if not isinstance(setup, list) or not all(isinstance(c, str) for c in setup):
+        raise CaseError(f"{path}: setup is a list of shell commands")
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise CaseError(f"{path}: [files] maps paths to their text")
+    files = {str(k): v for k, v in files.items()}
     extra = path.parent / "files"
     if extra.is_dir():
         for file in sorted(p for p in extra.rglob("*") if p.is_file()):
@@ -99,7 +105,7 @@ def _case(path: Path) -> Case:
         folder=path.parent,
         prompt=data["prompt"],
         files=files,
-        setup=list(data.get("setup", [])),
+        setup=list(setup),
         git=bool(data.get("git", False)),
         project_files=bool(data.get("project_files", True)),
         options=dict(options),
@@ -141,6 +147,14 @@ def _placed(data: Any, old: str, new: str) -> Any:
     return data
 
 
+def context_print(request: ModelRequest, project: Path) -> str:
+    """What the model is told before any message: the system prompt (the platform line left out:
+    it names this machine's kernel) and the tools' names, descriptions and schemas."""
+    system = "\n".join(line for line in request.system.splitlines() if not line.startswith("- Platform: "))
+    tools = json.dumps(list(request.tools), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(_normal(system + "\n" + tools, project).encode()).hexdigest()[:16]
+
+
 @dataclass(slots=True)
 class Recorder:
     """The live provider, with each reply kept beside the request it answered."""
@@ -161,6 +175,7 @@ class Recorder:
                 self.entries.append(
                     {
                         "seen": fingerprint(request, self.project),
+                        "context": context_print(request, self.project),
                         "model": event.model,
                         "message": _placed(event.message.model_dump(mode="json"), str(self.project), PLACE),
                         "stop_reason": event.stop_reason,
@@ -198,6 +213,11 @@ class Replayer:
             self.diverged.append(f"request {number} differs from the recorded one")
         self.used.add(match)
         entry = self.entries[match]
+        recorded = entry.get("context")
+        if recorded is not None and recorded != context_print(request, self.project):
+            self.diverged.append(
+                f"request {number}: the system prompt or the tools differ from the recording's"
+            )
         usage = entry.get("usage", {})
         yield MessageDone(
             message=Message.model_validate(_placed(entry["message"], PLACE, str(self.project))),
@@ -236,6 +256,8 @@ class Outcome:
     seconds: float = 0.0
     answer: str = ""
     tool_calls: list[str] = field(default_factory=list)
+    subtype: str = "none"  # how the run ended (`success`, `error_max_turns`…; none: no result)
+    judged_result: bool = False  # a `result =` check says which ending is expected
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -296,7 +318,14 @@ async def run_case(case: Case, *, mode: str, source: Path, provider: Provider | 
         replayer: Replayer | None = None
         recorder: Recorder | None = None
         if mode == "replay":
-            entries = json.loads(case.recording.read_text(encoding="utf-8")).get("requests", [])
+            try:
+                entries = json.loads(case.recording.read_text(encoding="utf-8"))["requests"]
+                if not isinstance(entries, list) or not all(
+                    isinstance(e, dict) and "message" in e for e in entries
+                ):
+                    raise ValueError("not a recording")
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                return Outcome(case.name, "error", error=f"{case.recording} cannot be read: {e}")
             replayer = Replayer(entries, project)
             provider = replayer
         elif mode == "record" or provider is not None:
@@ -308,13 +337,18 @@ async def run_case(case: Case, *, mode: str, source: Path, provider: Provider | 
                 return Outcome(case.name, "error", error=str(e))
             recorder = Recorder(inner, project)
             provider = recorder
-        options = AgentOptions(
-            cwd=project,
-            provider=provider,
-            trust_workspace=True,  # the project's own files are what is tested
-            **{"permission_mode": "bypassPermissions", **case.options},
-        )
-        outcome = await _drive(case, options, project)
+        defaults = {"permission_mode": "bypassPermissions", "setting_sources": ["project", "local"]}
+        try:
+            options = AgentOptions(
+                cwd=project,
+                provider=provider,
+                trust_workspace=True,  # the project's own files are what is tested
+                **{**defaults, **case.options},
+            )
+        except TypeError as e:
+            return Outcome(case.name, "error", error=f"options: {e}")
+        with _state_in(Path(folder) / ".state"):  # sessions and memories stay in the throwaway folder
+            outcome = await _drive(case, options, project)
         outcome.seconds = time.monotonic() - started
         if replayer is not None:
             outcome.diverged = list(replayer.diverged)
@@ -362,13 +396,17 @@ async def _drive(case: Case, options: AgentOptions, project: Path) -> Outcome:
             + usage.cache_creation_input_tokens
         )  # fmt: skip
         outcome.cost_usd = result.total_cost_usd
-    subtype = result.subtype if result is not None else "none"
+    subtype = outcome.subtype = result.subtype if result is not None else "none"
+    outcome.judged_result = any("result" in c for c in case.expect)
     outcome.checks = [_check(c, project, outcome.answer, subtype, calls, skills) for c in case.expect]
     return outcome
 
 
 def _status(outcome: Outcome) -> str:
     if outcome.error:
+        return "error"
+    if outcome.subtype != "success" and not outcome.judged_result:
+        outcome.error = f"the run ended with {outcome.subtype}: {outcome.answer[:200]}"
         return "error"
     if not all(c.passed for c in outcome.checks):
         return "fail"
@@ -422,6 +460,8 @@ def _command_check(expect: dict[str, Any], project: Path) -> Check:
 def _file_check(expect: dict[str, Any], project: Path) -> Check:
     relative = str(expect["file"])
     path = project / relative
+    if not path.resolve().is_relative_to(project):
+        return Check(f"{relative}", False, "outside the project: a case checks its own files only")
     text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
     if expect.get("exists") is False:
         return Check(f"{relative} does not exist", text is None and not path.exists())
@@ -437,6 +477,21 @@ def _file_check(expect: dict[str, Any], project: Path) -> Check:
         unwanted = str(expect["not_contains"])
         return Check(f"{relative} lacks {unwanted!r}", unwanted not in text, text[:120])
     return Check(f"{relative} exists", True)
+
+
+@contextlib.contextmanager
+def _state_in(folder: Path) -> Iterator[None]:
+    """Piton's state directory (sessions, memories) in `folder` for the duration: a case's runs
+    leave nothing in the user's."""
+    before = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(folder)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("XDG_STATE_HOME", None)
+        else:
+            os.environ["XDG_STATE_HOME"] = before
 
 
 def run_suite(

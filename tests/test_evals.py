@@ -135,3 +135,32 @@ def test_a_bad_case_is_one_line(project: Path) -> None:
     assert done.stderr == f"piton eval: {bad}: unknown options colour\n"
     bad.write_text("prompt = [unclosed\n")
     assert piton(project, "eval").stderr.startswith(f"piton eval: {bad}: ")
+
+
+def test_what_a_replay_must_not_miss(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    """A changed CLAUDE.md (the system prompt) diverges; a run that crashes is an error, not a
+    pass; a check cannot read outside the copy; the user's state directory gets nothing."""
+    case = project / "evals" / "hello" / "case.toml"
+    case.parent.mkdir(parents=True)
+    case.write_text('prompt = "say hello"\n[[expect]]\nanswer_contains = "hello"\n')
+    (project / "CLAUDE.md").write_text("Be brief.\n")
+    fake_api.add(Reply([Text("hello")]))
+    assert piton(project, "eval", "--record").returncode == 0
+    assert piton(project, "eval").returncode == 0
+    (project / "CLAUDE.md").write_text("Never say hello.\n")
+    changed = piton(project, "eval")
+    assert changed.returncode == 1
+    assert "request 1: the system prompt or the tools differ from the recording's" in changed.stdout
+
+    (project / "CLAUDE.md").write_text("Be brief.\n")
+    case.write_text(
+        'prompt = "say hello"\n[options]\nmax_turns = 0\n'
+        '[[expect]]\nanswer_contains = "hello"\n[[expect]]\nfile = "../../../../etc/hostname"\n'
+    )
+    crashed = piton(project, "eval", "--json")
+    run = json.loads(crashed.stdout)["cases"][0]["runs"][0]
+    assert crashed.returncode == 1 and run["status"] == "error", run
+    outside = next(c for c in run["checks"] if c["check"].startswith("../"))
+    assert not outside["passed"] and outside["detail"].startswith("outside the project")
+    assert not list((Path.home() / ".state").rglob("*piton-eval*"))
+    assert not list(Path.home().rglob("*.jsonl"))

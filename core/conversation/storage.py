@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sqlite3
 import threading
 import time
@@ -173,6 +172,13 @@ class SqliteSessionStorage:
                 (project, session_id, owner),
             )
 
+    def close(self) -> None:
+        """Close this thread's connection (each thread opens its own)."""
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is not None:
+            self._local.db = None
+            db.close()
+
     def delete(self, project: str, session_id: str) -> None:
         with self._transaction() as db:
             for table in ("entries", "sessions"):
@@ -290,15 +296,7 @@ class StorageStore(SessionStore):
         return listed[0].session_id if listed else None
 
     def prune(self, *, max_age_days: float = PRUNE_AGE_DAYS, max_bytes: int = PRUNE_MAX_BYTES) -> int:
-        """Sessions older than `max_age_days` go, with their folders (a backend keeps its own
-        size in check)."""
-        del max_bytes
-        removed = 0
-        with contextlib.suppress(OSError):
-            for stored in self.storage.sessions(None):
-                if time.time() - stored.modified < max_age_days * 86_400:
-                    continue
-                self.storage.delete(stored.project, stored.session_id)
-                shutil.rmtree(self.root / stored.project / stored.session_id, ignore_errors=True)
-                removed += 1
-        return removed
+        """Nothing: a backend several users or machines may share keeps its own retention (one
+        user's `cleanupPeriodDays` must not delete the others' sessions)."""
+        del max_age_days, max_bytes
+        return 0

@@ -6,24 +6,27 @@ python examples/library/interrupt.py
 import asyncio
 
 from piton import Agent, AgentOptions
-from piton.api import AssistantMessage, ResultMessage
+from piton.api import AssistantMessage, ResultMessage, StreamEvent
 
 
 async def main() -> None:
-    async with Agent(AgentOptions(builtin_tools=[])) as agent:
-
-        async def stop_soon() -> None:
-            await asyncio.sleep(1.0)
-            await agent.interrupt()
-
-        stopper = asyncio.create_task(stop_soon())
+    async with Agent(AgentOptions(builtin_tools=[], include_partial_messages=True)) as agent:
+        stopper: asyncio.Task[None] | None = None
         async for message in agent.query("Write a very long story."):
-            if isinstance(message, ResultMessage):
+            if isinstance(message, StreamEvent) and stopper is None:  # the story has begun
+                stopper = asyncio.create_task(stop_later(agent))
+            elif isinstance(message, ResultMessage):
                 print(f"first turn: {message.subtype}: {message.text}")
-        await stopper
+        if stopper is not None:
+            stopper.cancel()  # a story that ended on its own needs no stopping
         async for message in agent.query("In one line, then."):
             if isinstance(message, AssistantMessage) and message.text:
                 print(f"second turn: {message.text}")
+
+
+async def stop_later(agent: Agent) -> None:
+    await asyncio.sleep(1.0)  # enough of the story
+    await agent.interrupt()
 
 
 if __name__ == "__main__":
