@@ -353,32 +353,17 @@ class ControlSession:
             self.writer.handle(event)
 
     def _interrupted(self, started: float) -> None:
-        self._end(started, "error_during_execution", INTERRUPTED, ())
+        self._end(started, INTERRUPTED, ())
 
     def _failed(self, started: float, error: BaseException) -> None:
         from piton.api.client import NoTurn
 
         text = str(error) if isinstance(error, NoTurn) else f"{type(error).__name__}: {error}"
-        self._end(started, "error_during_execution", text, (text,))
+        self._end(started, text, (text,))
 
-    def _end(self, started: float, subtype: str, text: str, errors: tuple[str, ...]) -> None:
+    def _end(self, started: float, text: str, errors: tuple[str, ...]) -> None:
         """The result line of a turn that ended without the agent's own (the client waits for one)."""
-        from piton.core.context.usage import Usage
         from piton.core.conversation.events import Result
 
-        agent = self.runtime.agent
-        self.writer.handle(
-            Result(
-                subtype=subtype,
-                is_error=True,
-                result=text,
-                session_id=agent.config.session_id,
-                num_turns=0,
-                duration_ms=round((time.monotonic() - started) * 1000),
-                duration_api_ms=0,
-                usage=Usage(),
-                model_usage={},
-                total_cost_usd=0.0,
-                errors=errors,
-            )
-        )
+        took = round((time.monotonic() - started) * 1000)
+        self.writer.handle(Result.cut_short(self.runtime.agent.config.session_id, text, errors, took))

@@ -178,6 +178,24 @@ class Result:
     permission_denials: tuple[dict[str, Any], ...] = ()
     metrics: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def cut_short(cls, session_id: str, text: str, errors: tuple[str, ...], duration_ms: int) -> Result:
+        """The result of a turn that ended without the agent's own (interrupted, or failed inside):
+        clients wait for one."""
+        return cls(
+            subtype="error_during_execution",
+            is_error=True,
+            result=text,
+            session_id=session_id,
+            num_turns=0,
+            duration_ms=duration_ms,
+            duration_api_ms=0,
+            usage=Usage(),
+            model_usage={},
+            total_cost_usd=0.0,
+            errors=errors,
+        )
+
 
 AgentEvent = (
     StreamEvent

@@ -138,7 +138,11 @@ class Agent:
         else:
             text = f"{type(error).__name__}: {error}"
         # through the stream, so that what it keeps of a cut reply (partial messages) is reset
-        for message in stream.convert(_ended(self.runtime, started, text, () if error is None else (text,))):
+        from piton.core.conversation.events import Result
+
+        took = round((time.monotonic() - started) * 1000)
+        cut = Result.cut_short(self.runtime.log.session_id, text, () if error is None else (text,), took)
+        for message in stream.convert(cut):  # it resets what the stream kept of a cut reply
             yield message
 
     async def interrupt(self) -> None:
@@ -227,26 +231,6 @@ def _notice(stream: MessageStream, text: str) -> RunMessage:
     from piton.core.conversation.events import Notice
 
     return stream.convert(Notice(text))[0]
-
-
-def _ended(runtime: Runtime, started: float, text: str, errors: tuple[str, ...]) -> Any:
-    """The result of a turn that ended without the agent's own (interrupted, or failed inside)."""
-    from piton.core.context.usage import Usage
-    from piton.core.conversation.events import Result
-
-    return Result(
-        subtype="error_during_execution",
-        is_error=True,
-        result=text,
-        session_id=runtime.log.session_id,
-        num_turns=0,
-        duration_ms=round((time.monotonic() - started) * 1000),
-        duration_api_ms=0,
-        usage=Usage(),
-        model_usage={},
-        total_cost_usd=0.0,
-        errors=errors,
-    )
 
 
 def _build(options: AgentOptions) -> Runtime:
