@@ -153,6 +153,14 @@ _SETTINGS_PRICES: dict[str, Prices] = {}
 _FREE = Prices(0.0, 0.0)
 
 
+_SERVER_WINDOWS: dict[str, int] = {}
+
+
+def add_window(model_id: str, tokens: int) -> None:
+    """The context window a model's server reported (a local server knows what it loaded)."""
+    _SERVER_WINDOWS[model_id] = tokens
+
+
 def add_prices(table: dict[str, Prices]) -> None:
     """Prices from the settings (`modelPrices`), for models the table does not know."""
     _SETTINGS_PRICES.update(table)
@@ -166,7 +174,7 @@ def _other_model(model_id: str) -> ModelInfo | None:
     base = re.sub(r"-\d{4}-\d{2}-\d{2}$", "", rest)  # OpenAI's dated ids share their model's row
     known = _OPENAI.get(base) if vendor == "openai" else None
     prices = _SETTINGS_PRICES.get(model_id) or (Prices(known[0], known[1]) if known else _FREE)
-    window = known[2] if known else _OTHER_WINDOW
+    window = _SERVER_WINDOWS.get(model_id) or (known[2] if known else _OTHER_WINDOW)
     priced = known is not None or model_id in _SETTINGS_PRICES
     reasoning = vendor == "openai" and re.match(r"(gpt-5|o\d)", base) is not None  # takes reasoning_effort
     return ModelInfo(model_id, window, 16_384, "none", prices, known=priced, effort=reasoning, vendor=vendor)

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from piton.core.conversation.events import Notice, StreamEvent
-from piton.core.models import model_info
+from piton.core.models import add_window, model_info
 from piton.core.providers import ModelRequest, ProviderError
 from piton.core.providers.openai_format import (
     base_url,
@@ -34,6 +34,7 @@ class OpenAICompatProvider:
         self._url = url
         self._client: Any = None
         self._told: set[str] = set()  # models whose missing price was said
+        self._asked: set[str] = set()  # models whose context window was asked of the server
 
     def _key(self) -> str | None:
         """OpenAI's key; local servers take any (the SDK insists on one)."""
@@ -71,6 +72,10 @@ class OpenAICompatProvider:
         client = self._sdk()  # says what is missing (the SDK, a key) before anything else
         import openai
 
+        if request.model not in self._asked:
+            self._asked.add(request.model)
+            if (window := await server_window(client, split_model(request.model)[1])) is not None:
+                add_window(request.model, window)
         if not model_info(request.model).known and request.model not in self._told:
             self._told.add(request.model)
             yield Notice(
@@ -114,3 +119,24 @@ class OpenAICompatProvider:
             raise ProviderError(f"{self.name} API error: {error_message(e)}", kind="stream") from e
         except (ValueError, TypeError) as e:  # a garbled event
             raise ProviderError(f"{self.name} sent a reply that cannot be read: {e}", kind="stream") from e
+
+
+_WINDOW_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length")
+
+
+async def server_window(client: Any, name: str) -> int | None:
+    """The context window the server gives for `name`, if it says (vLLM's `max_model_len`,
+    llama.cpp's `meta.n_ctx_train`, OpenRouter's and LM Studio's `context_length`…); None when it
+    does not, or cannot be asked (OpenAI's own models are in the table)."""
+    try:
+        # once, quickly: a server that cannot say must not hold up the request
+        model = await client.with_options(max_retries=0, timeout=5.0).models.retrieve(name)
+    except Exception:  # a server without the endpoint, or an error: the table's value stands
+        return None
+    extra = dict(getattr(model, "model_extra", None) or {})
+    meta = extra.get("meta")
+    meta = meta if isinstance(meta, dict) else {}
+    for value in [*(extra.get(k) for k in _WINDOW_KEYS), meta.get("n_ctx_train"), meta.get("n_ctx")]:
+        if isinstance(value, int) and value > 1024:
+            return value
+    return None

@@ -101,6 +101,8 @@ class FakeOpenAI:
         self.bodies: list[dict[str, Any]] = []
         self.rejections: list[str] = []
         self.one_index = False  # tool calls all at index 0
+        self.models: dict[str, dict[str, Any]] = {}  # what GET /v1/models/{id} tells beside the id
+        self.model_lookups: list[str] = []
         self._script: deque[Reply | HttpError] = deque()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.fake = self  # type: ignore[attr-defined]
@@ -142,6 +144,16 @@ class _Handler(BaseHTTPRequestHandler):
         if status == 400:
             fake.rejections.append(message)
         self._json(status, {"error": {"message": message, "type": kind, "code": None}})
+
+    def do_GET(self) -> None:
+        fake: FakeOpenAI = self.server.fake  # type: ignore[attr-defined]
+        name = self.path.removeprefix("/v1/models/")
+        fake.model_lookups.append(name)
+        if self.path.startswith("/v1/models/") and name in fake.models:
+            return self._json(
+                200, {"id": name, "object": "model", "created": 0, "owned_by": "fake", **fake.models[name]}
+            )
+        return self._error(404, f"The model `{name}` does not exist")
 
     def do_POST(self) -> None:
         fake: FakeOpenAI = self.server.fake  # type: ignore[attr-defined]

@@ -218,3 +218,22 @@ def test_a_thinking_only_turn_is_left_out_for_another_model() -> None:
     messages = chat_messages(request)
     assert [m["role"] for m in messages] == ["user", "user"]
     assert check({"model": "gpt-5", "messages": messages}) is None
+
+
+def test_the_context_window_comes_from_the_server(
+    openai_server: FakeOpenAI, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM says what it loaded (`max_model_len`), llama.cpp what it was trained for; a server that
+    cannot say leaves the table's value."""
+    monkeypatch.setenv("PITON_VLLM_BASE_URL", openai_server.base_url)
+    monkeypatch.setenv("PITON_LLAMACPP_BASE_URL", openai_server.base_url)
+    openai_server.api_key = "local"  # what Piton sends a local server (the SDK insists on a key)
+    openai_server.models = {"qwen3": {"max_model_len": 32768}, "gemma": {"meta": {"n_ctx_train": 8192}}}
+    windows = {}
+    for model in ("vllm:qwen3", "llamacpp:gemma", "vllm:unknown"):
+        openai_server.add(reply("ok"))
+        done = piton(project, "-p", "hi", "--model", model, "--output-format", "json")
+        assert done.returncode == 0, done.stdout + done.stderr
+        windows[model] = json.loads(done.stdout)["modelUsage"][model]["contextWindow"]
+    assert windows == {"vllm:qwen3": 32768, "llamacpp:gemma": 8192, "vllm:unknown": 128_000}
+    assert openai_server.model_lookups == ["qwen3", "gemma", "unknown"]  # once a run, no retries
