@@ -423,3 +423,23 @@ def test_partial_messages_start_afresh_after_an_interrupt(fake_api: FakeAnthropi
 
     second = [m.event["type"] for m in _run(go()) if isinstance(m, StreamEvent)]
     assert second[:2] == ["message_start", "content_block_start"] and second[-1] == "message_stop"
+
+
+def test_mcp_servers_given_as_options(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    """A real MCP server (stdio) named in `AgentOptions.mcp_servers`: its tool is offered and called."""
+    from piton import AgentOptions
+
+    server = str(Path(__file__).parents[1] / "fixtures" / "mcp_server.py")
+    fake_api.add(Reply([ToolCall("mcp__fixture__echo", {"text": "ping"})]), Reply([Text("it echoed")]))
+    options = AgentOptions(
+        cwd=project,
+        mcp_servers={"fixture": {"command": sys.executable, "args": [server]}},
+        allowed_tools=["mcp__fixture__echo"],
+    )
+    messages = _run(_all("echo ping", options))
+    init = messages[0].to_dict()
+    assert init["subtype"] == "init" and {"name": "fixture", "status": "connected"} in init["mcp_servers"]
+    assert "mcp__fixture__echo" in [t["name"] for t in fake_api.requests[0].body["tools"]]
+    (echoed,) = _tool_results(fake_api.requests[1].body)
+    assert "ping" in _text(echoed) and not echoed.get("is_error")
+    assert messages[-1].text == "it echoed"
