@@ -170,7 +170,7 @@ def _run(
     if provider is None:
         from piton.core.providers.credentials import NO_API_KEY, credential_source
         from piton.core.providers.route import needs_anthropic
-        from piton.runtime import starting_model
+        from piton.starting import starting_model
 
         if needs_anthropic(starting_model(options.run)) and credential_source() is None:
             streams.stderr.write(f"piton: {NO_API_KEY}\n")
@@ -202,7 +202,7 @@ def _start(
     if provider is None:
         from piton.core.providers.anthropic import AnthropicProvider
         from piton.core.providers.route import Router, default_model, needs_anthropic
-        from piton.runtime import starting_model
+        from piton.starting import starting_model
 
         anthropic = AnthropicProvider()
         model = default_model(starting_model(options.run))

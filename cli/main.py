@@ -172,7 +172,7 @@ def _print_without_credentials(args: list[str]) -> bool:
     from pathlib import Path
 
     from piton.core.options import RunOptions
-    from piton.runtime import starting_model
+    from piton.starting import starting_model
 
     return (
         needs_anthropic(starting_model(RunOptions(cwd=Path.cwd(), model=model)))

@@ -234,7 +234,7 @@ class Repl:
         else:
             from piton.core.providers.anthropic import AnthropicProvider
             from piton.core.providers.route import Router, default_model, needs_anthropic
-            from piton.runtime import starting_model
+            from piton.starting import starting_model
 
             model = starting_model(self.options)
             anthropic = AnthropicProvider()

@@ -126,6 +126,12 @@ OTHER_VENDORS = ("openai", "ollama", "lmstudio", "vllm", "llamacpp")  # `vendor:
 PROVIDER_NAMES = ("anthropic", *OTHER_VENDORS)
 
 
+def split_model(model: str) -> tuple[str | None, str]:
+    """(`openai`, `gpt-5`) for `openai:gpt-5`; (None, model) for a Claude model."""
+    name, colon, rest = model.partition(":")
+    return (name, rest) if colon and rest and name in OTHER_VENDORS else (None, model)
+
+
 def with_provider(provider: str | None, model: str | None) -> str | None:
     """The model `--provider NAME --model ID` names (`ollama` and `qwen3-coder`: `ollama:qwen3-coder`).
     Raises ValueError, in words for people, for a provider or a pairing that cannot be."""

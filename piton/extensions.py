@@ -9,30 +9,13 @@ from pathlib import Path
 
 from piton.core.hooks.config import HookCommand, parse_hooks
 from piton.core.hooks.session import Hooks
-from piton.core.project.claude_home import CONFIG_DIR_VAR, MACHINE_SANDBOX_VAR
 from piton.core.project.settings import Settings
 from piton.core.project.settings_sources import shown
 from piton.core.project.trust import Grant, Trust
 
 # what the settings' env may not set in Piton's own process: what says where the user's Claude Code
 # files are and whether the machine is a sandbox comes from whoever started Piton, never from a file
-_NOT_FROM_FILES = frozenset({CONFIG_DIR_VAR, MACHINE_SANDBOX_VAR, "HOME", "PATH"})
-
-
-def apply_user_env(settings: Settings) -> list[str]:
-    """The `env` of the user's own files (and `--settings`, and managed policy) set in Piton's own
-    process, as Claude Code does (`ANTHROPIC_MODEL`, `API_TIMEOUT_MS`…); a project's `env` reaches
-    only the sandboxed commands, and the hooks of a trusted folder. Returns what was refused."""
-    refused = []
-    for name, value in settings.env(trusted_only=True).items():
-        if name in _NOT_FROM_FILES:
-            refused.append(
-                f"ignored env {name} from the settings: it comes from the environment Piton starts in"
-            )
-            continue
-        os.environ[name] = value
-    return refused
-
+from piton.starting import apply_user_env as apply_user_env
 
 CO_AUTHOR = "Co-Authored-By: Claude <noreply@anthropic.com>"
 

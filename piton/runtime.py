@@ -25,8 +25,6 @@ from piton.core.options import RunOptions
 from piton.core.project.claude_home import claude_home
 from piton.core.project.settings import (
     Settings,
-    SettingsFlagError,
-    load_settings,
 )
 from piton.core.project.system_prompt import OutputStyle, build_system_prompt, environment_section
 from piton.core.project.trust import Grant, Trust, TrustStore, decide
@@ -42,7 +40,7 @@ from piton.core.safety.sandbox import Sandbox, make_sandbox
 from piton.core.safety.sandbox.limits import configure as configure_limits
 from piton.core.subagents import AgentType, SubagentRunner
 from piton.core.tools import AnyTool, ToolContext, ToolResult
-from piton.extensions import apply_user_env, attribution, hook_commands, make_hooks, status_command
+from piton.extensions import attribution, hook_commands, make_hooks, status_command
 from piton.extensions import grants as extension_grants
 from piton.factory import AgentFactory, subagent_directory
 from piton.permission_setup import EXTRA_MODES as EXTRA_MODES
@@ -50,6 +48,9 @@ from piton.permission_setup import MACHINE_SANDBOX_NOTICE as MACHINE_SANDBOX_NOT
 from piton.permission_setup import DontAsk, permissions_for, policy_for, rule_grant, valid_rules, where
 from piton.session_setup import OpenedSession, claude_transcript, open_session
 from piton.setup_errors import SetupError as SetupError
+from piton.starting import apply_user_env
+from piton.starting import run_settings as run_settings
+from piton.starting import starting_model as starting_model
 
 if TYPE_CHECKING:
     from piton.core.hooks.session import Hooks
@@ -159,26 +160,6 @@ def default_tools() -> list[AnyTool]:
     from piton.builtin_tools import builtin_tools
 
     return builtin_tools()
-
-
-def run_settings(options: RunOptions) -> Settings:
-    """The settings files `--setting-sources` names, and the `--settings` layer above them."""
-    try:
-        return load_settings(options.cwd, sources=options.setting_sources, extra=options.settings)
-    except SettingsFlagError as e:
-        raise SetupError(str(e)) from e
-
-
-def starting_model(options: RunOptions) -> str:
-    """Apply the user's own settings' `env` now (the provider reads `CLAUDE_CODE_USE_BEDROCK` and
-    the like from it) and say which model the run starts with, as far as it is known before the
-    session opens (`--model`, `ANTHROPIC_MODEL`, the settings' `model`)."""
-    try:
-        settings = run_settings(options)
-    except SetupError:
-        return options.model or os.environ.get("ANTHROPIC_MODEL", "")  # said when the run is built
-    apply_user_env(settings)
-    return options.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or ""
 
 
 def _skill_grant(cwd: Path, skill: Skill) -> Grant:

@@ -34,6 +34,7 @@ from piton.core.conversation.messages import (
     ToolUseBlock,
 )
 from piton.core.models import OTHER_VENDORS
+from piton.core.models import split_model as split_model
 from piton.core.providers import ModelRequest
 from piton.core.providers.accumulate import parse_tool_input
 
@@ -45,12 +46,6 @@ LOCAL = {
 }
 PROVIDERS = OTHER_VENDORS
 _STOP = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
-
-
-def split_model(model: str) -> tuple[str | None, str]:
-    """(`openai`, `gpt-5`) for `openai:gpt-5`; (None, model) for a Claude model."""
-    name, colon, rest = model.partition(":")
-    return (name, rest) if colon and rest and name in PROVIDERS else (None, model)
 
 
 def base_url(name: str, env: dict[str, str] | os._Environ[str]) -> str:

@@ -5,11 +5,13 @@ One session may use both: a subagent, a skill or the fallback may name another m
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from piton.core.models import split_model
 from piton.core.providers import ModelRequest, Provider
-from piton.core.providers.openai_compat import OpenAICompatProvider
-from piton.core.providers.openai_format import split_model
+
+if TYPE_CHECKING:  # loaded when a request needs it: whether a run needs Anthropic is asked first
+    from piton.core.providers.openai_compat import OpenAICompatProvider
 
 
 def default_model(model: str | None) -> str:
@@ -35,6 +37,8 @@ class Router:
         if name is None:
             return self.anthropic
         if name not in self._others:
+            from piton.core.providers.openai_compat import OpenAICompatProvider
+
             self._others[name] = OpenAICompatProvider(name)
         return self._others[name]
 

@@ -273,7 +273,7 @@ def default_provider(run: Any) -> Any:
     from piton.core.providers.anthropic import AnthropicProvider
     from piton.core.providers.credentials import NO_API_KEY, credential_source
     from piton.core.providers.route import Router, default_model, needs_anthropic
-    from piton.runtime import starting_model
+    from piton.starting import starting_model
 
     model = starting_model(run)
     if needs_anthropic(model) and credential_source() is None:
