@@ -94,6 +94,7 @@ _PRINT_OPTIONS: dict[str, tuple[str, ...] | None] = {
     "--continue": None,
     "--output-format": ("text", "json", "stream-json"),
     "--model": (),
+    "--provider": (),
     "--max-turns": (),
     "--system-prompt": (),
     "--system-prompt-file": (),
@@ -143,17 +144,20 @@ def _print_without_credentials(args: list[str]) -> bool:
     printing, prompts = False, 0
     pending: str | None = None  # an option waiting for its value
     model: str | None = None
+    provider: str | None = None
     for arg in args:
         if pending is not None:
             name, pending = pending, None
             if not _accepts(name, arg):
                 return False
             model = arg if name == "--model" else model
+            provider = arg if name == "--provider" else provider
         elif arg.startswith("--") and "=" in arg:
             name, _, value = arg.partition("=")
             if _PRINT_OPTIONS.get(name) is None or not _accepts(name, value):
                 return False
             model = value if name == "--model" else model
+            provider = value if name == "--provider" else provider
         elif arg in _PRINT_OPTIONS:
             printing = printing or arg in ("-p", "--print")
             pending = None if _PRINT_OPTIONS[arg] is None else arg
@@ -162,6 +166,12 @@ def _print_without_credentials(args: list[str]) -> bool:
         else:
             prompts += 1
     if not printing or prompts != 1 or pending is not None:
+        return False
+    from piton.core.models import with_provider
+
+    try:
+        model = with_provider(provider, model)
+    except ValueError:  # the parser says what is wrong
         return False
     from piton.core.providers.credentials import credential_source
     from piton.core.providers.route import needs_anthropic

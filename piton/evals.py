@@ -116,9 +116,26 @@ def _case(path: Path) -> Case:
 # -- what a request looked like, to match a replayed request to a recorded one --------------------
 
 
+def _places() -> list[tuple[str, str]]:
+    """Paths that differ from one machine to the next: where Piton is installed (its bundled
+    skills' folders are named to the model), and the home folder."""
+    import piton.skills
+
+    bundled = Path(piton.skills.__file__).parent
+    found = [
+        (str(bundled.resolve()), "$PITON_SKILLS"),
+        (str(bundled), "$PITON_SKILLS"),
+        (str(Path.home()), "$HOME"),
+    ]
+    return sorted(set(found), key=lambda pair: -len(pair[0]))  # the longest first: one may hold another
+
+
 def _normal(text: str, project: Path) -> str:
-    """Text with what changes from one run to the next taken out: the copy's path, hashes, numbers."""
+    """Text with what changes from one run or machine to the next taken out: the copy's path,
+    Piton's and the home folder's, hashes, numbers."""
     text = text.replace(str(project), "$PROJECT")
+    for path, name in _places():
+        text = text.replace(path, name)
     text = re.sub(r"\b[0-9a-f]{7,40}\b", "<hex>", text)
     return re.sub(r"\d+", "0", text)
 
