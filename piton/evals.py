@@ -13,37 +13,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
 import time
 import tomllib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from piton.api import Agent, AgentOptions, AssistantMessage, ResultMessage
-from piton.core.context.usage import Usage
-from piton.core.conversation.events import MessageDone, StreamEvent
-from piton.core.conversation.messages import Message, TextBlock, ToolUseBlock
-from piton.core.modes import is_reminder
-from piton.core.providers import ModelRequest, Provider, ProviderError
+from piton.core.conversation.messages import ToolUseBlock
+from piton.core.providers import Provider
+from piton.eval_checks import CHECK_KEYS, Check, check
+from piton.eval_replay import Recorder, Replayer
 
 RECORDING = "recording.json"
-PLACE = "$PROJECT"  # the copy's path, in recorded replies: each run has a copy of its own
 PROJECT_FILES = (".claude", ".piton", "AGENTS.md", "CLAUDE.md")
 _OPTION_KEYS = {
     "model", "permission_mode", "allowed_tools", "disallowed_tools", "max_turns", "builtin_tools",
     "append_system_prompt", "system_prompt", "max_budget_usd", "setting_sources", "thinking", "effort",
-}  # fmt: skip
-_CHECK_KEYS = {
-    "answer_contains", "answer_not_contains", "result", "file", "tool_called", "tool_not_called", "skill",
-    "command",
 }  # fmt: skip
 
 
@@ -87,9 +79,9 @@ def _case(path: Path) -> Case:
     if unknown := set(options) - _OPTION_KEYS:
         raise CaseError(f"{path}: unknown options {', '.join(sorted(unknown))}")
     expect = data.get("expect", [])
-    for check in expect:
-        if not isinstance(check, dict) or not set(check) & _CHECK_KEYS:
-            raise CaseError(f"{path}: each [[expect]] needs one of {', '.join(sorted(_CHECK_KEYS))}")
+    for entry in expect:
+        if not isinstance(entry, dict) or not set(entry) & CHECK_KEYS:
+            raise CaseError(f"{path}: each [[expect]] needs one of {', '.join(sorted(CHECK_KEYS))}")
     setup, files = data.get("setup", []), data.get("files", {})
     if not isinstance(setup, list) or not all(isinstance(c, str) for c in setup):
         raise CaseError(f"{path}: setup is a list of shell commands")
@@ -113,151 +105,7 @@ def _case(path: Path) -> Case:
     )
 
 
-# -- what a request looked like, to match a replayed request to a recorded one --------------------
-
-
-def _places() -> list[tuple[str, str]]:
-    """Paths that differ from one machine to the next: where Piton is installed (its bundled
-    skills' folders are named to the model), and the home folder."""
-    import piton.skills
-
-    bundled = Path(piton.skills.__file__).parent
-    found = [
-        (str(bundled.resolve()), "$PITON_SKILLS"),
-        (str(bundled), "$PITON_SKILLS"),
-        (str(Path.home()), "$HOME"),
-    ]
-    return sorted(set(found), key=lambda pair: -len(pair[0]))  # the longest first: one may hold another
-
-
-def _normal(text: str, project: Path) -> str:
-    """Text with what changes from one run or machine to the next taken out: the copy's path,
-    Piton's and the home folder's, hashes, numbers."""
-    text = text.replace(str(project), "$PROJECT")
-    for path, name in _places():
-        text = text.replace(path, name)
-    text = re.sub(r"\b[0-9a-f]{7,40}\b", "<hex>", text)
-    return re.sub(r"\d+", "0", text)
-
-
-def fingerprint(request: ModelRequest, project: Path) -> str:
-    """What the model is shown new in `request`: the last message, reminders left out."""
-    last = request.messages[-1] if request.messages else Message.user("")
-    parts = []
-    for block in last.content:
-        data = block.model_dump(mode="json", exclude_none=True)
-        if isinstance(block, TextBlock) and is_reminder(block.text):
-            continue
-        data.pop("tool_use_id", None)
-        parts.append(json.dumps(data, sort_keys=True, ensure_ascii=False))
-    return hashlib.sha256(_normal("\n".join(parts), project).encode()).hexdigest()[:16]
-
-
-def _placed(data: Any, old: str, new: str) -> Any:
-    """`data` (a reply as JSON) with one path put for another, in every string of it."""
-    if isinstance(data, str):
-        return data.replace(old, new)
-    if isinstance(data, list):
-        return [_placed(v, old, new) for v in data]
-    if isinstance(data, dict):
-        return {k: _placed(v, old, new) for k, v in data.items() if v is not None}
-    return data
-
-
-def context_print(request: ModelRequest, project: Path) -> str:
-    """What the model is told before any message: the system prompt (the platform line left out:
-    it names this machine's kernel) and the tools' names, descriptions and schemas."""
-    system = "\n".join(line for line in request.system.splitlines() if not line.startswith("- Platform: "))
-    tools = json.dumps(list(request.tools), sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(_normal(system + "\n" + tools, project).encode()).hexdigest()[:16]
-
-
-@dataclass(slots=True)
-class Recorder:
-    """The live provider, with each reply kept beside the request it answered."""
-
-    inner: Provider
-    project: Path
-    entries: list[dict[str, Any]] = field(default_factory=list)
-
-    def check(self) -> None:
-        self.inner.check()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        async for event in self.inner.stream(request):
-            if isinstance(event, MessageDone):
-                self.entries.append(
-                    {
-                        "seen": fingerprint(request, self.project),
-                        "context": context_print(request, self.project),
-                        "model": event.model,
-                        "message": _placed(event.message.model_dump(mode="json"), str(self.project), PLACE),
-                        "stop_reason": event.stop_reason,
-                        "usage": event.usage.to_dict(),
-                        "api_seconds": round(event.api_seconds, 3),
-                    }
-                )
-            yield event
-
-
-@dataclass(slots=True)
-class Replayer:
-    """Answers each request with the recorded reply to the same request, else the next one unused."""
-
-    entries: list[dict[str, Any]]
-    project: Path
-    used: set[int] = field(default_factory=set)
-    diverged: list[str] = field(default_factory=list)  # where requests no longer match
-
-    def check(self) -> None:
-        pass
-
-    async def aclose(self) -> None:
-        pass
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        seen, number = fingerprint(request, self.project), len(self.used) + 1
-        free = [i for i in range(len(self.entries)) if i not in self.used]
-        match = next((i for i in free if self.entries[i]["seen"] == seen), None)
-        if match is None:
-            if not free:
-                self.diverged.append(f"request {number} has no recorded reply")
-                raise ProviderError(f"the recording has no reply for request {number}", kind="config")
-            match = free[0]
-            self.diverged.append(f"request {number} differs from the recorded one")
-        self.used.add(match)
-        entry = self.entries[match]
-        recorded = entry.get("context")
-        if recorded is not None and recorded != context_print(request, self.project):
-            self.diverged.append(
-                f"request {number}: the system prompt or the tools differ from the recording's"
-            )
-        usage = entry.get("usage", {})
-        yield MessageDone(
-            message=Message.model_validate(_placed(entry["message"], PLACE, str(self.project))),
-            usage=Usage(
-                usage.get("input_tokens", 0),
-                usage.get("output_tokens", 0),
-                usage.get("cache_creation_input_tokens", 0),
-                usage.get("cache_read_input_tokens", 0),
-            ),
-            stop_reason=entry.get("stop_reason"),
-            model=entry.get("model", ""),
-            message_id=f"msg_replay_{match}",
-        )
-
-
 # -- running a case --------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Check:
-    what: str
-    passed: bool
-    detail: str = ""
 
 
 @dataclass(slots=True)
@@ -415,7 +263,7 @@ async def _drive(case: Case, options: AgentOptions, project: Path) -> Outcome:
         outcome.cost_usd = result.total_cost_usd
     subtype = outcome.subtype = result.subtype if result is not None else "none"
     outcome.judged_result = any("result" in c for c in case.expect)
-    outcome.checks = [_check(c, project, outcome.answer, subtype, calls, skills) for c in case.expect]
+    outcome.checks = [check(c, project, outcome.answer, subtype, calls, skills) for c in case.expect]
     return outcome
 
 
@@ -428,72 +276,6 @@ def _status(outcome: Outcome) -> str:
     if not all(c.passed for c in outcome.checks):
         return "fail"
     return "diverged" if outcome.diverged else "pass"
-
-
-def _check(
-    expect: dict[str, Any],
-    project: Path,
-    answer: str,
-    subtype: str,
-    calls: list[ToolUseBlock],
-    skills: list[str],
-) -> Check:
-    if "answer_contains" in expect:
-        wanted = str(expect["answer_contains"])
-        return Check(f"answer contains {wanted!r}", wanted.lower() in answer.lower(), answer[:120])
-    if "answer_not_contains" in expect:
-        unwanted = str(expect["answer_not_contains"])
-        return Check(f"answer lacks {unwanted!r}", unwanted.lower() not in answer.lower(), answer[:120])
-    if "result" in expect:
-        return Check(f"result is {expect['result']}", subtype == expect["result"], subtype)
-    if "skill" in expect:
-        name = str(expect["skill"])
-        return Check(f"skill {name} triggered", name in skills, ", ".join(skills) or "no skill")
-    if "tool_called" in expect or "tool_not_called" in expect:
-        name = str(expect.get("tool_called") or expect.get("tool_not_called"))
-        needle = str(expect.get("input_contains", ""))
-        hits = [c for c in calls if c.name == name and needle in json.dumps(c.input, ensure_ascii=False)]
-        what = f"{name}" + (f" with {needle!r}" if needle else "")
-        made = ", ".join(c.name for c in calls) or "none"
-        if "tool_called" in expect:
-            return Check(f"{what} called", bool(hits), f"calls: {made}")
-        return Check(f"{what} not called", not hits, f"calls: {made}")
-    if "command" in expect:
-        return _command_check(expect, project)
-    return _file_check(expect, project)
-
-
-def _command_check(expect: dict[str, Any], project: Path) -> Check:
-    """A command run in the project after the run (`git log -1 --format=%s`), its output checked."""
-    command = str(expect["command"])
-    done = subprocess.run(command, shell=True, cwd=project, capture_output=True, text=True, timeout=60)
-    output = done.stdout + done.stderr
-    if "output_contains" in expect:
-        wanted = str(expect["output_contains"])
-        return Check(f"`{command}` prints {wanted!r}", wanted in output, output.strip()[:120])
-    return Check(f"`{command}` succeeds", done.returncode == 0, output.strip()[:120])
-
-
-def _file_check(expect: dict[str, Any], project: Path) -> Check:
-    relative = str(expect["file"])
-    path = project / relative
-    if not path.resolve().is_relative_to(project):
-        return Check(f"{relative}", False, "outside the project: a case checks its own files only")
-    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
-    if expect.get("exists") is False:
-        return Check(f"{relative} does not exist", text is None and not path.exists())
-    if text is None:
-        return Check(f"{relative} exists", False, "missing")
-    if "equals" in expect:
-        return Check(f"{relative} equals the expected text", text == expect["equals"], text[:120])
-    if "contains" in expect:
-        return Check(
-            f"{relative} contains {expect['contains']!r}", str(expect["contains"]) in text, text[:120]
-        )
-    if "not_contains" in expect:
-        unwanted = str(expect["not_contains"])
-        return Check(f"{relative} lacks {unwanted!r}", unwanted not in text, text[:120])
-    return Check(f"{relative} exists", True)
 
 
 @contextlib.contextmanager
