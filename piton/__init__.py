@@ -7,7 +7,7 @@ nothing else: the library's names (`from piton import query, Agent, AgentOptions
 first asked for, so the terminal does not pay for them.
 """
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # importing `typing` would cost `piton --version` its speed
 
 __version__ = "0.2.0"
 

@@ -272,3 +272,29 @@ def test_one_telemetry_serves_sessions_apart(project: Path) -> None:
     assert sorted(s.attributes["session.id"] for s in roots) == sorted(ids)
     assert all(s.status.is_ok for s in roots)
     assert sum(p.value for p in _metrics(reader)["claude_code.session.count"]) == 2
+
+
+def test_the_environment_turns_it_on_with_the_console_exporter(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CLAUDE_CODE_ENABLE_TELEMETRY=1 with OTEL_TRACES_EXPORTER=console: the spans go to stderr when
+    the session ends (stdout stays the answer's)."""
+    from piton import AgentOptions, query
+    from piton.testing import ScriptedProvider, reply
+
+    monkeypatch.setenv("CLAUDE_CODE_ENABLE_TELEMETRY", "1")
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+
+    async def run() -> list[Any]:
+        return [
+            m
+            async for m in query(
+                "hi", options=AgentOptions(cwd=project, provider=ScriptedProvider(reply("yo")))
+            )
+        ]
+
+    assert asyncio.run(run())[-1].text == "yo"
+    out, err = capsys.readouterr()
+    assert '"name": "invoke_agent piton"' in err and '"name": "chat ' in err
+    assert "invoke_agent" not in out

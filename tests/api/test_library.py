@@ -443,3 +443,30 @@ def test_mcp_servers_given_as_options(fake_api: FakeAnthropicAPI, project: Path)
     (echoed,) = _tool_results(fake_api.requests[1].body)
     assert "ping" in _text(echoed) and not echoed.get("is_error")
     assert messages[-1].text == "it echoed"
+
+
+def test_the_model_and_the_mode_change_from_the_next_turn(project: Path) -> None:
+    from piton import Agent, AgentOptions
+
+    provider = ScriptedProvider(
+        Reply([Text("one")]),
+        Reply([ToolCall("Write", {"file_path": str(project / "w.txt"), "content": "x"})]),
+        Reply([Text("refused")]),
+    )
+
+    async def go() -> None:
+        async with Agent(
+            AgentOptions(cwd=project, provider=provider, permission_mode="acceptEdits")
+        ) as agent:
+            [m async for m in agent.query("first")]
+            agent.set_model("haiku")
+            agent.set_permission_mode("plan")
+            [m async for m in agent.query("second")]
+            with pytest.raises(ValueError, match="not a permission mode"):
+                agent.set_permission_mode("yolo")
+
+    _run(go())
+    assert provider.requests[0].model != provider.requests[1].model
+    assert provider.requests[1].model.startswith("claude-haiku")
+    assert not (project / "w.txt").exists()  # plan mode: nothing is written
+    provider.assert_complete()

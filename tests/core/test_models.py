@@ -61,3 +61,21 @@ def test_prices_differ_by_family() -> None:
     sonnet = model_info("sonnet").prices
     assert sonnet.cache_read == pytest.approx(sonnet.input * 0.1)
     assert sonnet.cache_write == pytest.approx(sonnet.input * 1.25)
+
+
+def test_a_provider_named_apart_joins_the_model_id() -> None:
+    from piton.core.models import with_provider
+
+    assert with_provider(None, "sonnet") == "sonnet"
+    assert with_provider("anthropic", None) is None
+    assert with_provider("ollama", "qwen3-coder") == "ollama:qwen3-coder"
+    assert with_provider("ollama", "ollama:qwen3-coder") == "ollama:qwen3-coder"
+    assert with_provider("openai", None) == "openai:gpt-5"
+    for provider, model in (
+        ("ollama", None),
+        ("mistral", "x"),
+        ("vllm", "ollama:x"),
+        ("anthropic", "openai:gpt-5"),
+    ):
+        with pytest.raises(ValueError, match=f"--provider {provider}"):
+            with_provider(provider, model)
