@@ -179,8 +179,8 @@ class ControlSession:
         self._writer = StreamJsonWriter(
             self.streams.stdout, self.streams.stderr, verbose, partial=partial, catalogue=catalogue
         )
-        self._writer.hook_events = self.options.include_hook_events
-        follow(self._writer, runtime.mcp)
+        self._writer.stream.hook_events = self.options.include_hook_events
+        follow(self._writer.stream, runtime.mcp)
         for notice in runtime.notices:
             self._writer.notice(notice)
         runtime.log.report_to(self._writer.notice)

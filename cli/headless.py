@@ -233,9 +233,9 @@ def _start(
     if isinstance(writer, StreamJsonWriter):
         from piton.mcp_turn import follow
 
-        writer.catalogue = Catalogue.of(runtime.catalog, runtime.agent_types, runtime.style_name)
-        writer.hook_events = options.include_hook_events
-        follow(writer, runtime.mcp)
+        writer.stream.catalogue = Catalogue.of(runtime.catalog, runtime.agent_types, runtime.style_name)
+        writer.stream.hook_events = options.include_hook_events
+        follow(writer.stream, runtime.mcp)
     for notice in runtime.notices:
         writer.notice(notice)
     runtime.log.report_to(writer.notice)  # a log that cannot be written says so, and the run goes on

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
@@ -183,39 +182,7 @@ class StreamJsonWriter(_Base):
         catalogue: Catalogue | None = None,
     ) -> None:
         super().__init__(stdout, stderr, verbose)
-        self.stream = MessageStream(partial=partial, catalogue=catalogue)
-
-    @property
-    def catalogue(self) -> Catalogue:
-        return self.stream.catalogue
-
-    @catalogue.setter
-    def catalogue(self, value: Catalogue) -> None:
-        self.stream.catalogue = value
-
-    @property
-    def hook_events(self) -> bool:
-        return self.stream.hook_events
-
-    @hook_events.setter
-    def hook_events(self, value: bool) -> None:
-        self.stream.hook_events = value
-
-    @property
-    def mcp_servers(self) -> Callable[[], list[dict[str, str]]]:
-        return self.stream.mcp_servers
-
-    @mcp_servers.setter
-    def mcp_servers(self, value: Callable[[], list[dict[str, str]]]) -> None:
-        self.stream.mcp_servers = value
-
-    @property
-    def mcp_commands(self) -> Callable[[], list[str]]:
-        return self.stream.mcp_commands
-
-    @mcp_commands.setter
-    def mcp_commands(self, value: Callable[[], list[str]]) -> None:
-        self.stream.mcp_commands = value
+        self.stream = MessageStream(partial=partial, catalogue=catalogue)  # what the lines are made of
 
     def handle(self, event: AgentEvent) -> None:
         if isinstance(event, Notice):

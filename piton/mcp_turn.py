@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from piton.api.messages import MessageStream
     from piton.core.conversation.messages import ContentBlock
     from piton.core.mcp.connection import ServerState
     from piton.core.mcp.manager import McpManager
@@ -95,9 +96,9 @@ def init_servers(manager: McpManager | None) -> list[dict[str, str]]:
     return [{"name": s.config.name, "status": client_status(s)["status"]} for s in manager.states()]
 
 
-def follow(writer: Any, manager: McpManager | None) -> None:
-    """A stream-json writer's `system/init` line tells the servers and their prompts as they are."""
+def follow(stream: MessageStream, manager: McpManager | None) -> None:
+    """The `init` message a run's stream makes tells the servers and their prompts as they are."""
     if manager is None:
         return
-    writer.mcp_servers = lambda: init_servers(manager)
-    writer.mcp_commands = lambda: [name for name, _, _ in prompt_commands(manager)]
+    stream.mcp_servers = lambda: init_servers(manager)
+    stream.mcp_commands = lambda: [name for name, _, _ in prompt_commands(manager)]
