@@ -482,11 +482,15 @@ def _memory(cwd: Path, settings: Settings) -> AnyTool:
     return Memory(memory_folder(cwd, settings))
 
 
-_BESIDE_BUILTINS = ("Memory", "Skill", "Task", "SearchSkills")  # offered beside the built-ins
-
-
 def _check_names(extra: list[AnyTool], offered: list[AnyTool]) -> None:
-    taken = {tool.name for tool in offered} | set(_BESIDE_BUILTINS)
+    """A caller's own tools may not take a name a tool of the session has (the built-ins, and
+    those offered beside them: memory, Skill, Task, SearchSkills)."""
+    from piton.builtin_tools.memory import Memory
+    from piton.builtin_tools.search_skills import SearchSkills
+    from piton.builtin_tools.skill import Skill
+    from piton.builtin_tools.task import Task
+
+    taken = {tool.name for tool in offered} | {t.name for t in (Memory, SearchSkills, Skill, Task)}
     for tool in extra:
         if tool.name in taken:
             raise SetupError(f"tool {tool.name}: a tool of that name is already offered")

@@ -395,7 +395,20 @@ def test_what_must_not_pass_silently(project: Path, tmp_path: Path) -> None:
     def Read(path: str) -> str:
         return ""
 
+    @tool
+    def memory(note: str) -> str:
+        return ""
+
     storage = SqliteSessionStorage(tmp_path / "s.db")
+    with pytest.raises(PitonError, match=r"^tool memory: a tool of that name is already offered$"):
+        _run(
+            _all(
+                "hi",
+                AgentOptions(
+                    cwd=project, provider=ScriptedProvider(), tools=[memory], session_storage=storage
+                ),
+            )
+        )
     with pytest.raises(PitonError, match=r"^tool Read: a tool of that name is already offered$"):
         _run(
             _all(
