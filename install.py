@@ -6,7 +6,8 @@
 Debian and Ubuntu refuse `pip install` into their own Python (PEP 668) and ship it without pip and
 without ensurepip, so this script needs only the standard library: it creates `.venv`, fetches pip
 from the package index when the interpreter cannot provide it, installs the checkout editable with
-its development tools, and links `piton` into ~/.local/bin.
+its development tools at the versions constraints.txt names (the ones the tests passed with), and
+links `piton` into ~/.local/bin.
 """
 
 from __future__ import annotations
@@ -370,12 +371,20 @@ def bootstrap_pip(venv: Path, settings: IndexSettings) -> None:
 # --- Piton ----------------------------------------------------------------------------------------
 
 
-def install_piton(venv: Path, *, dev: bool, verbose: bool) -> str:
-    """Installs the checkout editable (a `git pull` is then enough to update) and returns
-    `piton --version` as the installed command prints it."""
+CONSTRAINTS = ROOT / "constraints.txt"
+
+
+def install_piton(venv: Path, *, dev: bool, verbose: bool, upgrade: bool = False) -> str:
+    """Installs the checkout editable (a `git pull` is then enough to update) at the versions
+    `constraints.txt` names, and returns `piton --version` as the installed command prints it. With
+    `upgrade`, the newest versions pyproject.toml allows instead, written to constraints.txt."""
     say(f"Installing Piton{' and its development tools' if dev else ''} into {shown(venv)}")
     target = f"{ROOT}[dev]" if dev else str(ROOT)
     argv: list[str | Path] = [venv_python(venv), "-m", "pip", "install", "--editable", target]
+    if upgrade:
+        argv += ["--upgrade", "--upgrade-strategy", "eager"]
+    elif CONSTRAINTS.is_file():
+        argv += ["--constraint", CONSTRAINTS]
     argv.append("--disable-pip-version-check")
     done = run(argv if verbose else [*argv, "--quiet"], capture=not verbose)
     if done.returncode != 0:
@@ -384,7 +393,23 @@ def install_piton(venv: Path, *, dev: bool, verbose: bool) -> str:
     check = run([venv / "bin" / "piton", "--version"])
     if check.returncode != 0:
         raise InstallError(f"the installed piton does not start: {last_line(check)}")
+    if upgrade:
+        write_constraints(venv)
     return check.stdout.strip()
+
+
+def write_constraints(venv: Path) -> None:
+    """constraints.txt anew from what the venv holds, its explanatory head kept."""
+    frozen = run(
+        [venv_python(venv), "-m", "pip", "freeze", "--all", "--exclude", "piton-code", "--exclude", "pip"]
+    )
+    if frozen.returncode != 0:
+        raise InstallError(f"pip freeze failed: {last_line(frozen)}")
+    old = CONSTRAINTS.read_text(encoding="utf-8") if CONSTRAINTS.is_file() else ""
+    head = [line for line in old.splitlines() if line.startswith("#")]
+    pins = sorted((line for line in frozen.stdout.splitlines() if "==" in line), key=str.lower)
+    CONSTRAINTS.write_text("\n".join([*head, *pins]) + "\n", encoding="utf-8")
+    say(f"Wrote {len(pins)} versions to {shown(CONSTRAINTS)}: run the tests, then commit it")
 
 
 def link_command(target: Path, bin_dir: Path) -> tuple[str, bool]:
@@ -464,6 +489,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--no-dev", action="store_true", help="leave out the development tools (pytest, ruff, mypy …)"
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="show pip's output")
+    parser.add_argument(
+        "--upgrade-constraints",
+        action="store_true",
+        help="install the newest versions pyproject.toml allows and write them to constraints.txt",
+    )
     # Only the venv and its pip, so that the bootstrap can be tested without a whole install.
     parser.add_argument("--bootstrap-only", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -482,7 +512,7 @@ def install(args: argparse.Namespace) -> None:
         bootstrap_pip(venv, index_settings(os.environ, venv))
     if args.bootstrap_only:
         return
-    version = install_piton(venv, dev=not args.no_dev, verbose=args.verbose)
+    version = install_piton(venv, dev=not args.no_dev, verbose=args.verbose, upgrade=args.upgrade_constraints)
     target = venv / "bin" / "piton"
     if not args.no_link:
         bin_dir = Path(os.path.abspath(args.bin_dir.expanduser()))

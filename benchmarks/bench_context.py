@@ -82,7 +82,7 @@ def tool_loop(project: Path) -> tuple[list[dict[str, Any]], list[Usage]]:
     with FakeAnthropicAPI(cache=PromptCache()) as fake:
         fake.add(*script())
         provider = AnthropicProvider(base_url=fake.base_url, api_key="test-key", backoff_s=0.01)
-        runtime = build_runtime(RunOptions(cwd=project, model=MODEL), provider, tools=None)
+        runtime = build_runtime(RunOptions(cwd=project, model=MODEL), provider)
 
         async def go() -> list[Usage]:
             try:

@@ -23,15 +23,16 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from piton.cli.guarded import run_guarded
 from piton.core.mcp.sdk import SdkHost
+from piton.session import NoTurn
 
 if TYPE_CHECKING:
     from piton.cli.output import StreamJsonWriter
-    from piton.core.activation import Activation
     from piton.core.conversation.messages import ContentBlock
     from piton.core.options import RunOptions
     from piton.core.providers import Provider
     from piton.core.tools import AnyTool
     from piton.runtime import Runtime
+    from piton.session import Session
 
 INTERRUPTED = "[Request interrupted by the user]"
 
@@ -95,50 +96,32 @@ def run_control(
 def _start(
     options: HeadlessOptions, provider: Provider | None, tools: list[AnyTool] | None, streams: Streams
 ) -> int:
-    from piton.core.providers import ProviderError
-
-    if provider is None:
-        from piton.core.providers.credentials import NO_API_KEY, credential_source
-        from piton.core.providers.route import Router, default_model, needs_anthropic
-        from piton.starting import starting_model
-
-        model = starting_model(options.run)
-        if needs_anthropic(model) and credential_source() is None:
-            streams.stderr.write(f"piton: {NO_API_KEY}\n")
-            return 1
-        from piton.core.providers.anthropic import AnthropicProvider
-
-        provider = Router(AnthropicProvider(), default_model(model))
-    try:
-        provider.check()
-    except ProviderError as e:
-        streams.stderr.write(f"piton: {e}\n")
-        return 1
     from piton.client_gate import ClientApprover
     from piton.core.conversation.session import SessionError
-    from piton.runtime import SetupError, build_runtime
+    from piton.core.providers import ProviderError
+    from piton.runtime import Parts, SetupError
+    from piton.session import Session
+    from piton.starting import default_provider
 
-    session = ControlSession(options, streams)
-    approver = ClientApprover(session.request) if options.run.permission_prompt_tool == "stdio" else None
+    control = ControlSession(options, streams)
+    approver = ClientApprover(control.request) if options.run.permission_prompt_tool == "stdio" else None
     try:
-        runtime = build_runtime(
-            options.run, provider, tools=tools, approver=approver, sdk_host=session.sdk_host
-        )
-    except (SessionError, SetupError) as e:
+        provider = provider or default_provider(options.run)
+        provider.check()
+        parts = Parts(tools=tools, approver=approver, sdk_host=control.sdk_host)
+        session = Session.open(options.run, provider, parts=parts)
+    except (ProviderError, SessionError, SetupError) as e:
         streams.stderr.write(f"piton: {e}\n")
         return 1
     if approver is not None:
-        approver.gate = runtime.agent.gate
-    session.attach(runtime)
+        approver.gate = session.agent.gate
+    control.attach(session)
     try:
-        asyncio.run(session.serve())
+        asyncio.run(control.serve())
     except KeyboardInterrupt:
         return 130
     finally:
-        runtime.close()  # the MCP servers stop with the session
-        with contextlib.suppress(OSError):
-            runtime.log.sync()
-        runtime.log.close()
+        session.close_now()  # when the loop was cut short before the session could close itself
     return 0
 
 
@@ -148,7 +131,7 @@ class ControlSession:
     def __init__(self, options: HeadlessOptions, streams: Streams) -> None:
         self.options = options
         self.streams = streams
-        self._runtime: Runtime | None = None
+        self._session: Session | None = None
         self._writer: StreamJsonWriter | None = None
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._counter = 0
@@ -159,21 +142,25 @@ class ControlSession:
         self.sdk_host = SdkHost()  # the client's in-process MCP servers, reached through `request`
 
     @property
+    def session(self) -> Session:
+        assert self._session is not None, "attach() a session first"
+        return self._session
+
+    @property
     def runtime(self) -> Runtime:
-        assert self._runtime is not None, "attach() a runtime first"
-        return self._runtime
+        return self.session.runtime
 
     @property
     def writer(self) -> StreamJsonWriter:
-        assert self._writer is not None, "attach() a runtime first"
+        assert self._writer is not None, "attach() a session first"
         return self._writer
 
-    def attach(self, runtime: Runtime) -> None:
+    def attach(self, session: Session) -> None:
         from piton.api.messages import Catalogue
         from piton.cli.output import StreamJsonWriter
         from piton.mcp_turn import follow
 
-        self._runtime = runtime
+        self._session, runtime = session, session.runtime
         catalogue = Catalogue.of(runtime.catalog, runtime.agent_types, runtime.style_name)
         verbose, partial = self.options.verbose, self.options.include_partial_messages
         self._writer = StreamJsonWriter(
@@ -181,7 +168,7 @@ class ControlSession:
         )
         self._writer.stream.hook_events = self.options.include_hook_events
         follow(self._writer.stream, runtime.mcp)
-        for notice in runtime.notices:
+        for notice in session.notices:
             self._writer.notice(notice)
         runtime.log.report_to(self._writer.notice)
 
@@ -221,9 +208,9 @@ class ControlSession:
             self._turns.put_nowait(None)
             try:
                 await worker
-            finally:
-                await self.runtime.agent.context.shells.kill_all()  # background shells end with it
-                await self.runtime.agent.provider.aclose()
+            finally:  # background shells end with it, and the SessionEnd hooks run
+                for shown in await self.session.aclose("other"):
+                    self.writer.handle(shown)
 
     def _dispatch(self, line: str) -> None:
         try:
@@ -308,56 +295,55 @@ class ControlSession:
     # -- turns -------------------------------------------------------------------------------------
 
     async def _work(self) -> None:
+        """The turns, one after another; the session starts (SessionStart hooks) before the first,
+        while control requests are answered meanwhile."""
         assert self._turns is not None
+        for shown in await self.session.start():
+            self.writer.handle(shown)
         while (message := await self._turns.get()) is not None:
             # the uuid names the turn's checkpoint (for rewind_files), as Claude Code's echo does
             turn_id = str(message.get("uuid") or uuid.uuid4())
             if self.options.replay_user_messages:
                 self._write({**message, "uuid": turn_id})
-            prompt, skill = self._prompt(message)
             started = time.monotonic()
-            self._turn = asyncio.create_task(self._run_turn(prompt, skill, turn_id))
+            self._turn = asyncio.create_task(self._run_turn(self._prompt(message), turn_id))
             await asyncio.wait([self._turn])
             if self._turn.cancelled():
                 self._interrupted(started)
             elif (error := self._turn.exception()) is not None:
-                self.writer.notice(f"the turn failed: {type(error).__name__}: {error}")
+                said = (
+                    str(error)
+                    if isinstance(error, NoTurn)
+                    else f"the turn failed: {type(error).__name__}: {error}"
+                )
+                self.writer.notice(said)
                 self._failed(started, error)
             if self._model_after_turn is not None:
                 self.runtime.agent.config.model, self._model_after_turn = self._model_after_turn, None
 
-    def _prompt(self, message: dict[str, Any]) -> tuple[str | list[ContentBlock], Activation | None]:
+    def _prompt(self, message: dict[str, Any]) -> str | list[ContentBlock]:
+        """A `user` line's content: its text, or its blocks (images, documents)."""
         from pydantic import ValidationError
 
         from piton.core.conversation.messages import Message
 
         content = (message.get("message") or {}).get("content", "")
         if isinstance(content, str):
-            catalog = self.runtime.catalog
-            return content, catalog.invocation(content) if catalog is not None else None
+            return content
         try:
-            return list(Message.model_validate({"role": "user", "content": content}).content), None
+            return list(Message.model_validate({"role": "user", "content": content}).content)
         except ValidationError:
             texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-            return "\n\n".join(texts), None
+            return "\n\n".join(texts)
 
-    async def _run_turn(
-        self, prompt: str | list[ContentBlock], skill: Activation | None, turn_id: str
-    ) -> None:
-        from piton.api.client import turn_input
-
-        runtime = self.runtime
-        if skill is None:  # the error result names what made no turn
-            prompt, skill = await turn_input(runtime, prompt, self.writer.notice)
-        async for event in runtime.agent.run(prompt, skill=skill, turn_id=turn_id):
+    async def _run_turn(self, prompt: str | list[ContentBlock], turn_id: str) -> None:
+        async for event in self.session.turn(prompt, turn_id=turn_id):
             self.writer.handle(event)
 
     def _interrupted(self, started: float) -> None:
         self._end(started, INTERRUPTED, ())
 
     def _failed(self, started: float, error: BaseException) -> None:
-        from piton.api.client import NoTurn
-
         text = str(error) if isinstance(error, NoTurn) else f"{type(error).__name__}: {error}"
         self._end(started, text, (text,))
 

@@ -121,20 +121,20 @@ def _initialize(session: ControlSession, request: dict[str, Any]) -> dict[str, A
 
 
 def _install_post_hooks(session: ControlSession, matchers: list[dict[str, Any]]) -> None:
-    """The client's PostToolUse hooks, asked after each call of the main agent."""
+    """The client's PostToolUse hooks, asked after each call (after the settings' own); a second
+    initialize replaces them."""
     from piton.client_gate import PostToolHooks
 
     agent = session.runtime.agent
     gate = agent.gate
-    before = agent.after_tool.then if isinstance(agent.after_tool, PostToolHooks) else agent.after_tool
-    agent.after_tool = PostToolHooks(
+    hooks = PostToolHooks(
         matchers,
         session.request,
         session_id=agent.config.session_id,
         cwd=str(agent.config.cwd),
         mode=lambda: str(gate.permissions.mode) if gate is not None else "bypassPermissions",
-        then=before,
     )
+    agent.after_tool.put("client", hooks)
 
 
 def _install_hooks(session: ControlSession, matchers: list[dict[str, Any]]) -> None:

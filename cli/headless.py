@@ -7,7 +7,6 @@ SIGHUP and SIGQUIT are handled like it, exiting 128 + the signal's number (`cli/
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import select
@@ -23,12 +22,10 @@ from piton.core.options import RunOptions
 
 if TYPE_CHECKING:  # loaded once a run is known to be possible (a missing key is told without them)
     from piton.cli.output import Writer
-    from piton.core.activation import Activation
     from piton.core.conversation.events import Result
     from piton.core.providers import Provider
-    from piton.core.providers.anthropic import AnthropicProvider
     from piton.core.tools import AnyTool
-    from piton.runtime import Runtime
+    from piton.session import Session
 
 STDIN_PATIENCE_S = 3.0
 
@@ -87,37 +84,22 @@ def read_prompt(
     return "\n\n".join(p.strip() for p in parts)
 
 
-async def _drive(
-    runtime: Runtime, prompt: str, writer: Writer, stopper: Stopper, skill: Activation | None = None
-) -> Result | None:
-    """The run's result; None when the prompt made no turn (an unknown `/mcp__…` command)."""
+async def _drive(session: Session, prompt: str, writer: Writer, stopper: Stopper) -> Result | None:
+    """The run's result; None when the prompt made no turn (an unknown `/name`, an MCP prompt that
+    cannot be fetched: said, as Claude Code says it in -p, and the model never sees it)."""
     import asyncio
 
     from piton.core.conversation.events import Result
-    from piton.mcp_turn import turn_content
+    from piton.session import NoTurn
 
-    agent = runtime.agent
     task = asyncio.current_task()
     if task is not None:
         stopper.install(asyncio.get_running_loop(), task.cancel)
     result: Result | None = None
-    hooks = agent.hooks
-    if runtime.mcp is not None:  # as Claude Code: `system/init` tells the servers as they started
-        await agent.tools.refresh()
-    content = await turn_content(runtime, prompt, prompt, lambda line: writer.notice(line.strip()))
-    unknown = runtime.catalog.unknown(prompt) if skill is None and runtime.catalog is not None else None
-    if unknown is not None:  # as Claude Code in -p: said, and no turn (the model never sees it)
-        writer.notice(unknown)
-    if content is None or unknown is not None:
-        await agent.provider.aclose()
-        return None
     try:
-        if hooks is not None and hooks.has("SessionStart"):
-            for text in await hooks.session_start("resume" if agent.history else "startup"):
-                agent.add_note(text)
-            for reported in hooks.drain():
-                writer.handle(reported)
-        async for event in agent.run(content, skill=skill):
+        for shown in await session.start():
+            writer.handle(shown)
+        async for event in session.turn(prompt):
             try:
                 writer.handle(event)
             except OSError as e:  # the terminal hung up before its SIGHUP came: stop as it will
@@ -126,13 +108,12 @@ async def _drive(
                 task.cancel()
             if isinstance(event, Result):
                 result = event
+    except NoTurn as e:
+        writer.notice(str(e))
+        return None
     finally:
-        await agent.context.shells.kill_all()  # background shells end with the run
-        if hooks is not None and hooks.has("SessionEnd"):
-            await hooks.session_end("other")
-            for reported in hooks.drain():
-                writer.handle(reported)
-        await agent.provider.aclose()
+        for shown in await session.aclose("other"):  # background shells end with the run
+            writer.handle(shown)
     if result is None:
         raise RuntimeError("the run ended without a result")
     return result
@@ -163,72 +144,63 @@ def run_headless(
 def _run(
     options: HeadlessOptions, provider: Provider | None, tools: list[AnyTool] | None, streams: Streams
 ) -> int:
+    from piton.core.providers import ProviderError
+
     prompt = read_prompt(options.prompt, streams.stdin, streams.stderr)
     if not prompt:
         streams.stderr.write("piton: no prompt: pass one as an argument or on standard input\n")
         return 1
-    if provider is None:
-        from piton.core.providers.credentials import NO_API_KEY, credential_source
-        from piton.core.providers.route import needs_anthropic
-        from piton.starting import starting_model
-
-        if needs_anthropic(starting_model(options.run)) and credential_source() is None:
-            streams.stderr.write(f"piton: {NO_API_KEY}\n")
-            return 1
     # Start-up allocates a great deal and frees little: collecting it is wasted work (a seventh of the
     # SDK's import). Collection resumes once the SDK is loaded (and its heap frozen), or at the end.
     collecting = provider is None and gc.isenabled()
     if collecting:
         gc.disable()
     try:
-        return _start(options, provider, tools, streams, prompt, resume_gc=gc.enable if collecting else None)
+        if provider is None:
+            from piton.starting import default_provider
+
+            provider = default_provider(options.run)
+            provider.check()  # before a session is created for a run that cannot start
+            _prewarm(provider, gc.enable if collecting else None)
+        else:
+            provider.check()
+        return _start(options, provider, tools, streams, prompt)
+    except ProviderError as e:
+        streams.stderr.write(f"piton: {e}\n")
+        return 1
     finally:
         if collecting:
             gc.enable()
 
 
+def _prewarm(provider: Provider, then: Callable[[], None] | None) -> None:
+    """When the run's first request goes to Anthropic's SDK, import it on a thread while the session
+    loads, then call `then`."""
+    from piton.core.providers.route import Router, needs_anthropic
+
+    if isinstance(provider, Router) and needs_anthropic(provider.default):
+        provider.prewarm(then=then)
+    elif then is not None:
+        then()
+
+
 def _start(
-    options: HeadlessOptions,
-    provider: Provider | None,
-    tools: list[AnyTool] | None,
-    streams: Streams,
-    prompt: str,
-    resume_gc: Callable[[], None] | None,
+    options: HeadlessOptions, provider: Provider, tools: list[AnyTool] | None, streams: Streams, prompt: str
 ) -> int:
-    from piton.core.providers import ProviderError
-
-    anthropic: AnthropicProvider | None = None
-    claude_first = False  # the run's first request goes to Anthropic's SDK: import it early
-    if provider is None:
-        from piton.core.providers.anthropic import AnthropicProvider
-        from piton.core.providers.route import Router, default_model, needs_anthropic
-        from piton.starting import starting_model
-
-        anthropic = AnthropicProvider()
-        model = default_model(starting_model(options.run))
-        claude_first = needs_anthropic(model)
-        provider = Router(anthropic, model)
-    try:
-        provider.check()  # before a session is created for a run that cannot start
-    except ProviderError as e:
-        streams.stderr.write(f"piton: {e}\n")
-        return 1
-    if anthropic is not None and claude_first:  # its import overlaps with loading
-        anthropic.prewarm(then=resume_gc)
-    elif resume_gc is not None:
-        resume_gc()
     import asyncio
 
     from piton.api.messages import Catalogue
     from piton.cli.output import StreamJsonWriter, make_writer
     from piton.core.conversation.session import SessionError
-    from piton.runtime import SetupError, build_runtime
+    from piton.runtime import Parts, SetupError
+    from piton.session import Session
 
     try:
-        runtime = build_runtime(options.run, provider, tools=tools)
+        session = Session.open(options.run, provider, parts=Parts(tools=tools))
     except (SessionError, SetupError) as e:
         streams.stderr.write(f"piton: {e}\n")
         return 1
+    runtime = session.runtime
     writer = make_writer(options.output_format, streams.stdout, streams.stderr, options.verbose)
     if isinstance(writer, StreamJsonWriter):
         from piton.mcp_turn import follow
@@ -236,22 +208,17 @@ def _start(
         writer.stream.catalogue = Catalogue.of(runtime.catalog, runtime.agent_types, runtime.style_name)
         writer.stream.hook_events = options.include_hook_events
         follow(writer.stream, runtime.mcp)
-    for notice in runtime.notices:
+    for notice in session.notices:
         writer.notice(notice)
-    runtime.log.report_to(writer.notice)  # a log that cannot be written says so, and the run goes on
-    if runtime.mcp is not None:  # a server that fails is told before the request that misses it
-        runtime.mcp.report_to(writer.notice)
-    # `/name args` starts a skill or custom command; an unknown `/name` is said and makes no turn
-    skill = runtime.catalog.invocation(prompt) if runtime.catalog is not None else None
+    # a log that cannot be written says so, and the run goes on; a server that fails is told before
+    # the request that misses it
+    session.report_to(writer.notice)
     stopper = Stopper()
     try:
-        result = asyncio.run(_drive(runtime, prompt, writer, stopper, skill))
+        result = asyncio.run(_drive(session, prompt, writer, stopper))
     except (KeyboardInterrupt, asyncio.CancelledError):
-        say(stopper.told(runtime.log.session_id), streams.stderr)  # after a hangup, nobody may read it
+        say(stopper.told(session.session_id), streams.stderr)  # after a hangup, nobody may read it
         return stopper.exit_code
     finally:
-        runtime.close()  # the MCP servers stop with the run
-        with contextlib.suppress(OSError):  # a disk that cannot sync still has the lines written
-            runtime.log.sync()
-        runtime.log.close()
+        session.close_now()  # when the run was cut short before it could close itself
     return 1 if result is None or result.is_error else 0

@@ -210,22 +210,22 @@ def _print_mode(args: list[str]) -> bool:
 
 
 def leave(code: int) -> NoReturn:
-    """End a finished `-p` run without tearing the interpreter down (unloading the SDK's thousands of
-    objects takes about half a second). The run has closed its provider and synced its session log;
-    what is still buffered is flushed, and exit handlers run, before the process goes."""
-    import atexit
+    """End a finished `-p` run. The run has closed its provider and synced its session log; what is
+    still buffered is flushed here, so that a reader that went away (`| head`) ends the run as a
+    broken pipe would (141) rather than with a traceback at exit."""
     import contextlib
 
     try:
         sys.stdout.flush()
-    except BrokenPipeError:  # the reader went away after all: as a `| head` would end us
+    except BrokenPipeError:  # the reader went away after all
         code = code or 141
+        with contextlib.suppress(OSError):  # nothing more can reach it: no second error at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (OSError, ValueError):
         pass
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.flush()
-    atexit._run_exitfuncs()
-    os._exit(code)
+    sys.exit(code)
 
 
 def list_skills(*, as_json: bool = False) -> int:

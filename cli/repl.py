@@ -47,9 +47,10 @@ if TYPE_CHECKING:
     from piton.core.project.trust import Trust, TrustStore
     from piton.core.providers import Provider
     from piton.core.safety.permissions import Decision, PermissionRequest
-    from piton.core.shells import BackgroundShell
+    from piton.core.shells import BackgroundShell, BackgroundShells
     from piton.core.tools import AnyTool, ToolResult
     from piton.runtime import Runtime
+    from piton.session import Session, StartSource
 
 _EXIT_WINDOW_S = 2.0
 _SPINNER_S = 0.1  # the spinner's frame time, while the model works (and only then)
@@ -97,7 +98,7 @@ class Repl:
         self.provider_factory = provider_factory
         self.tools = tools
         self.io = io or ReplIO()
-        self.runtime: Runtime | None = None
+        self.conversation: Session | None = None  # the session, once it has opened
         self.commands: Commands | None = None
         self._console: Console | None = None
         self.questions = Questions(self._redraw, self.print_line)
@@ -125,6 +126,10 @@ class Repl:
         self.images = PastedImages()  # Ctrl-V's, by the number of their `[Image #N]`
 
     # -- what commands and tests see ---------------------------------------------------------------
+    @property
+    def runtime(self) -> Runtime | None:
+        return self.conversation.runtime if self.conversation is not None else None
+
     @property
     def console(self) -> Console:
         assert self._console is not None, "the console exists once the session has loaded"
@@ -231,28 +236,27 @@ class Repl:
 
         if self.provider_factory is not None:
             provider = self.provider_factory()
-        else:
-            from piton.core.providers.anthropic import AnthropicProvider
-            from piton.core.providers.route import Router, default_model, needs_anthropic
-            from piton.starting import starting_model
+        else:  # no credentials: said on the first screen, once the session has opened
+            from piton.core.providers.route import Router, needs_anthropic
+            from piton.starting import default_provider
 
-            model = starting_model(self.options)
-            anthropic = AnthropicProvider()
-            if needs_anthropic(model):
-                anthropic.prewarm()  # the SDK import (about a second) overlaps with the rest of loading
-            provider = Router(anthropic, default_model(model))
+            provider = default_provider(self.options, require_key=False)
+            if isinstance(provider, Router) and needs_anthropic(provider.default):
+                provider.prewarm()  # the SDK import (about a second) overlaps with the rest of loading
         self._console = self._console or self._make_console()
         self.driver.renderer = Renderer(self._console, verbose=self.verbose)
-        self.runtime = self._build(self.options, provider)
+        self.conversation = self._open(self.options, provider)
         self.commands = Commands(self)
-        self.files = with_folders(self.runtime.project_files())
+        self.files = with_folders(self.conversation.project_files())
 
-    def _build(self, options: RunOptions, provider: Provider) -> Runtime:
-        from piton.runtime import build_runtime
+    def _open(
+        self, options: RunOptions, provider: Provider, shells: BackgroundShells | None = None
+    ) -> Session:
+        from piton.runtime import Parts
+        from piton.session import Session
 
-        return build_runtime(
-            options, provider, tools=self.tools, approver=self._approve, trust_store=self._trust_store
-        )
+        parts = Parts(tools=self.tools, approver=self._approve, trust_store=self._trust_store, shells=shells)
+        return Session.open(options, provider, parts=parts)
 
     async def _trust(self) -> None:
         """Before the session loads: when the folder's files would grant what the user was never
@@ -287,36 +291,34 @@ class Repl:
             self.start_failed = True
             await self._leave()
             raise
-        assert self.runtime is not None
+        assert self.conversation is not None and self.runtime is not None
         from piton.cli.welcome import welcome_lines
 
         for text, style in welcome_lines(self.runtime):
             self.print_line(text, style)
-        for notice in self.runtime.notices:
+        for notice in self.conversation.notices:
             self.print_line(f"piton: {notice}", "yellow")
-        self.runtime.log.report_to(self._log_problem)
-        self.runtime.agent.context.shells.tell(self._shell_changed)  # carried over by `switch`
-        if self.runtime.mcp is not None:  # a server that fails says so when it does
-            self.runtime.mcp.report_to(
-                lambda line: self.print_line(f"piton: {line}", "yellow"), asyncio.get_running_loop()
-            )
+        # the log cannot be written, a server fails: said when it happens
+        self.conversation.report_to(self._log_problem, asyncio.get_running_loop())
+        self.runtime.agent.context.shells.tell(self._shell_changed)  # handed on from session to session
         try:  # no credentials: said on the first screen, not after a message that looks paid for
             await asyncio.to_thread(self.runtime.agent.provider.check)
         except Exception as e:
             self.print_line(f"piton: {e}", "bold red")
-        await self._opened(self.runtime, "resume" if self.runtime.agent.history else "startup")
+        await self._opened(self.conversation, "resume" if self.runtime.agent.history else "startup")
 
-    async def _opened(self, runtime: Runtime, source: str, *, recap: bool = True) -> None:
+    async def _opened(self, conversation: Session, source: StartSource, *, recap: bool = True) -> None:
         """A session is open: its SessionStart hooks, and the settings' status line command."""
-        from piton.cli.session_hooks import session_start
         from piton.cli.status import StatusCommand
         from piton.cli.welcome import recap_lines
 
+        runtime = conversation.runtime
         for text, style in recap_lines(runtime.agent.history) if source == "resume" and recap else []:
             self.print_line(text, style)
-        if recap:  # a session reopened where it stands (`recap=False`) does not start again
-            show = self.driver.renderer.handle if self.driver.renderer is not None else lambda _: None
-            await session_start(runtime, source, show)
+        # a session reopened where it stands (`recap=False`) does not start again
+        for event in await conversation.start(source, quiet=not recap):
+            if self.driver.renderer is not None:
+                self.driver.renderer.handle(event)
         if runtime.status_command is not None:
             self.status = StatusCommand(
                 runtime.status_command, lambda t: self.print_line(f"piton: {t}", "yellow")
@@ -346,30 +348,23 @@ class Repl:
             with contextlib.suppress(BaseException):
                 await work
         options = replace(self.options, continue_latest=False, model=old.agent.config.model, resume=resume)
-        from piton.cli.session_hooks import session_end
-
-        if not reopen:  # the same session reopened goes on: it neither ends nor starts again
-            await session_end(old, "clear" if resume is None else "other", lambda _: None)
-        old.log.close()
-        from piton.core.shells import BackgroundShells
-
-        shells = old.agent.context.shells  # they belong to the terminal's session: they go on
-        old.agent.context.shells = BackgroundShells()
-        await asyncio.to_thread(old.close)  # its MCP servers; the new session starts its own
-        try:
-            self.runtime = await asyncio.to_thread(self._build, options, old.agent.provider)
-        finally:
-            (self.runtime or old).agent.context.shells = shells
+        leaving = self.conversation
+        assert leaving is not None
+        # the same session reopened goes on: it neither ends nor starts again; the background shells
+        # belong to the terminal's session and go on in the next one
+        shells = old.agent.context.shells
+        await leaving.aclose("clear" if resume is None else "other", handover=True, quiet=reopen)
+        self.conversation = await asyncio.to_thread(self._open, options, old.agent.provider, shells)
         if not reopen:  # another session: /cost and `[Image #N]` speak of it alone
             self.driver.totals = SessionTotals()
             self.images = PastedImages()
-        for notice in self.runtime.notices:
+        for notice in self.conversation.notices:
             self.print_line(f"piton: {notice}", "yellow")
-        self.runtime.log.report_to(self._log_problem)
+        self.conversation.report_to(self._log_problem, asyncio.get_running_loop())
         if reopen:
-            _carry_permissions(old, self.runtime)
-        await self._opened(self.runtime, "clear" if resume is None else "resume", recap=not reopen)
-        return self.runtime
+            _carry_permissions(old, self.conversation.runtime)
+        await self._opened(self.conversation, "clear" if resume is None else "resume", recap=not reopen)
+        return self.conversation.runtime
 
     # -- the loop ----------------------------------------------------------------------------------
     async def run(self) -> int:
@@ -434,19 +429,8 @@ class Repl:
                     await task
         if self._ready is None or not self._ready.done() or self._ready.exception() or not self.runtime:
             return None
-        from piton.cli.session_hooks import session_end
-
-        shells = self.runtime.agent.context.shells
-        shells.listeners.clear()  # leaving: their ends need no telling
-        await shells.kill_all()  # background shells end with the session
-        with contextlib.suppress(Exception):  # a hook cannot keep the session open
-            await session_end(self.runtime, "prompt_input_exit", lambda _: None)
-        with contextlib.suppress(OSError):  # what could not be synced was still written
-            self.runtime.log.sync()
-        self.runtime.log.close()
-        await asyncio.to_thread(self.runtime.close)  # MCP servers stop before the terminal is given back
-        with contextlib.suppress(Exception):
-            await self.runtime.agent.provider.aclose()
+        assert self.conversation is not None
+        await self.conversation.aclose("prompt_input_exit")  # MCP servers stop before the terminal is back
         self.print_line(f"Resume this session with: piton --resume {self.runtime.log.session_id}", "dim")
         return self.runtime
 
@@ -489,18 +473,17 @@ class Repl:
             return
         except Exception:  # the session did not start; that was said when it failed
             return
-        from piton.mcp_turn import turn_content
+        from piton.session import NoTurn
 
-        def warn(warning: str) -> None:
-            self.print_line(warning, "yellow")
-
-        attached = self.images.attach(text, runtime.attach(text, warn))
-        content = await turn_content(runtime, text, attached, warn)
-        if content is None:  # an MCP prompt that is unknown or could not be fetched: said, nothing sent
-            return
-        skill = runtime.catalog.invocation(text) if runtime.catalog is not None else None
+        assert self.conversation is not None
+        turn = self.conversation.turn(
+            text, mentions=True, extra=lambda content: self.images.attach(text, content)
+        )
         try:
-            await self.driver.drive(runtime.agent.run(content, skill=skill))
+            await self.driver.drive(turn)
+        except NoTurn as e:  # an MCP prompt that is unknown or could not be fetched: said, nothing sent
+            self.print_line(str(e), "yellow")
+            return
         except Exception as e:
             self.print_line(f"piton: internal error: {type(e).__name__}: {e}", "bold red")
         if self.status is not None:
@@ -516,7 +499,8 @@ class Repl:
         event loop."""
 
         async def refresh() -> None:
-            self.files = with_folders(await asyncio.to_thread(runtime.project_files))
+            assert self.conversation is not None
+            self.files = with_folders(await asyncio.to_thread(self.conversation.project_files))
 
         self._background(refresh())
 
@@ -558,7 +542,8 @@ class Repl:
         done: list[ToolResult] = []
 
         async def run() -> None:
-            done.append(await runtime.run_shell(command))
+            assert self.conversation is not None
+            done.append(await self.conversation.run_shell(command))
 
         stopped = "  ⎿  Interrupted; the command and what it started were stopped."
         if not await self.driver.hold(run(), doing=f"Running !{command[:40]}", interrupted=stopped):

@@ -7,6 +7,7 @@ defaults (a 200k window, a modest output limit, no thinking) rather than an erro
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -155,7 +156,6 @@ def with_provider(provider: str | None, model: str | None) -> str | None:
 
 
 _OTHER_WINDOW = 128_000
-_SETTINGS_PRICES: dict[str, Prices] = {}
 _FREE = Prices(0.0, 0.0)
 
 
@@ -163,33 +163,30 @@ _SERVER_WINDOWS: dict[str, int] = {}
 
 
 def add_window(model_id: str, tokens: int) -> None:
-    """The context window a model's server reported (a local server knows what it loaded)."""
+    """The context window a model's server reported (a local server knows what it loaded). A fact
+    about the server, the same for every session of the process: kept process-wide."""
     _SERVER_WINDOWS[model_id] = tokens
 
 
-def add_prices(table: dict[str, Prices]) -> None:
-    """Prices from the settings (`modelPrices`), for models the table does not know."""
-    _SETTINGS_PRICES.update(table)
-
-
-def _other_model(model_id: str) -> ModelInfo | None:
+def _other_model(model_id: str, extra: Mapping[str, Prices]) -> ModelInfo | None:
     """A `provider:model` id (an OpenAI-compatible endpoint's), or None for a Claude model."""
     vendor, colon, rest = model_id.partition(":")
     if not colon or not rest or vendor not in OTHER_VENDORS:
         return None
     base = re.sub(r"-\d{4}-\d{2}-\d{2}$", "", rest)  # OpenAI's dated ids share their model's row
     known = _OPENAI.get(base) if vendor == "openai" else None
-    prices = _SETTINGS_PRICES.get(model_id) or (Prices(known[0], known[1]) if known else _FREE)
+    prices = extra.get(model_id) or (Prices(known[0], known[1]) if known else _FREE)
     window = _SERVER_WINDOWS.get(model_id) or (known[2] if known else _OTHER_WINDOW)
-    priced = known is not None or model_id in _SETTINGS_PRICES
+    priced = known is not None or model_id in extra
     reasoning = vendor == "openai" and re.match(r"(gpt-5|o\d)", base) is not None  # takes reasoning_effort
     return ModelInfo(model_id, window, 16_384, "none", prices, known=priced, effort=reasoning, vendor=vendor)
 
 
-def model_info(name: str) -> ModelInfo:
-    """Everything we know about `name` (an alias or a full id)."""
+def model_info(name: str, prices: Mapping[str, Prices] | None = None) -> ModelInfo:
+    """Everything we know about `name` (an alias or a full id); `prices` are a session's own for
+    models the table does not know (the settings' `modelPrices`)."""
     model_id = resolve_alias(name)
-    if (other := _other_model(model_id)) is not None:
+    if (other := _other_model(model_id, prices or {})) is not None:
         return other
     m = _ID.match(claude_id(model_id))
     if m is None:
@@ -206,3 +203,31 @@ def model_info(name: str) -> ModelInfo:
     max_tokens = _MAX_TOKENS if version >= (4, 0) else _SAFE_MAX_TOKENS
     effort = version >= (4, 6) or (family == "opus" and version >= (4, 5))
     return ModelInfo(model_id, window, max_tokens, thinking, _prices(family, version), effort=effort)
+
+
+# Models going away, and the date the API stops serving them: people are told once per session. Kept
+# here rather than read from the SDK (whose table is private and has moved between releases).
+RETIRING: dict[str, str] = {
+    "claude-mythos-preview": "June 30th, 2026",
+    "claude-opus-4-5": "January 22nd, 2027",
+    "claude-opus-4-5-20251101": "January 22nd, 2027",
+    "claude-sonnet-4-5": "November 30th, 2026",
+    "claude-sonnet-4-5-20250929": "November 30th, 2026",
+}
+# Models that take adaptive thinking and work worse with a fixed budget (`thinking.type=enabled`).
+PREFER_ADAPTIVE = frozenset({"claude-opus-4-6", "claude-mythos-preview"})
+
+
+def model_warnings(model: str, thinking_type: str | None) -> list[str]:
+    """What a request for `model` should tell people (a retiring model, a thinking setting it
+    works worse with), each a line."""
+    texts = []
+    if model in RETIRING:
+        texts.append(f"The model '{model}' is deprecated and will reach end-of-life on {RETIRING[model]}.")
+    if model in PREFER_ADAPTIVE and thinking_type == "enabled":
+        texts.append(
+            f"Using Claude with {model} and 'thinking.type=enabled' is deprecated. Use "
+            "'thinking.type=adaptive' instead which results in better model performance in our testing: "
+            "https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking"
+        )
+    return texts

@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from piton.core.agent import AfterTool
 from piton.core.conversation.messages import TextBlock, ToolUseBlock
 from piton.core.safety.permissions import (
     PERMISSION_MODES,
@@ -228,11 +227,8 @@ class PostToolHooks:
     session_id: str = ""
     cwd: str = ""
     mode: Callable[[], str] = lambda: "default"
-    then: AfterTool | None = None  # the settings' PostToolUse hooks, which run first
 
     async def __call__(self, use: ToolUseBlock, result: ToolResult) -> ToolResult:
-        if self.then is not None:
-            result = await self.then(use, result)
         notes: list[str] = []
         for matcher in self.hooks:
             if not _matches(matcher.get("matcher"), use.name):

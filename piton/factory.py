@@ -9,7 +9,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from piton.core.activation_prep import ActivationPreparer
-from piton.core.agent import Agent, AgentConfig, Transcript
+from piton.core.agent import Agent
+from piton.core.agent_parts import AgentConfig, AgentParts, Transcript
 from piton.core.agent_view import AgentConversation
 from piton.core.context.compaction import CompactionSettings, Compactor
 from piton.core.context.result_store import ResultCapper, ResultHandle, ToolResultStore
@@ -35,28 +36,26 @@ class AgentFactory:
         self,
         config: AgentConfig,
         tools: Sequence[AnyTool],
-        context: ToolContext,
+        parts: AgentParts,
         *,
-        gate: PermissionGate,
-        transcript: Transcript | None = None,
         history: Sequence[Message] = (),
     ) -> Agent:
+        """An agent with `parts`, and the factory's own: its result capper and compactor, and the
+        skill preparer."""
+        transcript = parts.transcript
+
         def log_handle(handle: ResultHandle) -> None:
             if transcript is not None:
                 transcript.record("tool_result_handle", **handle.to_dict())
 
-        agent = Agent(
-            self.provider,
-            ToolRegistry(tools),
-            config,
-            history=history,
-            transcript=transcript,
-            context=context,
-            gate=gate,
+        parts = replace(
+            parts,
             capper=ResultCapper(self.store, on_store=log_handle),
             compactor=Compactor(self.compaction, self.store),
+            prepare=self.prepare,
         )
-        agent.prepare = self.prepare
+        agent = Agent(self.provider, ToolRegistry(tools), config, history=history, parts=parts)
+        context, gate = agent.context, parts.gate or self.gate
         # WebFetch reads pages through a side request counted as this agent's, and opens a private
         # address only for a rule that names its host; the gate's rules may be swapped later
         context.ask_model = AgentConversation(agent).ask
@@ -104,10 +103,15 @@ class AgentFactory:
 
         # LS and TodoRead only for agent files that name them, so community agents keep their tools
         offered = [*parent.tools, *requested_aliases(agent_type.tools)]
-        agent = self.build(config, tools_for(agent_type, offered), context, gate=gate, transcript=transcript)
-        agent.after_tool = parent.after_tool
-        agent.hooks, agent.agent_id = parent.hooks, agent_id  # its end is a SubagentStop
-        return agent
+        parts = AgentParts(
+            transcript=transcript,
+            context=context,
+            gate=gate,
+            hooks=parent.hooks,
+            after_tool=parent.after_tool,  # the same steps, a client's included
+            agent_id=agent_id,  # its end is a SubagentStop
+        )
+        return self.build(config, tools_for(agent_type, offered), parts)
 
 
 def _reads_documents(model: str) -> bool:

@@ -12,7 +12,6 @@ if TYPE_CHECKING:
     from piton.core.conversation.messages import ContentBlock
     from piton.core.mcp.connection import ServerState
     from piton.core.mcp.manager import McpManager
-    from piton.runtime import Runtime
 
 # Piton's states as Claude Code names them to SDK clients
 _CLIENT_STATUS = {
@@ -33,7 +32,7 @@ def is_prompt_command(text: str) -> bool:
 
 
 async def turn_content(
-    runtime: Runtime,
+    manager: McpManager | None,
     text: str,
     content: str | list[ContentBlock],
     warn: Callable[[str], None],
@@ -44,13 +43,15 @@ async def turn_content(
 
     if command_name(text) is not None:
         try:
-            return await expand(runtime.mcp, text)
+            return await expand(manager, text)
         except PromptError as e:
             warn(str(e))
             return None
-    if runtime.mcp is None or "@" not in text:
+    if manager is None or "@" not in text:
         return content
-    return await runtime.attach_resources(text, content, warn)
+    from piton.builtin_tools.mentions import attach_resources
+
+    return await attach_resources(manager, text, content, warn)
 
 
 def prompt_commands(manager: McpManager | None) -> list[tuple[str, str, str]]:

@@ -4,6 +4,7 @@ trust (a project's files narrow what the user allows, never widen it)."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from piton.core.conversation.session import state_dir
@@ -17,7 +18,10 @@ from piton.core.project.settings import (
 from piton.core.project.trust import Grant, Trust
 from piton.core.safety.permissions import (
     PERMISSION_MODES,
+    Approver,
     Decision,
+    DenyAll,
+    PermissionGate,
     PermissionRequest,
     Permissions,
     Rule,
@@ -163,3 +167,41 @@ def where(cwd: Path, path: Path) -> str:
 
 def rule_grant(cwd: Path, path: Path, rule: str) -> Grant:
     return Grant(where(cwd, path), f"allow {rule}")
+
+
+@dataclass(slots=True)
+class Secured:
+    """The session's sandbox policy and its permission gate, and what deciding them had to say."""
+
+    policy: SandboxPolicy
+    gate: PermissionGate
+    notices: list[str]
+
+
+def secure(
+    options: RunOptions,
+    settings: Settings,
+    permissions: Permissions,
+    readable: list[Path],
+    shared: list[Path],
+    approver: Approver | None,
+) -> Secured:
+    """The policy (with the resource limits of the user's settings: each session carries its own)
+    and the gate that asks `approver`; `readable` are the stored tool results the model may read,
+    `shared` the user's skill folders."""
+    from piton.core.safety.sandbox.limits import parse as parse_limits
+
+    notices: list[str] = []
+    policy = policy_for(options, settings, permissions, readable, shared, notices)
+    if settings.auto_allow_sandboxed_bash and policy.mode != "danger-full-access":
+        permissions.allow.append(
+            Rule("Bash")
+        )  # sandbox.autoAllowBashIfSandboxed: deny and ask rules still apply
+    limits, warnings = parse_limits(settings.sandbox_limits)
+    notices += warnings
+    if options.permission_mode == "dontAsk":
+        approver = DontAsk()
+    elif options.permission_mode == "auto":
+        notices.append("permission mode auto: Piton has no classifier to decide; asking as in default mode")
+    gate = PermissionGate(permissions, approver or DenyAll())
+    return Secured(replace(policy, limits=limits), gate, notices)

@@ -5,11 +5,15 @@ it starts with. Kept light: `piton -p` asks it before loading anything heavy."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from piton.core.options import RunOptions
 from piton.core.project.claude_home import CONFIG_DIR_VAR, MACHINE_SANDBOX_VAR
 from piton.core.project.settings import Settings, SettingsFlagError, load_settings
 from piton.setup_errors import SetupError
+
+if TYPE_CHECKING:
+    from piton.core.providers import Provider
 
 _NOT_FROM_FILES = frozenset({CONFIG_DIR_VAR, MACHINE_SANDBOX_VAR, "HOME", "PATH"})
 
@@ -47,3 +51,19 @@ def starting_model(options: RunOptions) -> str:
         return options.model or os.environ.get("ANTHROPIC_MODEL", "")  # said when the run is built
     apply_user_env(settings)
     return options.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or ""
+
+
+def default_provider(options: RunOptions, *, require_key: bool = True) -> Provider:
+    """What serves the run's models: Claude models through Anthropic's provider (its API, Bedrock or
+    Vertex), `vendor:model` ones through their OpenAI-compatible servers, made when first needed.
+    With `require_key`, raises `ProviderError` at once when the starting model needs Anthropic's API
+    and no credentials are at hand (said without importing the SDK)."""
+    from piton.core.providers import ProviderError
+    from piton.core.providers.anthropic import AnthropicProvider
+    from piton.core.providers.credentials import NO_API_KEY, credential_source
+    from piton.core.providers.route import Router, default_model, needs_anthropic
+
+    model = starting_model(options)
+    if require_key and needs_anthropic(model) and credential_source() is None:
+        raise ProviderError(NO_API_KEY, kind="config")
+    return Router(AnthropicProvider(), default_model(model))

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from piton.core.conversation.session import SessionStore, load_session
-from piton.runtime import RunOptions, SetupError, build_runtime
+from piton.core.options import RunOptions
+from piton.core.safety.permissions import Permissions
+from piton.runtime import Parts, Runtime, SetupError, build_runtime
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
 from tests.fakes.tools import Probe
@@ -22,8 +24,16 @@ def settings(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data))
 
 
-def build(project: Path, provider: ScriptedProvider | None = None, **options: Any):  # type: ignore[no-untyped-def]
-    return build_runtime(RunOptions(cwd=project, **options), provider or ScriptedProvider(), tools=[])
+def build(project: Path, provider: ScriptedProvider | None = None, **options: Any) -> Runtime:
+    return build_runtime(
+        RunOptions(cwd=project, **options), provider or ScriptedProvider(), parts=Parts(tools=[])
+    )
+
+
+def rules(runtime: Runtime) -> Permissions:
+    """The permission rules the runtime's agent is checked against (a run always has a gate)."""
+    assert runtime.agent.gate is not None
+    return runtime.agent.gate.permissions
 
 
 def test_rules_add_up_across_settings_files_and_flags_in_a_trusted_folder(project: Path) -> None:
@@ -39,7 +49,7 @@ def test_rules_add_up_across_settings_files_and_flags_in_a_trusted_folder(projec
         {"permissions": {"allow": ["Bash(npm test:*)"], "defaultMode": "plan"}},
     )
     runtime = build(project, allowed_tools=["Edit"], disallowed_tools=["Bash(curl:*)"])
-    permissions = runtime.agent.gate.permissions
+    permissions = rules(runtime)
     assert [str(r) for r in permissions.allow] == ["Bash(git status)", "Bash(npm test:*)", "Edit"]
     assert [str(r) for r in permissions.deny] == ["Bash(rm:*)", "Bash(curl:*)"]
     assert permissions.mode == "plan", "a project may narrow the mode"
@@ -52,7 +62,7 @@ def test_an_untrusted_folder_keeps_its_deny_and_ask_rules_and_grants_nothing(pro
         {"permissions": {"allow": ["Bash(npm test:*)"], "ask": ["Edit"], "deny": ["Bash(rm:*)"]}},
     )
     runtime = build(project, allowed_tools=["Read"])
-    permissions = runtime.agent.gate.permissions
+    permissions = rules(runtime)
     assert [str(r) for r in permissions.allow] == ["Read"]
     assert ([str(r) for r in permissions.ask], [str(r) for r in permissions.deny]) == (
         ["Edit"],
@@ -68,9 +78,9 @@ def test_bad_rules_in_settings_are_skipped_with_a_notice_and_bad_flags_refused(p
         {"permissions": {"allow": ["Bash(", "Read"], "defaultMode": "yolo"}},
     )
     runtime = build(project)
-    assert [str(r) for r in runtime.agent.gate.permissions.allow] == [], "the folder is not trusted"
+    assert [str(r) for r in rules(runtime).allow] == [], "the folder is not trusted"
     assert any("Bash(" in n for n in runtime.notices) and any("yolo" in n for n in runtime.notices)
-    assert runtime.agent.gate.permissions.mode == "default"
+    assert rules(runtime).mode == "default"
     with pytest.raises(SetupError, match="not a permission rule"):
         build(project, allowed_tools=["Bash("])
 
@@ -84,7 +94,8 @@ def test_sandbox_settings_and_added_directories(project: Path, tmp_path: Path) -
     assert policy is not None
     assert (policy.mode, policy.network, policy.extra_dirs) == ("read-only", True, (extra.resolve(),))
     narrowed = build(project, sandbox="danger-full-access")
-    assert narrowed.agent.context.policy.mode == "read-only"  # type: ignore[union-attr]
+    assert narrowed.agent.context.policy is not None
+    assert narrowed.agent.context.policy.mode == "read-only"
     assert ".piton/settings.json narrows sandbox.mode to 'read-only' (you chose 'danger-full-access')" in (
         narrowed.notices
     )
@@ -110,7 +121,7 @@ def test_project_settings_cannot_widen_the_sandbox(project: Path, tmp_path: Path
     assert policy is not None
     assert (policy.mode, policy.network, policy.extra_dirs) == ("workspace-write", False, ())
     assert [e for e in policy.read_exceptions if ".ssh" in e] == []
-    assert runtime.agent.gate.permissions.mode == "default"
+    assert rules(runtime).mode == "default"
     ignored = [n for n in runtime.notices if n.startswith("ignored ")]
     assert len(ignored) == 4 and all("only your own settings (~/.piton, ~/.claude)" in n for n in ignored)
     assert any("sandbox.mode='danger-full-access'" in n and "never widen" in n for n in ignored)
@@ -122,8 +133,9 @@ def test_the_users_own_settings_may_widen_it(project: Path) -> None:
         {"sandbox": {"mode": "danger-full-access"}, "permissions": {"defaultMode": "bypassPermissions"}},
     )
     runtime = build(project)
-    assert runtime.agent.context.policy.mode == "danger-full-access"  # type: ignore[union-attr]
-    assert runtime.agent.gate.permissions.mode == "bypassPermissions"
+    assert runtime.agent.context.policy is not None
+    assert runtime.agent.context.policy.mode == "danger-full-access"
+    assert rules(runtime).mode == "bypassPermissions"
     assert runtime.notices == []
 
 
@@ -141,7 +153,9 @@ def test_large_tool_results_are_stored_with_the_session_and_listed_in_its_log(pr
         return "row\n" * 100_000
 
     provider = ScriptedProvider(reply(ToolCall("Dump", {"text": "x"})), reply("ok"))
-    runtime = build_runtime(RunOptions(cwd=project), provider, tools=[Probe("Dump", flood, read_only=True)])
+    runtime = build_runtime(
+        RunOptions(cwd=project), provider, parts=Parts(tools=[Probe("Dump", flood, read_only=True)])
+    )
     collect(runtime.agent.run("go"))
     runtime.log.close()
     lines = [json.loads(line) for line in runtime.log.path.read_text().splitlines()]
@@ -170,11 +184,13 @@ def test_the_todo_list_comes_back_with_a_resumed_session(project: Path) -> None:
     from piton.builtin_tools.todo import TodoWrite
 
     provider = ScriptedProvider(reply(ToolCall("TodoWrite", {"todos": todos})), reply("ok"))
-    first = build_runtime(RunOptions(cwd=project), provider, tools=[TodoWrite()])
+    first = build_runtime(RunOptions(cwd=project), provider, parts=Parts(tools=[TodoWrite()]))
     collect(first.agent.run("plan"))
     first.log.close()
     resumed = build_runtime(
-        RunOptions(cwd=project, resume=first.log.session_id), ScriptedProvider(), tools=[TodoWrite()]
+        RunOptions(cwd=project, resume=first.log.session_id),
+        ScriptedProvider(),
+        parts=Parts(tools=[TodoWrite()]),
     )
     assert resumed.agent.context.state["todos"] == todos
     assert load_session(first.log.path, first.log.session_id).records["todos"]["todos"] == todos

@@ -85,8 +85,9 @@ def test_the_tree_is_seen() -> None:
     [
         # core is the bottom: no terminal, no tools, no skills, and not the composition root above it
         ("piton.core", ("piton", "rich", "prompt_toolkit", "typer"), ("piton.core",), ()),
-        # only the provider package talks to a provider's SDK
-        ("piton.core", ("anthropic", "httpx2", "httpx"), (), ("piton.core.providers",)),
+        # only the provider package talks to a provider's SDK (the MCP client takes its HTTP client)
+        ("piton.core", ("anthropic", "httpx2", "httpx"), (), ("piton.core.providers", "piton.core.mcp")),
+        ("piton.core.mcp", ("anthropic", "httpx"), (), ()),
         # the safety boundary can be audited alone
         ("piton.core.safety", ("piton",), ("piton.core.safety",), ()),
         ("piton.builtin_tools", ("piton.cli", "piton.skills", *ROOT_MODULES), (), ()),

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.util.types import AnyValue
 
 from piton.testing.script import Reply, Text, ToolCall
 from tests.fakes.fake_api import FakeAnthropicAPI
@@ -33,6 +34,33 @@ def _metrics(reader: InMemoryMetricReader) -> dict[str, list[Any]]:
             for metric in scope.metrics:
                 found.setdefault(metric.name, []).extend(metric.data.data_points)
     return found
+
+
+def attributes(span: ReadableSpan) -> Mapping[str, AnyValue]:
+    assert span.attributes is not None, span.name
+    return span.attributes
+
+
+def number(span: ReadableSpan, key: str) -> float:
+    value = attributes(span)[key]
+    assert isinstance(value, int | float), (span.name, key, value)
+    return value
+
+
+def string(span: ReadableSpan, key: str) -> str:
+    value = attributes(span)[key]
+    assert isinstance(value, str), (span.name, key, value)
+    return value
+
+
+def start(span: ReadableSpan) -> int:
+    assert span.start_time is not None, span.name
+    return span.start_time
+
+
+def end(span: ReadableSpan) -> int:
+    assert span.end_time is not None, span.name
+    return span.end_time
 
 
 def test_a_run_with_a_subagent_as_spans_and_metrics(fake_api: FakeAnthropicAPI, project: Path) -> None:
@@ -71,13 +99,14 @@ def test_a_run_with_a_subagent_as_spans_and_metrics(fake_api: FakeAnthropicAPI, 
 
     print([(s.name, s.parent is None) for s in finished])
     (root,) = [s for s in finished if s.name == "invoke_agent piton"]
-    assert root.parent is None and root.attributes["piton.result.subtype"] == "success"
+    assert root.parent is None and attributes(root)["piton.result.subtype"] == "success"
     main_chats = [s for s in finished if s.name.startswith("chat ") and parent(s) is root]
     assert len(main_chats) == 3
-    first = main_chats[0].attributes
+    first = attributes(main_chats[0])
     assert first["gen_ai.usage.input_tokens"] == 1000 and first["gen_ai.usage.output_tokens"] == 50
-    assert first["piton.cost_usd"] > 0 and first["piton.time_to_first_token_ms"] >= 0
-    assert main_chats[2].attributes["gen_ai.usage.cache_read_input_tokens"] == 900
+    assert number(main_chats[0], "piton.cost_usd") > 0
+    assert number(main_chats[0], "piton.time_to_first_token_ms") >= 0
+    assert attributes(main_chats[2])["gen_ai.usage.cache_read_input_tokens"] == 900
     (task_span,) = [s for s in finished if s.name == "execute_tool Task"]
     assert parent(task_span) is root
     (sub,) = [s for s in finished if s.name == "invoke_agent general-purpose"]
@@ -85,14 +114,14 @@ def test_a_run_with_a_subagent_as_spans_and_metrics(fake_api: FakeAnthropicAPI, 
     sub_children = sorted(s.name.split(" ")[0] for s in finished if parent(s) is sub)
     assert sub_children == ["chat", "chat", "execute_tool"]
     reads = [s for s in finished if s.name == "execute_tool Read"]
-    assert {parent(s).name for s in reads if parent(s)} == {
+    assert {p.name for s in reads if (p := parent(s))} == {
         "invoke_agent general-purpose",
         "invoke_agent piton",
     }
     failed = next(s for s in reads if parent(s) is root)
-    assert not failed.status.is_ok and failed.attributes["piton.tool.duration_ms"] >= 0
-    assert all(s.end_time >= s.start_time for s in finished)
-    assert root.start_time <= min(s.start_time for s in finished if s is not root)
+    assert not failed.status.is_ok and number(failed, "piton.tool.duration_ms") >= 0
+    assert all(end(s) >= start(s) for s in finished)
+    assert start(root) <= min(start(s) for s in finished if s is not root)
 
     metrics = _metrics(reader)
     tokens: dict[str, int] = {}
@@ -269,7 +298,7 @@ def test_one_telemetry_serves_sessions_apart(project: Path) -> None:
 
     ids = asyncio.run(both())
     roots = [s for s in spans.get_finished_spans() if s.name == "invoke_agent piton"]
-    assert sorted(s.attributes["session.id"] for s in roots) == sorted(ids)
+    assert sorted(string(s, "session.id") for s in roots) == sorted(ids)
     assert all(s.status.is_ok for s in roots)
     assert sum(p.value for p in _metrics(reader)["claude_code.session.count"]) == 2
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from piton.core.models import model_info
+from piton.core.models import Prices, model_info
 
 WEB_SEARCH_USD = 0.01  # $10 per 1,000 searches
 
@@ -27,8 +28,9 @@ class Usage:
             self.web_search_requests + other.web_search_requests,
         )
 
-    def cost_usd(self, model: str) -> float:
-        p = model_info(model).prices
+    def cost_usd(self, model: str, prices: Mapping[str, Prices] | None = None) -> float:
+        """What these tokens cost on `model` (`prices`: the session's own, see `model_info`)."""
+        p = model_info(model, prices).prices
         return (
             self.input_tokens * p.input
             + self.output_tokens * p.output
@@ -55,6 +57,7 @@ class UsageTotals:
     """Usage summed per model over a run (a run may switch models)."""
 
     by_model: dict[str, Usage] = field(default_factory=dict)
+    prices: Mapping[str, Prices] = field(default_factory=dict)  # the session's own (`model_info`)
 
     def add(self, model: str, usage: Usage) -> None:
         self.by_model[model] = self.by_model.get(model, Usage()) + usage
@@ -68,7 +71,7 @@ class UsageTotals:
 
     @property
     def cost_usd(self) -> float:
-        return sum(u.cost_usd(m) for m, u in self.by_model.items())
+        return sum(u.cost_usd(m, self.prices) for m, u in self.by_model.items())
 
     def model_usage_dict(self) -> dict[str, dict[str, Any]]:
         """Claude Code's `modelUsage` shape: camelCase token counts and cost per model."""
@@ -79,7 +82,7 @@ class UsageTotals:
                 "cacheReadInputTokens": u.cache_read_input_tokens,
                 "cacheCreationInputTokens": u.cache_creation_input_tokens,
                 "webSearchRequests": u.web_search_requests,
-                "costUSD": round(u.cost_usd(model), 6),
+                "costUSD": round(u.cost_usd(model, self.prices), 6),
                 "contextWindow": model_info(model).context_window,
             }
             for model, u in self.by_model.items()

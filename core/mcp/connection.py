@@ -13,7 +13,7 @@ import contextlib
 import math
 import os
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +41,7 @@ _PRIVATE_ENV = (
     "AWS_BEARER_TOKEN_BEDROCK",
 )
 _STDERR_TAIL = 300
+_HTTP_TIMEOUT_S, _HTTP_READ_TIMEOUT_S = 30.0, 300.0
 
 
 @dataclass(slots=True)
@@ -91,11 +92,52 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
-def _closed(client: Any) -> bool:
-    """Whether the session's connection has ended (the server exited or hung up). The SDK keeps this
-    on its dispatcher only; read it defensively, as a private attribute."""
-    dispatcher = getattr(client.session, "_dispatcher", None)
-    return bool(getattr(dispatcher, "_closed", False))
+class _EndWatch:
+    """A transport's read stream that notes when the server's side of it has ended (the server exited
+    or hung up), so that a call to a dead server starts it again rather than fail first. It is the
+    stream the SDK reads; everything else passes through."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.ended = False
+
+    @property
+    def last_context(self) -> Any:  # what the SDK asks of a stream after each message
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self.ended = True
+            raise
+
+    async def aclose(self) -> None:
+        self.ended = True
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _EndWatch:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _EndWatch:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+@contextlib.asynccontextmanager
+async def _watched(transport: Any, watch: list[_EndWatch]) -> AsyncIterator[tuple[Any, Any]]:
+    """`transport` with its read stream watched (the watch is put in `watch`)."""
+    async with transport as (read, write):
+        watch.append(_EndWatch(read))
+        yield watch[-1], write
 
 
 class Connection:
@@ -116,6 +158,7 @@ class Connection:
         self._connect_timeout = connect_timeout
         self._changed = changed  # the manager hears of every change of state or tools
         self._client: Any = None
+        self._watch: list[_EndWatch] = []  # the current session's read stream, watched for its end
         self._stopping = False
         self._done = anyio.Event()  # ends the current session (stop, or the server died)
         self._wake = anyio.Event()  # starts the server again after it died
@@ -171,10 +214,12 @@ class Connection:
             return sse_client(
                 config.url, headers=dict(config.headers), timeout=self._connect_timeout, auth=auth
             )
+        import httpx2
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
-        client = create_mcp_http_client(dict(config.headers), auth=auth)
+        # the SDK's own limits: a response stream may stay open for long between events
+        limits = httpx2.Timeout(_HTTP_TIMEOUT_S, read=_HTTP_READ_TIMEOUT_S)
+        client = httpx2.AsyncClient(headers=dict(config.headers), auth=auth, timeout=limits)
         return streamable_http_client(config.url, http_client=client)
 
     def _needs_auth(self, url: str) -> None:
@@ -220,9 +265,10 @@ class Connection:
 
         from piton import __version__
 
+        self._watch.clear()
         async with AsyncExitStack() as stack:
             client = Client(
-                self._transport(errlog),
+                _watched(self._transport(errlog), self._watch),
                 message_handler=self._on_message,
                 client_info=Implementation(name="piton", version=__version__),
                 cache=None,  # every listing is asked afresh: list_changed must see the new tools
@@ -304,8 +350,11 @@ class Connection:
                     pass  # each event also reaches `_on_message`
 
     # -- calls ------------------------------------------------------------------------------------
+    def _ended(self) -> bool:
+        return bool(self._watch) and self._watch[-1].ended
+
     async def _usable(self) -> Any:
-        if self.state.status == "connected" and self._client is not None and _closed(self._client):
+        if self.state.status == "connected" and self._client is not None and self._ended():
             self._settled = anyio.Event()
             self._done.set()
             await self._settled.wait()  # the session winds down and says the server exited

@@ -21,12 +21,12 @@ import json
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
 from piton.core.conversation.events import Notice, StreamEvent, StreamRetry
-from piton.core.models import model_info
+from piton.core.models import model_info, model_warnings
 from piton.core.providers import ModelRequest, ProviderError
 from piton.core.providers.accumulate import MalformedEvent, ReplyAccumulator
 from piton.core.providers.body import BodyEncoder, thinking_param
@@ -57,18 +57,13 @@ def _load_sdk() -> None:
     """Import the SDK and what a request needs of it, then freeze the heap: the SDK's thousands of
     long-lived objects would otherwise be walked by every full garbage collection of a long session."""
     global _sdk_ready
-    # what a request needs besides: tracing hooks, the deprecation table, the client's transport, and
-    # what the first request would otherwise import on the way (the async backend, the thread pool
-    # that resolves host names, tracing propagation), so that none of it counts as waiting on the API
+    # what the first request would otherwise import on the way (the stream's types, the client's
+    # transport, the thread pool that resolves host names), so that none of it counts as waiting on
+    # the API
     import concurrent.futures.thread  # noqa: F401
 
-    import anthropic.lib._tracing
-    import anthropic.resources.messages.messages  # noqa: F401
-    import anyio._backends._asyncio  # noqa: F401
+    import anthropic.types  # noqa: F401
     import httpcore2  # noqa: F401
-
-    with contextlib.suppress(ImportError):  # present when the SDK traces requests
-        import opentelemetry.propagate  # noqa: F401
 
     with _sdk_lock:
         if not _sdk_ready:
@@ -77,25 +72,10 @@ def _load_sdk() -> None:
 
 
 def _deprecations(request: ModelRequest) -> list[str]:
-    """The warnings `messages.create` gives for this request (we send the body ourselves), first lines."""
-    from anthropic.resources.messages.messages import (
-        DEPRECATED_MODELS,
-        MODELS_TO_WARN_WITH_THINKING_ENABLED,
-    )
-
-    model = model_info(request.model).id
-    texts = []
-    if model in DEPRECATED_MODELS:
-        end = DEPRECATED_MODELS[model]
-        texts.append(f"The model '{model}' is deprecated and will reach end-of-life on {end}.")
+    """What people should hear about this request's model (we send the body ourselves, so the SDK's
+    own warnings never come), first lines."""
     thinking = thinking_param(request)
-    if model in MODELS_TO_WARN_WITH_THINKING_ENABLED and thinking and thinking["type"] == "enabled":
-        texts.append(
-            f"Using Claude with {model} and 'thinking.type=enabled' is deprecated. Use "
-            "'thinking.type=adaptive' instead which results in better model performance in our testing: "
-            "https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking"
-        )
-    return texts
+    return model_warnings(model_info(request.model).id, thinking["type"] if thinking else None)
 
 
 def _attrs(data: dict[str, Any]) -> SimpleNamespace:
@@ -350,20 +330,13 @@ class AnthropicProvider:
         )
 
     async def _send(self, client: Any, body: bytes, attempt: int) -> Any:
-        """`messages.create(..., stream=True)` with the body already encoded: the SDK skips copying and
-        encoding it again, and does everything else as `create` does."""
+        """`messages.create(..., stream=True)` with the body already encoded (the SDK's documented way to
+        send a request of one's own): the SDK skips copying and encoding it again."""
         from anthropic import AsyncStream
-        from anthropic._base_client import make_request_options
-        from anthropic.lib._tracing import messages_create_request_attributes
         from anthropic.types import Message, RawMessageStreamEvent
 
-        options = make_request_options(
-            # the SDK counts its own retries here; the API's side sees ours the same way
-            extra_headers={"x-stainless-retry-count": str(attempt - 1)},
-            span_name="anthropic.messages.create",
-            span_route="/v1/messages",
-            span_attributes=messages_create_request_attributes,
-        )
+        # the SDK counts its own retries in this header; the API's side sees ours the same way
+        options: Any = {"headers": {"x-stainless-retry-count": str(attempt - 1)}}
         # Bedrock's and Vertex's clients move the model into the URL: they need the body as a dict
         content = {"content": body} if self.platform == "anthropic" else {"body": json.loads(body)}
         return await client.post(
@@ -376,43 +349,28 @@ class AnthropicProvider:
         )
 
     async def _events(self, stream: Any, acc: ReplyAccumulator, waited: _Clock) -> AsyncIterator[StreamEvent]:
-        """The reply's events as they arrive. The SDK's own iterator drops `ping` events, which are what
-        tells a slow reply from a dead one, so the server-sent events are read here, pings included."""
+        """The reply's events as they arrive, each wait on the next bounded by the idle limit."""
         import httpx2
-        from anthropic import AsyncStream
 
         idle = self._waits.idle_s
-        if self.platform == "anthropic":
-            events = AsyncStream.raw_events(stream.response)
-        else:  # Bedrock frames events in AWS's binary event stream: its client's decoder reads them
-            events = stream._client._make_sse_decoder().aiter_bytes(stream.response.aiter_bytes())
+        events = _bedrock_events(stream) if self.platform == "bedrock" else _sse_events(stream)
         try:
             while True:
                 try:
                     # after message_stop only the body's end is due, at once on a healthy connection;
                     # reading it lets the connection serve the next request
                     async with asyncio.timeout(min(idle, _END_GRACE_S) if acc.complete else idle):
-                        sse = await waited.on(anext(events))
+                        event = await waited.on(anext(events))
                 except StopAsyncIteration:
                     return
                 except (TimeoutError, httpx2.TransportError) as e:
                     if acc.complete:  # all there; only the end of the body was late or lost
                         return
                     raise transport_failure(e, idle) from e
-                if sse.event is None or sse.event == "ping":
-                    continue
-                if sse.event == "error":
-                    raise stream_error(sse.data)
-                if not sse.data:
+                if event is None:
                     continue
                 try:
-                    out = acc.feed(json.loads(sse.data, object_hook=_attrs))
-                except json.JSONDecodeError as e:  # a proxy cutting a line: as good as a dropped stream
-                    raise Retry(
-                        f"a garbled event ({describe(e)})",
-                        final=f"The API sent a garbled event: {describe(e)}",
-                        kind="stream",
-                    ) from e
+                    out = acc.feed(event)
                 except MalformedEvent as e:
                     raise Retry(
                         f"a malformed event ({e})",
@@ -422,7 +380,46 @@ class AnthropicProvider:
                 if out is not None:
                     yield out
         finally:
-            await events.aclose()  # type: ignore[attr-defined]
+            await events.aclose()
+
+
+async def _sse_events(stream: Any) -> AsyncGenerator[Any | None, None]:
+    """The server-sent events of the reply, decoded (None for a ping or an empty event). The SDK's
+    own iterator drops `ping` events, which are what tells a slow reply from a dead one, so the raw
+    events are read here, pings included."""
+    from anthropic import AsyncStream
+
+    events = AsyncStream.raw_events(stream.response)
+    try:
+        async for sse in events:
+            if sse.event == "error":
+                raise stream_error(sse.data)
+            if sse.event is None or sse.event == "ping" or not sse.data:
+                yield None
+                continue
+            try:
+                yield json.loads(sse.data, object_hook=_attrs)
+            except json.JSONDecodeError as e:  # a proxy cutting a line: as good as a dropped stream
+                raise Retry(
+                    f"a garbled event ({describe(e)})",
+                    final=f"The API sent a garbled event: {describe(e)}",
+                    kind="stream",
+                ) from e
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+
+
+async def _bedrock_events(stream: Any) -> AsyncGenerator[Any | None, None]:
+    """Bedrock frames events in AWS's binary event stream, which the SDK's stream decodes; its typed
+    events read like the decoded JSON of `_sse_events` (pings are not seen there)."""
+    import anthropic
+
+    try:
+        async for event in stream:
+            yield event
+    except anthropic.APIStatusError as e:  # an `error` event in the stream
+        body = e.body if isinstance(e.body, dict) else {"error": {"type": "error", "message": str(e)}}
+        raise stream_error(json.dumps(body)) from e
 
 
 class _Clock:

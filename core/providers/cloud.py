@@ -99,24 +99,31 @@ def make_client(
             api_key=api_key, base_url=base_url, default_headers=headers, **options
         )
     if where == "bedrock":
-        cls = (
-            _unsigned(anthropic.AsyncAnthropicBedrock) if _on(env, "CLAUDE_CODE_SKIP_BEDROCK_AUTH") else None
-        )
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None
-        return (cls or anthropic.AsyncAnthropicBedrock)(aws_region=region, default_headers=headers, **options)
-    cls = _unsigned(anthropic.AsyncAnthropicVertex) if _on(env, "CLAUDE_CODE_SKIP_VERTEX_AUTH") else None
-    return (cls or anthropic.AsyncAnthropicVertex)(
-        region=env.get("CLOUD_ML_REGION") or "us-east5",
-        project_id=env.get("ANTHROPIC_VERTEX_PROJECT_ID") or None,
-        **options,
-    )
+        if _on(env, "CLAUDE_CODE_SKIP_BEDROCK_AUTH"):  # a key stands in for SigV4, and is taken out
+            options.update(api_key=_UNSIGNED, http_client=_unsigned_http(env))
+        return anthropic.AsyncAnthropicBedrock(aws_region=region, default_headers=headers, **options)
+    if _on(env, "CLAUDE_CODE_SKIP_VERTEX_AUTH"):  # a token stands in for Google's, and is taken out
+        options.update(access_token=_UNSIGNED, http_client=_unsigned_http(env))
+    if project := env.get("ANTHROPIC_VERTEX_PROJECT_ID"):
+        options["project_id"] = project
+    return anthropic.AsyncAnthropicVertex(region=env.get("CLOUD_ML_REGION") or "us-east5", **options)
 
 
-def _unsigned(client: type) -> type:
-    """`client` that sends requests as they are, for a gateway that authenticates them itself."""
+_UNSIGNED = "piton-unsigned"
 
-    class Unsigned(client):  # type: ignore[misc]
-        async def _prepare_request(self, request: Any) -> None:
-            return None
 
-    return Unsigned
+def _unsigned_http(env: Mapping[str, str]) -> Any:
+    """An HTTP client that sends requests unsigned, for a gateway that authenticates them itself: the
+    SDK's client signs with the placeholder `_UNSIGNED`, which this client takes out before sending
+    (putting back the `Authorization` of `ANTHROPIC_CUSTOM_HEADERS`, when the gateway wants one)."""
+    import anthropic
+
+    own = {name: value for name, value in custom_headers(env).items() if name.lower() == "authorization"}
+
+    async def strip(request: Any) -> None:
+        if request.headers.get("authorization") == f"Bearer {_UNSIGNED}":
+            del request.headers["authorization"]
+            request.headers.update(own)
+
+    return anthropic.DefaultAsyncHttpxClient(event_hooks={"request": [strip]})

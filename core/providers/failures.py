@@ -10,9 +10,19 @@ from piton.core.providers import ProviderError
 from piton.core.providers.waits import IDLE_VAR, retry_after, say_seconds
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
-_RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
+# the API's error types, then Bedrock's exceptions of the same meaning (its stream's own names)
+_RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"} | {
+    "throttlingException",
+    "serviceUnavailableException",
+    "internalServerException",
+}
 _RETRIED_STATUS = {408, 409, 429}  # and every status from 500 up, as the SDK would
-_KIND_BY_STREAM_ERROR = {"overloaded_error": "overloaded", "rate_limit_error": "rate_limit"}
+_KIND_BY_STREAM_ERROR = {
+    "overloaded_error": "overloaded",
+    "rate_limit_error": "rate_limit",
+    "throttlingException": "rate_limit",
+    "serviceUnavailableException": "overloaded",
+}
 _KIND_BY_STATUS = {
     400: "invalid_request",
     401: "auth",

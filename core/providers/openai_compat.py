@@ -12,8 +12,8 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from piton.core.conversation.events import Notice, StreamEvent
-from piton.core.models import add_window, model_info
+from piton.core.conversation.events import StreamEvent
+from piton.core.models import add_window
 from piton.core.providers import ModelRequest, ProviderError
 from piton.core.providers.openai_format import (
     base_url,
@@ -33,7 +33,6 @@ class OpenAICompatProvider:
         self._api_key = api_key
         self._url = url
         self._client: Any = None
-        self._told: set[str] = set()  # models whose missing price was said
         self._asked: set[str] = set()  # models whose context window was asked of the server
 
     def _key(self) -> str | None:
@@ -76,12 +75,6 @@ class OpenAICompatProvider:
             self._asked.add(request.model)
             if (window := await server_window(client, split_model(request.model)[1])) is not None:
                 add_window(request.model, window)
-        if not model_info(request.model).known and request.model not in self._told:
-            self._told.add(request.model)
-            yield Notice(
-                f"no price is known for {request.model}: its cost counts as $0 (add one under modelPrices in "
-                "~/.piton/settings.json)"
-            )
         params: dict[str, Any] = {
             "model": split_model(request.model)[1],
             "messages": chat_messages(request),

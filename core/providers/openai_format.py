@@ -10,9 +10,8 @@ Anthropic provider yields, down to a `MessageDone` whose message is in Anthropic
 from __future__ import annotations
 
 import json
-import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from piton.core.context.usage import Usage
@@ -48,7 +47,7 @@ PROVIDERS = OTHER_VENDORS
 _STOP = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
 
 
-def base_url(name: str, env: dict[str, str] | os._Environ[str]) -> str:
+def base_url(name: str, env: Mapping[str, str]) -> str:
     """Where `name`'s server is: `PITON_<NAME>_BASE_URL`, the server's own variable (`OPENAI_BASE_URL`,
     `OLLAMA_HOST`), or its usual local address."""
     explicit = env.get(f"PITON_{name.upper()}_BASE_URL")

@@ -15,10 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from piton.core.safety import gitconfig
 from piton.core.safety.globs import glob_match
+
+if TYPE_CHECKING:  # the sandbox package imports this module: its limits are named, not imported
+    from piton.core.safety.sandbox.limits import Limits
 
 SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "danger-full-access")
@@ -143,6 +146,8 @@ class SandboxPolicy:
     env: tuple[tuple[str, str], ...] = ()  # the settings' `env`: variables commands get as listed
     # a command left running beside the others: the guarded folders are read-only for it (`guard`)
     lasting: bool = False
+    # the resource limits of each command (the user's `sandbox.limits`); None: the defaults
+    limits: Limits | None = None
 
     @classmethod
     def create(
@@ -158,6 +163,7 @@ class SandboxPolicy:
         shared_dirs: tuple[Path, ...] | list[Path] = (),
         extra_credentials: tuple[str, ...] | list[str] = (),
         env: dict[str, str] | None = None,
+        limits: Limits | None = None,
     ) -> SandboxPolicy:
         return cls(
             mode=mode,
@@ -173,6 +179,7 @@ class SandboxPolicy:
                 p.removeprefix("~/").strip("/") for p in extra_credentials if p.strip("~/")
             ),
             env=tuple(sorted((env or {}).items())),
+            limits=limits,
         )
 
     def read_only(self) -> SandboxPolicy:

@@ -1,5 +1,5 @@
 """Piton from Python: `query()` for one prompt, `Agent` for a conversation of several turns with
-interrupts. Both build the session the CLI builds (`piton.runtime`) and yield the messages
+interrupts. Both open the session the CLI opens (`piton.session`) and yield the messages
 stream-json prints (`piton.api.messages`)."""
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from piton.api.messages import Catalogue, MessageStream, ResultMessage, RunMessage
 from piton.api.options import AgentOptions, CallbackApprover, HookCallback, HookMatcher
+from piton.session import NoTurn as NoTurn
 
 if TYPE_CHECKING:
-    from piton.core.activation import Activation
+    from piton.core.conversation.events import AgentEvent
     from piton.core.conversation.messages import ContentBlock
     from piton.runtime import Runtime
+    from piton.session import Session
 
 INTERRUPTED = "interrupted by the caller"
 
@@ -27,17 +29,14 @@ class PitonError(Exception):
     the message is one line meant for people."""
 
 
-class NoTurn(LookupError):
-    """A prompt that makes no turn (a `/name` nothing answers to); the message says why."""
-
-
 class Agent:
     """One session: `async with Agent(options) as agent: async for message in agent.query(…)`.
     Each `query` is a turn that ends with a `ResultMessage`; the history carries over."""
 
     def __init__(self, options: AgentOptions | None = None) -> None:
         self.options = options or AgentOptions()
-        self._runtime: Runtime | None = None
+        self._session: Session | None = None
+        self._shown: list[AgentEvent] = []  # what opening reported (SessionStart hooks), not yet yielded
         self._stream: MessageStream | None = None
         self._turn: asyncio.Task[None] | None = None
         self._closed = False
@@ -46,13 +45,17 @@ class Agent:
     @property
     def session_id(self) -> str:
         """The session's id, for `AgentOptions(resume=…)` later ("" before `connect`)."""
-        return self._runtime.log.session_id if self._runtime is not None else ""
+        return self._session.session_id if self._session is not None else ""
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            raise RuntimeError("connect() the agent first")
+        return self._session
 
     @property
     def runtime(self) -> Runtime:
-        if self._runtime is None:
-            raise RuntimeError("connect() the agent first")
-        return self._runtime
+        return self.session.runtime
 
     async def __aenter__(self) -> Agent:
         await self.connect()
@@ -62,25 +65,25 @@ class Agent:
         await self.close()
 
     async def connect(self) -> None:
-        """Open the session: settings, tools, MCP servers, the model's provider. Raises
-        `PitonError` for what stops it."""
-        if self._runtime is not None:
+        """Open the session: settings, tools, MCP servers, the model's provider, the SessionStart
+        hooks. Raises `PitonError` for what stops it."""
+        if self._session is not None:
             return
         if self._closed:
             raise RuntimeError("this agent is closed")
-        self._runtime = runtime = _build(self.options)
+        self._session = session = _open(self.options)
         try:
+            runtime = session.runtime
             self._stream = MessageStream(
                 partial=self.options.include_partial_messages,
                 catalogue=Catalogue.of(runtime.catalog, runtime.agent_types, runtime.style_name),
             )
-            runtime.log.report_to(self._said.append)  # a log that cannot be written says so
+            session.report_to(self._said.append)  # a log that cannot be written says so
             if runtime.mcp is not None:
                 from piton.mcp_turn import follow
 
                 follow(self._stream, runtime.mcp)
-                runtime.mcp.report_to(self._said.append)
-            await runtime.start_hooks("resume" if runtime.agent.history else "startup")
+            self._shown = await session.start()
         except BaseException:
             self._closed = False
             await self.close()
@@ -88,7 +91,7 @@ class Agent:
 
     def notices(self) -> list[str]:
         """What setting the session up had to say (ignored settings, servers not started…)."""
-        return list(self.runtime.notices)
+        return list(self.session.notices)
 
     async def query(self, prompt: str | list[ContentBlock]) -> AsyncIterator[RunMessage]:
         """One turn. `/name args` runs a skill or custom command, as typed in the terminal."""
@@ -104,14 +107,17 @@ class Agent:
                 while self._said:
                     messages.put_nowait(_notice(stream, self._said.pop(0)))
 
+            def show(event: AgentEvent) -> None:
+                said()
+                for message in stream.convert(event):
+                    messages.put_nowait(message)
+
             try:
-                content, skill = await turn_input(
-                    self.runtime, prompt, lambda t: messages.put_nowait(_notice(stream, t))
-                )
-                async for event in self.runtime.agent.run(content, skill=skill):
-                    said()
-                    for message in stream.convert(event):
-                        messages.put_nowait(message)
+                shown, self._shown = self._shown, []
+                for event in shown:
+                    show(event)
+                async for event in self.session.turn(prompt):
+                    show(event)
             finally:
                 said()
                 messages.put_nowait(None)
@@ -141,7 +147,7 @@ class Agent:
         from piton.core.conversation.events import Result
 
         took = round((time.monotonic() - started) * 1000)
-        cut = Result.cut_short(self.runtime.log.session_id, text, () if error is None else (text,), took)
+        cut = Result.cut_short(self.session.session_id, text, () if error is None else (text,), took)
         for message in stream.convert(cut):  # it resets what the stream kept of a cut reply
             yield message
 
@@ -169,23 +175,15 @@ class Agent:
             gate.permissions.mode = mode
 
     async def close(self) -> None:
-        """End the session: the running turn, background shells, MCP servers; the log is saved."""
+        """End the session: the running turn, background shells, SessionEnd hooks, MCP servers; the
+        log is saved."""
         if self._closed:
             return
         self._closed = True
         await self.interrupt()
-        runtime, self._runtime = self._runtime, None
-        if runtime is None:
-            return
-        try:
-            await runtime.agent.context.shells.kill_all()
-            await runtime.end_hooks("other")
-            await runtime.agent.provider.aclose()
-        finally:
-            runtime.close()
-            with contextlib.suppress(OSError):
-                runtime.log.sync()
-            runtime.log.close()
+        session, self._session = self._session, None
+        if session is not None:
+            await session.aclose("other")
 
 
 async def query(
@@ -197,88 +195,49 @@ async def query(
             yield message
 
 
-async def turn_input(
-    runtime: Runtime, prompt: str | list[ContentBlock], warn: Any
-) -> tuple[str | list[ContentBlock], Activation | None]:
-    """What a typed prompt becomes: a skill or command (`/name args`), an MCP prompt's messages, the
-    prompt with the resources it mentions (`@server:uri`). Raises `NoTurn` for a `/name`
-    nothing answers to (no turn is made: the model never sees it)."""
-    from piton.mcp_turn import is_prompt_command, turn_content
-
-    if not isinstance(prompt, str):
-        return prompt, None
-    catalog = runtime.catalog
-    skill = catalog.invocation(prompt) if catalog is not None else None
-    if skill is None and catalog is not None and (unknown := catalog.unknown(prompt)) is not None:
-        raise NoTurn(unknown)
-    if runtime.mcp is not None:  # the tools of servers that have connected since
-        await runtime.agent.tools.refresh()
-    if runtime.mcp is not None or is_prompt_command(prompt):
-        said: list[str] = []
-
-        def told(line: str) -> None:
-            said.append(line.strip())
-            warn(line.strip())
-
-        content = await turn_content(runtime, prompt, prompt, told)
-        if content is None:
-            raise NoTurn(said[-1] if said else "the MCP prompt made no turn")
-        return content, skill
-    return prompt, skill
-
-
 def _notice(stream: MessageStream, text: str) -> RunMessage:
     from piton.core.conversation.events import Notice
 
     return stream.convert(Notice(text))[0]
 
 
-def _build(options: AgentOptions) -> Runtime:
-    """The session `options` describe, as the CLI builds it."""
-    from piton.core.conversation.session import SessionError, SessionStore
+def _open(options: AgentOptions) -> Session:
+    """The session `options` describe, as the CLI opens it."""
+    from piton.core.conversation.session import SessionError
     from piton.core.providers import ProviderError
-    from piton.runtime import SetupError, build_runtime
+    from piton.runtime import Parts, SetupError
+    from piton.session import Session
 
     try:
         run = options.run_options()
     except ValueError as e:
         raise PitonError(str(e)) from e
-    provider = options.provider or default_provider(run)
-    try:
-        provider.check()
-    except ProviderError as e:
-        raise PitonError(str(e)) from e
-    store: SessionStore | None = None
+    approver = CallbackApprover(options.can_use_tool) if options.can_use_tool is not None else None
+    parts = Parts(extra_tools=list(options.tools), approver=approver, telemetry=options.telemetry)
     if options.session_storage is not None:
         from piton.core.conversation.storage import StorageStore
 
-        store = StorageStore(options.session_storage)
-    approver = CallbackApprover(options.can_use_tool) if options.can_use_tool is not None else None
+        parts.store = StorageStore(options.session_storage)
     try:
-        runtime = build_runtime(
-            run,
-            provider,
-            store=store,
-            approver=approver,
-            extra_tools=list(options.tools),
-            telemetry=options.telemetry,
-        )
-    except (SessionError, SetupError) as e:
+        provider = options.provider or default_provider(run)
+        provider.check()
+        session = Session.open(run, provider, parts=parts)
+    except (ProviderError, SessionError, SetupError) as e:
         raise PitonError(str(e)) from e
-    _install_hooks(runtime, options.hooks)
-    return runtime
+    _install_hooks(session.runtime, options.hooks)
+    return session
 
 
 def default_provider(run: Any) -> Any:
-    from piton.core.providers.anthropic import AnthropicProvider
-    from piton.core.providers.credentials import NO_API_KEY, credential_source
-    from piton.core.providers.route import Router, default_model, needs_anthropic
-    from piton.starting import starting_model
+    """The provider a run of `run` (its `RunOptions`) starts with; raises `PitonError` when the
+    model needs Anthropic's API and no credentials are at hand."""
+    from piton.core.providers import ProviderError
+    from piton.starting import default_provider as make
 
-    model = starting_model(run)
-    if needs_anthropic(model) and credential_source() is None:
-        raise PitonError(NO_API_KEY)
-    return Router(AnthropicProvider(), default_model(model))
+    try:
+        return make(run)
+    except ProviderError as e:
+        raise PitonError(str(e)) from e
 
 
 def _install_hooks(runtime: Runtime, hooks: dict[str, list[HookMatcher]]) -> None:
@@ -310,5 +269,5 @@ def _install_hooks(runtime: Runtime, hooks: dict[str, list[HookMatcher]]) -> Non
     where = {"session_id": agent.config.session_id, "cwd": str(agent.config.cwd), "mode": mode}
     if "PreToolUse" in matchers and gate is not None:
         gate.pre_tool = ClientPreToolHooks(matchers["PreToolUse"], call, then=gate.pre_tool, **where)  # type: ignore[arg-type]
-    if "PostToolUse" in matchers:
-        agent.after_tool = PostToolHooks(matchers["PostToolUse"], call, then=agent.after_tool, **where)  # type: ignore[arg-type]
+    if "PostToolUse" in matchers:  # after the settings' own PostToolUse hooks
+        agent.after_tool.put("library", PostToolHooks(matchers["PostToolUse"], call, **where))  # type: ignore[arg-type]

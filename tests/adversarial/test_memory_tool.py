@@ -20,7 +20,7 @@ def test_links_planted_in_the_memory_folder_are_never_followed(tmp_path: Path) -
     (root / "note.md").symlink_to(victim)
     (root / "dir").symlink_to(outside)
     tool, ctx = Memory(root), context(tmp_path / "project")
-    attempts = [
+    attempts: list[dict[str, object]] = [
         {"command": "view", "path": "/memories/note.md"},
         {"command": "create", "path": "/memories/note.md", "file_text": "pwned"},
         {"command": "str_replace", "path": "/memories/note.md", "old_str": "secret", "new_str": "pwned"},

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from piton.builtin_tools.bash import Bash
-from piton.core.safety.sandbox import limits, make_sandbox
+from piton.core.safety.sandbox import make_sandbox
 from piton.core.safety.sandbox.bwrap import BwrapSandbox
 from piton.core.safety.sandbox.limits import Limits
 from piton.testing.script import ToolCall, reply
@@ -46,13 +46,14 @@ def place(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.fixture
-def limited(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
-    """Set the limits every sandbox gets, as the user's settings would (small, to keep tests fast)."""
+def limited() -> Callable[..., Limits]:
+    """Limits as the user's settings would set them (small, to keep tests fast), for the policy of
+    the commands a test runs (`bash(..., limits=...)`)."""
 
-    def configure(**values: Any) -> None:
-        monkeypatch.setattr(limits, "_configured", [Limits(**values)])
+    def small(**values: Any) -> Limits:
+        return Limits(**values)
 
-    return configure
+    return small
 
 
 def bash(place: Path, command: str, timeout_ms: int = 20_000, **policy: Any) -> tuple[str, bool]:
@@ -244,22 +245,22 @@ print("made", made)
 EOF"""
 
 
-def test_a_process_flood_stops_at_the_process_limit(place: Path, limited: Callable[..., None]) -> None:
+def test_a_process_flood_stops_at_the_process_limit(place: Path, limited: Callable[..., Limits]) -> None:
     """300 sleeping children asked for, 64 processes allowed (python: bash would retry each failed
     fork for seconds)."""
-    limited(processes=64)
+    small = limited(processes=64)
     started = time.monotonic()
-    out, _ = bash(place, _FLOOD)
+    out, _ = bash(place, _FLOOD, limits=small)
     assert time.monotonic() - started < 5
     assert int(out.rsplit("made", 1)[1]) < 64, out
 
 
 def test_a_fork_bomb_neither_exhausts_the_machine_nor_hangs_the_call(
-    place: Path, limited: Callable[..., None]
+    place: Path, limited: Callable[..., Limits]
 ) -> None:
     """The classic bomb, kept running (the shell then execs, which needs no fork) until its
     timeout; meanwhile the machine must go on starting processes, and not many more exist."""
-    limited(processes=64)
+    small = limited(processes=64)
     forks: list[bool] = []
     counts: list[int] = []
     done = threading.Event()
@@ -274,7 +275,9 @@ def test_a_fork_bomb_neither_exhausts_the_machine_nor_hangs_the_call(
     watcher.start()
     started = time.monotonic()
     try:
-        out, failed = bash(place, "bomb() { bomb | bomb & }; bomb; exec sleep 30", timeout_ms=2500)
+        out, failed = bash(
+            place, "bomb() { bomb | bomb & }; bomb; exec sleep 30", timeout_ms=2500, limits=small
+        )
     finally:
         done.set()
         watcher.join()
@@ -285,23 +288,23 @@ def test_a_fork_bomb_neither_exhausts_the_machine_nor_hangs_the_call(
     assert max(counts) - baseline < 64 + 300, (baseline, counts)
 
 
-def test_a_runaway_write_stops_at_the_file_size_limit(place: Path, limited: Callable[..., None]) -> None:
-    limited(file_size=MiB)
-    out, failed = bash(place, "yes | head -c 50M > big; echo written")
+def test_a_runaway_write_stops_at_the_file_size_limit(place: Path, limited: Callable[..., Limits]) -> None:
+    small = limited(file_size=MiB)
+    out, failed = bash(place, "yes | head -c 50M > big; echo written", limits=small)
     assert (place / "ws" / "big").stat().st_size == MiB
     assert "File size limit exceeded" in out or failed, out
 
 
 def test_tmp_and_dev_shm_stop_at_their_size_and_dev_is_read_only(
-    place: Path, limited: Callable[..., None]
+    place: Path, limited: Callable[..., Limits]
 ) -> None:
-    limited(tmp_size=4 * MiB, file_size=None)
+    small = limited(tmp_size=4 * MiB, file_size=None)
     script = (
         "head -c 8M /dev/zero > /tmp/fill; echo tmp=$(stat -c %s /tmp/fill); "
         "head -c 8M /dev/zero > /dev/shm/fill; echo shm=$(stat -c %s /dev/shm/fill); "
         "echo x > /dev/fill || echo dev-refused"
     )
-    out, _ = bash(place, script)
+    out, _ = bash(place, script, limits=small)
     assert "No space left on device" in out, out
     assert int(out.split("tmp=")[1].split()[0]) <= 4 * MiB
     assert int(out.split("shm=")[1].split()[0]) <= 4 * MiB
@@ -311,14 +314,14 @@ def test_tmp_and_dev_shm_stop_at_their_size_and_dev_is_read_only(
     assert isinstance(sandbox, BwrapSandbox) and sandbox.binary and sandbox.binary.sized_tmpfs
 
 
-def test_an_allocation_past_the_memory_limit_fails(place: Path, limited: Callable[..., None]) -> None:
-    limited(memory=128 * MiB)
+def test_an_allocation_past_the_memory_limit_fails(place: Path, limited: Callable[..., Limits]) -> None:
+    small = limited(memory=128 * MiB)
     grab = (
         'python3 -c \'b = bytearray({size} << 20); b[::4096] = b"x" * len(b[::4096]); print("GOT", {size})\''
     )
-    out, failed = bash(place, grab.format(size=16))
+    out, failed = bash(place, grab.format(size=16), limits=small)
     assert (out, failed) == ("GOT 16", False)  # the control: a modest allocation works
-    out, failed = bash(place, grab.format(size=512))
+    out, failed = bash(place, grab.format(size=512), limits=small)
     assert failed and "GOT" not in out, out
 
 

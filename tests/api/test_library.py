@@ -170,6 +170,7 @@ def test_an_agent_keeps_its_history_across_turns_and_resumes_by_id(
     fake_api: FakeAnthropicAPI, project: Path
 ) -> None:
     from piton import Agent, AgentOptions
+    from piton.api import ResultMessage
 
     fake_api.add(Reply([Text("first answer")]), Reply([Text("second answer")]), Reply([Text("third")]))
 
@@ -178,7 +179,7 @@ def test_an_agent_keeps_its_history_across_turns_and_resumes_by_id(
             async for _ in agent.query("one"):
                 pass
             texts = [m async for m in agent.query("two")]
-            assert texts[-1].text == "second answer"
+            assert isinstance(texts[-1], ResultMessage) and texts[-1].text == "second answer"
             return agent.session_id
 
     session = _run(conversation())
@@ -366,6 +367,7 @@ def test_what_must_not_pass_silently(project: Path, tmp_path: Path) -> None:
     named like a built-in is refused before any session is opened."""
     from piton import AgentOptions, tool
     from piton.api import HookMatcher, PitonError, SqliteSessionStorage, SystemMessage
+    from piton.core.conversation.messages import ToolResultBlock
 
     def guard(hook_input: dict[str, Any], tool_use_id: str | None, context: Any) -> dict[str, Any]:
         raise KeyError("stage")
@@ -387,6 +389,7 @@ def test_what_must_not_pass_silently(project: Path, tmp_path: Path) -> None:
     messages = _run(_all("deploy", options))
     assert not (project / "deployed").exists()
     (result,) = provider.requests[1].messages[-1].content
+    assert isinstance(result, ToolResultBlock)
     assert result.is_error and "the hook failed" in str(result.content)
     notices = [m.data["text"] for m in messages if isinstance(m, SystemMessage) and m.subtype == "notice"]
     assert any("No space left on device" in n for n in notices), notices

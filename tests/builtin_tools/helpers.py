@@ -8,7 +8,7 @@ from typing import Any
 
 from piton.core.conversation.messages import ToolUseBlock
 from piton.core.safety.policy import SandboxPolicy
-from piton.core.tools import Tool, ToolContext, ToolRegistry, ToolResult
+from piton.core.tools import AnyTool, ToolContext, ToolRegistry, ToolResult
 
 
 def context(workspace: Path, mode: str = "workspace-write", **policy: Any) -> ToolContext:
@@ -27,13 +27,13 @@ def context(workspace: Path, mode: str = "workspace-write", **policy: Any) -> To
     return ctx
 
 
-async def call_async(tool: Tool, ctx: ToolContext, **tool_input: Any) -> ToolResult:
+async def call_async(tool: AnyTool, ctx: ToolContext, **tool_input: Any) -> ToolResult:
     """Validate `tool_input` against the tool's schema and run it, as the registry does."""
     block = ToolUseBlock(id="toolu_test", name=tool.name, input=tool_input)
     return await ToolRegistry([tool]).call(block, ctx)
 
 
-def call(tool: Tool, ctx: ToolContext, **tool_input: Any) -> ToolResult:
+def call(tool: AnyTool, ctx: ToolContext, **tool_input: Any) -> ToolResult:
     return asyncio.run(call_async(tool, ctx, **tool_input))
 
 

@@ -139,8 +139,9 @@ def test_read_only_command_lines_of_one_reply_run_side_by_side_and_others_in_ord
         ("ToolStarted", ids[4]),
         ("ToolFinished", ids[4]),
     ]
-    results = [b.content for b in agent.history[-2].content]
-    assert results == ["one", "two", "2", "(no output)", "made"]
+    answers = agent.history[-2]
+    assert len(answers.tool_results) == len(answers.content), "the message holds the results alone"
+    assert [b.content for b in answers.tool_results] == ["one", "two", "2", "(no output)", "made"]
 
 
 def test_a_line_that_changes_directory_runs_alone(ws: Path) -> None:

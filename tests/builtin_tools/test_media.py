@@ -7,7 +7,9 @@ import base64
 import difflib
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import nbformat
 import pytest
@@ -15,7 +17,7 @@ from PIL import Image
 
 from piton.builtin_tools.notebook import NotebookEdit
 from piton.builtin_tools.read import Read
-from piton.core.conversation.messages import DocumentBlock, ImageBlock, TextBlock
+from piton.core.conversation.messages import Base64ImageSource, DocumentBlock, ImageBlock, TextBlock
 from piton.core.display import FileDiff
 from tests.builtin_tools.helpers import call, context, text
 from tests.fakes.images import encoded, png
@@ -23,11 +25,21 @@ from tests.fakes.pdf import pdf
 
 READ, EDIT = Read(), NotebookEdit()
 
+# nbformat's builders and its read/write are not annotated: their documented types
+Notebook = nbformat.NotebookNode
+new_notebook = cast(Callable[..., Notebook], nbformat.v4.new_notebook)
+new_markdown_cell = cast(Callable[..., Notebook], nbformat.v4.new_markdown_cell)
+new_code_cell = cast(Callable[..., Notebook], nbformat.v4.new_code_cell)
+new_output = cast(Callable[..., Notebook], nbformat.v4.new_output)
+read_notebook = cast(Callable[..., Notebook], nbformat.read)
+write_notebook = cast(Callable[..., None], nbformat.write)
+
 
 def image_of(result_content: object) -> Image.Image:
     assert isinstance(result_content, list)
     [block] = [b for b in result_content if isinstance(b, ImageBlock)]
-    return Image.open(io.BytesIO(base64.b64decode(block.source.data)))  # type: ignore[union-attr]
+    assert isinstance(block.source, Base64ImageSource)
+    return Image.open(io.BytesIO(base64.b64decode(block.source.data)))
 
 
 def test_a_large_image_is_scaled_down_and_a_small_one_kept(tmp_path: Path) -> None:
@@ -96,28 +108,26 @@ def test_a_short_pdf_goes_to_a_model_that_reads_documents_as_one(tmp_path: Path)
     assert isinstance(result.content, str) and "Summary" in result.content
 
 
-def notebook(path: Path, minor: int = 5) -> nbformat.NotebookNode:
-    nb = nbformat.v4.new_notebook()
+def notebook(path: Path, minor: int = 5) -> Notebook:
+    nb = new_notebook()
     nb.nbformat_minor = minor
     chart = base64.b64encode(encoded("PNG", 40, 30)).decode()
     nb.cells = [
-        nbformat.v4.new_markdown_cell("# Sales"),
-        nbformat.v4.new_code_cell(
+        new_markdown_cell("# Sales"),
+        new_code_cell(
             "total = 2 + 2\nprint(total)",
             execution_count=1,
-            outputs=[nbformat.v4.new_output("stream", name="stdout", text="4\n")],
+            outputs=[new_output("stream", name="stdout", text="4\n")],
         ),
-        nbformat.v4.new_code_cell(
+        new_code_cell(
             "plot()",
             execution_count=2,
-            outputs=[
-                nbformat.v4.new_output("display_data", data={"image/png": chart, "text/plain": "<Figure>"})
-            ],
+            outputs=[new_output("display_data", data={"image/png": chart, "text/plain": "<Figure>"})],
         ),
-        nbformat.v4.new_code_cell(
+        new_code_cell(
             "1/0",
             outputs=[
-                nbformat.v4.new_output(
+                new_output(
                     "error",
                     ename="ZeroDivisionError",
                     evalue="division by zero",
@@ -129,7 +139,7 @@ def notebook(path: Path, minor: int = 5) -> nbformat.NotebookNode:
     if minor < 5:
         for cell in nb.cells:
             cell.pop("id", None)
-    nbformat.write(nb, str(path))
+    write_notebook(nb, str(path))
     return nb
 
 
@@ -162,7 +172,7 @@ def test_notebook_edit_replaces_inserts_and_deletes_keeping_the_rest_byte_for_by
         EDIT, ctx, notebook_path="sales.ipynb", cell_id=code_id, new_source="total = 3 + 3\nprint(total)"
     )
     assert not done.is_error and isinstance(done.display, FileDiff) and "+total = 3 + 3" in done.display.diff
-    after = nbformat.read(str(path), as_version=4)
+    after = read_notebook(str(path), as_version=4)
     assert after.cells[1].source == "total = 3 + 3\nprint(total)" and after.cells[1].outputs == []
     assert after.cells[1].execution_count is None and after.cells[2].outputs  # the other cells are untouched
     diff = difflib.unified_diff(
@@ -184,7 +194,7 @@ def test_notebook_edit_replaces_inserts_and_deletes_keeping_the_rest_byte_for_by
         EDIT, ctx, notebook_path="sales.ipynb", new_source="import math", cell_type="code", edit_mode="insert"
     )
     call(EDIT, ctx, notebook_path="sales.ipynb", cell_id=nb.cells[3].id, new_source="", edit_mode="delete")
-    final = nbformat.read(str(path), as_version=4)
+    final = read_notebook(str(path), as_version=4)
     nbformat.validate(final)
     assert [c.source for c in final.cells] == [
         "import math",
@@ -203,7 +213,8 @@ def test_a_notebook_without_cell_ids_is_edited_by_position_and_gets_none(tmp_pat
     notebook(path, minor=4)
     ctx = context(tmp_path)
     result = call(READ, ctx, file_path="old.ipynb")
-    assert '<cell id="cell-1" type="code"' in result.content[0].text  # type: ignore[index,union-attr]
+    assert isinstance(result.content, list) and isinstance(result.content[0], TextBlock)
+    assert '<cell id="cell-1" type="code"' in result.content[0].text
     call(EDIT, ctx, notebook_path="old.ipynb", cell_id="cell-1", new_source="print(5)")
     call(
         EDIT,
@@ -249,7 +260,8 @@ def test_mentioned_pdfs_and_large_images_are_attached_as_the_model_can_take_them
     warnings: list[str] = []
     content = attach(context(tmp_path), "see @manual.pdf and @shot.png", warnings.append)
     assert isinstance(content, list) and warnings == []
-    pdf_text = content[1].text  # type: ignore[union-attr]
+    assert isinstance(content[1], TextBlock), content[1]
+    pdf_text = content[1].text
     assert "--- page 20 ---\nChapter 20" in pdf_text and "Chapter 21" not in pdf_text
     assert "[10 more pages: Read the file with pages for the rest]" in pdf_text
     assert image_of(content[2:]).size == (1568, 523)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from piton.builtin_tools.read import Read
-from piton.core.conversation.messages import ImageBlock
+from piton.core.conversation.messages import Base64ImageSource, ImageBlock
 from tests.builtin_tools.helpers import call, context, text
 from tests.fakes.images import encoded
 
@@ -64,10 +64,11 @@ def test_images_come_back_as_image_blocks(ws: Path, kind: str, media_type: str) 
     data = encoded(kind)
     (ws / "pic").write_bytes(data)
     result = call(READ, context(ws), file_path="pic")
+    assert isinstance(result.content, list), result.content
     [block] = result.content
-    assert isinstance(block, ImageBlock)
-    assert block.source.media_type == media_type  # type: ignore[union-attr]
-    assert base64.b64decode(block.source.data) == data  # type: ignore[union-attr]
+    assert isinstance(block, ImageBlock) and isinstance(block.source, Base64ImageSource)
+    assert block.source.media_type == media_type
+    assert base64.b64decode(block.source.data) == data
 
 
 def test_binary_files_are_refused_clearly(ws: Path) -> None:

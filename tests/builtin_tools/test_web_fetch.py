@@ -32,6 +32,7 @@ HUGE = 11 * 1024 * 1024
 
 class Site(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
+        assert isinstance(self.server, ThreadingHTTPServer)
         port = self.server.server_address[1]
         routes = {
             "/docs": (200, "text/html; charset=utf-8", HTML.encode()),

@@ -95,7 +95,7 @@ def test_write_keeps_a_files_encoding(ws: Path) -> None:
 # -- Edit -----------------------------------------------------------------------------------------
 
 
-def edit_file(ws: Path, content: bytes, **edit: object) -> tuple[Path, object]:
+def edit_file(ws: Path, content: bytes, **edit: object) -> tuple[Path, ToolResult]:
     target = ws / "f.txt"
     target.write_bytes(content)
     ctx = context(ws)
@@ -108,8 +108,8 @@ def test_edit_replaces_a_unique_string_and_shows_the_result(ws: Path) -> None:
         ws, b"def f():\n    return 1\n\nprint(f())\n", old_string="return 1", new_string="return 2"
     )
     assert target.read_text() == "def f():\n    return 2\n\nprint(f())\n"
-    assert not result.is_error  # type: ignore[attr-defined]
-    assert "     2\t    return 2" in text(result)  # type: ignore[arg-type]
+    assert not result.is_error
+    assert "     2\t    return 2" in text(result)
     assert "-    return 1\n+    return 2\n" in diff_of(result)
 
 
@@ -117,7 +117,7 @@ def test_edit_not_found_names_the_count_and_the_nearest_text(ws: Path) -> None:
     target, result = edit_file(
         ws, b"alpha = 1\nbeta = 2\ngamma = 3\n", old_string="beta =  2", new_string="beta = 3"
     )
-    message = text(result)  # type: ignore[arg-type]
+    message = text(result)
     assert "was not found" in message and "(0 matches)" in message
     assert "near line 2" in message and "     2\tbeta = 2" in message
     assert target.read_bytes() == b"alpha = 1\nbeta = 2\ngamma = 3\n"
@@ -126,11 +126,11 @@ def test_edit_not_found_names_the_count_and_the_nearest_text(ws: Path) -> None:
 def test_edit_of_a_repeated_string_needs_context_or_replace_all(ws: Path) -> None:
     content = b"x = 1\ny = 1\nx = 1\n"
     target, result = edit_file(ws, content, old_string="x = 1", new_string="x = 2")
-    assert "occurs 2 times" in text(result) and "lines 1, 3" in text(result)  # type: ignore[arg-type]
+    assert "occurs 2 times" in text(result) and "lines 1, 3" in text(result)
     assert target.read_bytes() == content
     target, result = edit_file(ws, content, old_string="x = 1", new_string="x = 2", replace_all=True)
     assert target.read_text() == "x = 2\ny = 1\nx = 2\n"
-    assert result.summary == "2 replacements"  # type: ignore[attr-defined]
+    assert result.summary == "2 replacements"
 
 
 def test_edit_needs_a_fresh_read(ws: Path) -> None:
@@ -169,7 +169,7 @@ def test_edit_keeps_the_encoding(ws: Path, bom: bytes, codec: str) -> None:
 def test_edit_of_utf8_text_with_a_stray_byte_keeps_every_byte(ws: Path) -> None:
     original = "naïve\n".encode() + b"bad \xff byte\n" + "café\n".encode()
     target, result = edit_file(ws, original, old_string="café", new_string="crème brûlée")
-    assert not result.is_error, text(result)  # type: ignore[attr-defined,arg-type]
+    assert not result.is_error, text(result)
     assert target.read_bytes() == "naïve\n".encode() + b"bad \xff byte\n" + "crème brûlée\n".encode()
 
 
@@ -183,7 +183,7 @@ def test_edit_line_numbers_agree_with_read(ws: Path) -> None:
     target, result = edit_file(ws, content, old_string="target here", new_string="changed")
     numbered = call(READ, context(ws), file_path=str(target)).content
     assert "    10\tchanged" in str(numbered)
-    assert "    10\tchanged" in text(result)  # type: ignore[arg-type]
+    assert "    10\tchanged" in text(result)
 
 
 def test_a_read_through_a_symlink_counts_for_the_real_file(ws: Path) -> None:
@@ -210,15 +210,15 @@ def test_files_under_dot_git_are_never_written(ws: Path) -> None:
 def test_edit_refuses_what_the_encoding_cannot_hold(ws: Path) -> None:
     content = "caf\xe9\n".encode("latin-1")
     target, result = edit_file(ws, content, old_string="caf", new_string="カフェ")
-    assert result.is_error and "is Latin-1 (ISO-8859-1), which cannot hold" in text(result)  # type: ignore[attr-defined,arg-type]
+    assert result.is_error and "is Latin-1 (ISO-8859-1), which cannot hold" in text(result)
     assert target.read_bytes() == content
 
 
 def test_edit_with_equal_strings_or_an_empty_old_string_on_a_file(ws: Path) -> None:
     _, same = edit_file(ws, b"a\n", old_string="a", new_string="a")
-    assert "the same" in text(same)  # type: ignore[arg-type]
+    assert "the same" in text(same)
     _, empty = edit_file(ws, b"a\n", old_string="", new_string="b")
-    assert "old_string is empty" in text(empty)  # type: ignore[arg-type]
+    assert "old_string is empty" in text(empty)
 
 
 def test_edit_with_an_empty_old_string_creates_a_new_file(ws: Path) -> None:

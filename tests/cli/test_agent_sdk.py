@@ -88,7 +88,7 @@ def test_client_multi_turn_with_an_interrupt(fake_api: FakeAnthropicAPI, project
             stopped = await last_result(client)
             await client.query("Another city?")
             third = await last_result(client)
-            return first, stopped, third
+        return first, stopped, third
 
     first, stopped, third = run(talk())
     assert first.result == "Paris." and third.result == "Lyon."
@@ -116,7 +116,8 @@ def test_can_use_tool_allows_one_write_and_denies_another(fake_api: FakeAnthropi
     async def talk() -> ResultMessage:
         async with ClaudeSDKClient(options(project, can_use_tool=can_use_tool)) as client:
             await client.query("write two files")
-            return await last_result(client)
+            result = await last_result(client)
+        return result
 
     result = run(talk())
     assert result.result == "Done."
@@ -146,7 +147,8 @@ def test_can_use_tool_edits_the_input_the_call_runs_with(fake_api: FakeAnthropic
         opts = options(project, can_use_tool=can_use_tool, disallowed_tools=["Write(.env)"])
         async with ClaudeSDKClient(opts) as client:
             await client.query("write a and b")
-            return await last_result(client)
+            result = await last_result(client)
+        return result
 
     assert run(talk()).result == "Done."
     assert (project / "a.txt").read_text() == "reviewed"
@@ -176,7 +178,8 @@ def test_a_pre_tool_use_hook_edits_the_input(fake_api: FakeAnthropicAPI, project
     async def talk() -> ResultMessage:
         async with ClaudeSDKClient(options(project, hooks=hooks)) as client:
             await client.query("write x")
-            return await last_result(client)
+            result = await last_result(client)
+        return result
 
     assert run(talk()).result == "Written."
     assert (project / "x.txt").read_text() == "secret=***"
@@ -204,7 +207,8 @@ def test_a_post_tool_use_hook_sees_the_result_and_gives_feedback(
     async def talk() -> ResultMessage:
         async with ClaudeSDKClient(options(project, hooks=hooks, permission_mode="acceptEdits")) as client:
             await client.query("write x.py")
-            return await last_result(client)
+            result = await last_result(client)
+        return result
 
     assert run(talk()).result == "I will reformat it."
     assert (project / "x.py").read_text() == "print( 1 )\n"  # the call had run
@@ -232,7 +236,8 @@ def test_a_pre_tool_use_hook_blocks_a_tool(fake_api: FakeAnthropicAPI, project: 
     async def talk() -> ResultMessage:
         async with ClaudeSDKClient(opts) as client:
             await client.query("write x")
-            return await last_result(client)
+            result = await last_result(client)
+        return result
 
     result = run(talk())
     assert result.result == "Understood."
@@ -274,7 +279,8 @@ def test_hooks_guard_a_subagents_calls_too(fake_api: FakeAnthropicAPI, project: 
         opts = options(project, hooks=hooks, permission_mode="bypassPermissions")
         async with ClaudeSDKClient(opts) as client:
             await client.query("delegate the write")
-            return await last_result(client)
+            result = await last_result(client)
+        return result
 
     assert run(talk()).result == "The subagent could not write."
     assert seen == ["Task", "Write"] and not (project / "x.txt").exists()
@@ -304,7 +310,8 @@ def test_set_permission_mode_applies_to_the_next_turn(fake_api: FakeAnthropicAPI
             messages = [m async for m in client.receive_response()]
             await client.set_permission_mode("plan")
             await client.query("write plan.txt")
-            return messages + [m async for m in client.receive_response()]
+            messages += [m async for m in client.receive_response()]
+        return messages
 
     messages = run(talk())
     modes = [

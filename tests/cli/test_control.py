@@ -188,7 +188,7 @@ def test_can_use_tool_allows_one_call_and_denies_another(start: Callable[..., Cl
     assert result["result"] == "Done."
     assert act.log == ["start first", "end first"]
     client.close()
-    [denied] = [b for b in provider.requests[2].messages[-1].content if getattr(b, "is_error", False)]
+    [denied] = [b for b in provider.requests[2].messages[-1].tool_results if b.is_error]
     assert "not the second one" in str(denied.content)
     assert [d["tool_input"] for d in result["permission_denials"]] == [{"text": "second"}]
     user = next(x for x in client.out.lines if x.get("type") == "user")

@@ -14,8 +14,8 @@ import pytest
 
 from piton.cli.headless import HeadlessOptions, Streams, read_prompt, run_headless
 from piton.core.conversation.session import SessionStore
+from piton.core.options import RunOptions
 from piton.core.providers import ProviderError
-from piton.runtime import RunOptions
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
 from tests.fakes.tools import Boom, Probe

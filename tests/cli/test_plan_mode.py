@@ -22,6 +22,7 @@ from claude_agent_sdk import (
 )
 
 from piton.core.conversation.history import is_valid
+from piton.core.conversation.messages import TextBlock
 from piton.runtime import default_tools
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
@@ -61,6 +62,7 @@ def test_the_user_approves_the_plan_and_the_work_goes_on_with_edits_accepted(pro
     s = run(project, provider, script, tools=default_tools(), permission_mode="plan")
     assert modes == ["plan", "acceptEdits"]
     first = provider.requests[0].messages[-1]
+    assert isinstance(first.content[0], TextBlock), first.content
     assert first.content[0].text == "summarise the project" and "Plan mode is active" in first.text
     [refused] = _results(provider, 1)
     assert refused.is_error and "plan mode" in str(refused.content)
@@ -86,7 +88,8 @@ def test_the_user_sends_the_plan_back_with_what_to_change(project: Path) -> None
         await s.type("3 also update the README" + ENTER)
         await s.until(lambda: s.repl.question is not None and len(provider.requests) == 2)
         assert s.repl.runtime is not None and s.repl.runtime.agent.gate is not None
-        assert s.repl.runtime.agent.gate.permissions.mode == "plan"
+        planning = s.repl.runtime.agent.gate.permissions.mode  # a copy: approving the plan changes the mode
+        assert planning == "plan"
         await s.type("2" + ENTER)
         await s.until(lambda: "Ok, going ahead." in s.screen)
         assert s.repl.runtime.agent.gate.permissions.mode == "default"

@@ -73,6 +73,7 @@ def test_bad_options_are_still_the_parsers_to_report_without_a_key(
 def test_the_fast_checks_options_are_the_apps() -> None:
     """The scan before the parser knows each option of the app, and the values it accepts."""
     import typer.main
+    from typer.core import TyperOption
 
     from piton.cli.app import app
     from piton.cli.main import _PRINT_OPTIONS
@@ -81,6 +82,7 @@ def test_the_fast_checks_options_are_the_apps() -> None:
     for param in typer.main.get_command(app).params:
         if param.param_type_name != "option" or param.name in ("version", "help"):
             continue
+        assert isinstance(param, TyperOption), param
         kind = param.type_descriptor.annotation
         choices = (
             tuple(str(c.value) for c in kind) if isinstance(kind, type) and issubclass(kind, Enum) else ()

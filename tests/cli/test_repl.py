@@ -310,7 +310,7 @@ def test_a_mention_attaches_the_file(project: Path) -> None:
 
     run(project, provider, script)
     content = provider.requests[0].messages[0].content
-    assert isinstance(content[1], TextBlock)
+    assert isinstance(content[0], TextBlock) and isinstance(content[1], TextBlock)
     assert content[0].text == "what is in @notes.md and @nobody"
     assert "The secret word is banana." in content[1].text and len(content) == 2
 

@@ -17,12 +17,12 @@ PROMPT = "❯ "
 _ANSI = r"(?:\x1b\[[0-9;?]*[A-Za-z])*"
 
 
-def expect_text(child: pexpect.spawn, text: str) -> None:
+def expect_text(child: pexpect.spawn[str], text: str) -> None:
     """Wait for `text` on the screen, styled or not (ANSI sequences may stand between characters)."""
     child.expect(_ANSI.join(re.escape(ch) for ch in text))
 
 
-def spawn(project: Path, **extra_env: str) -> pexpect.spawn:
+def spawn(project: Path, **extra_env: str) -> pexpect.spawn[str]:
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "40", **extra_env}
     child = pexpect.spawn(
         PITON, cwd=str(project), env=env, encoding="utf-8", timeout=30, dimensions=(40, 100)

@@ -30,7 +30,7 @@ def test_a_skills_model_and_allowed_tools_last_for_its_turn(project: Any) -> Non
         reply("Not allowed this time."),
     )
     shell = Probe("Shell")
-    shell.kind = "execute"  # type: ignore[misc]
+    shell.kind = "execute"
     shell.rule_content = lambda args, ctx: args.text  # type: ignore[method-assign]
     agent = make_agent(provider, Skill(Catalog()), shell)
     agent.gate = PermissionGate(Permissions(project=project))
@@ -68,7 +68,7 @@ def test_the_chain_refuses_cycles_and_depth() -> None:
 
 def test_a_skills_allowed_tools_never_override_deny_or_ask_rules(project: Any) -> None:
     shell = Probe("Bash")
-    shell.kind = "execute"  # type: ignore[misc]
+    shell.kind = "execute"
     permissions = Permissions.from_texts(
         "default", deny=["Bash(rm:*)"], ask=["Bash(git push:*)"], project=project
     )

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from piton.core.agent import Agent, AgentConfig
+from piton.core.agent import Agent
+from piton.core.agent_parts import AgentConfig
 from piton.core.context.usage import Usage
 from piton.core.conversation.events import MessageDone, Notice, Result
 from piton.core.conversation.messages import Message, TextBlock

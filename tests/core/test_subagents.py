@@ -143,7 +143,7 @@ def test_a_broken_tool_surfaces_as_an_error_and_leaves_the_history_valid(project
     from piton.core.tools import Tool, ToolContext, ToolResult
     from tests.fakes.tools import TextInput, make_agent
 
-    class Broken(Tool):
+    class Broken(Tool[TextInput]):
         name = "Broken"
         description = "Returns nonsense."
         input_model = TextInput

@@ -183,6 +183,7 @@ class FakeAnthropicAPI:
     def base_url(self) -> str:
         assert self._server is not None, "start() the fake first"
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str), host  # getsockname() of an AF_INET socket
         return f"http://{host}:{port}"
 
     # -- scripting ---------------------------------------------------------------------------------
@@ -245,15 +246,24 @@ def _on_platform(path: str, body: dict[str, Any]) -> tuple[str, dict[str, Any], 
 
 
 def _aws_frame(name: str, data: dict[str, Any]) -> bytes:
-    """One event as Bedrock streams it: an AWS event-stream message (a prelude with its CRC, string
-    headers, the payload, a CRC of it all) whose payload carries the event's JSON in base64."""
+    """One event as Bedrock streams it: an AWS event-stream message whose payload carries the
+    event's JSON in base64."""
     payload = json.dumps({"bytes": base64.b64encode(json.dumps(data).encode()).decode()}).encode()
+    return _aws_message(
+        {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}, payload
+    )
+
+
+def _aws_exception(code: str, message: str) -> bytes:
+    """An error in the middle of a Bedrock stream: an exception message of the event stream."""
+    headers = {":exception-type": code, ":content-type": "application/json", ":message-type": "exception"}
+    return _aws_message(headers, json.dumps({"message": message}).encode())
+
+
+def _aws_message(fields: dict[str, str], payload: bytes) -> bytes:
+    """An AWS event-stream message: a prelude with its CRC, string headers, the payload, a CRC of it all."""
     headers = b""
-    for key, value in (
-        (":event-type", "chunk"),
-        (":content-type", "application/json"),
-        (":message-type", "event"),
-    ):
+    for key, value in fields.items():
         headers += bytes([len(key)]) + key.encode() + b"\x07" + struct.pack(">H", len(value)) + value.encode()
     total = 12 + len(headers) + len(payload) + 4
     prelude = struct.pack(">II", total, len(headers))
@@ -345,9 +355,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._reject(401, "authentication_error", "invalid x-api-key")
         if platform == "anthropic" and not self.headers.get("anthropic-version"):
             return self._reject(400, "invalid_request_error", "anthropic-version: header is required")
-        problem = validate_request(body, self.fake.issued)
-        if problem:
-            return self._reject(400, "invalid_request_error", problem)
+        invalid = validate_request(body, self.fake.issued)
+        if invalid:
+            return self._reject(400, "invalid_request_error", invalid)
         item = self.fake._next(body)
         if item is None:
             self.fake.unexpected.append(recorded)
@@ -385,7 +395,12 @@ class _Handler(BaseHTTPRequestHandler):
         ending: Literal["complete", "drop", "reset"] = "complete"
         if isinstance(fault, MidStreamError):
             error = _error_body(fault.error_type, fault.message).decode()
-            frames = [*frames[: fault.after], f"event: error\ndata: {error}\n\n".encode()]
+            last = (
+                _aws_exception(fault.error_type, fault.message)
+                if platform == "bedrock"
+                else f"event: error\ndata: {error}\n\n".encode()
+            )
+            frames = [*frames[: fault.after], last]
         elif isinstance(fault, DropStream):
             frames = frames[: fault.after]
             ending = "complete" if fault.clean else "drop"

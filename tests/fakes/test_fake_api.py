@@ -237,7 +237,10 @@ def test_a_request_never_answered_sends_not_even_headers(fake_api: FakeAnthropic
 def test_stopping_the_server_ends_every_silence_at_once() -> None:
     fake = FakeAnthropicAPI().start()
     fake.add(NoAnswer(seconds=60), Stall(reply("x"), after=2, seconds=60))
-    sockets = [socket.create_connection(fake._server.server_address[:2]) for _ in range(2)]  # type: ignore[union-attr]
+    assert fake._server is not None
+    host, port = fake._server.server_address[:2]
+    assert isinstance(host, str), host
+    sockets = [socket.create_connection((host, port)) for _ in range(2)]
     body = json.dumps(PAYLOAD).encode()
     head = "POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
     head += "".join(f"{k}: {v}\r\n" for k, v in HEADERS.items())

@@ -8,16 +8,17 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from piton.core.agent import Agent, AgentConfig
+from piton.core.agent import Agent
+from piton.core.agent_parts import AgentConfig
 from piton.core.providers import Provider
-from piton.core.tools import Tool, ToolContext, ToolRegistry, ToolResult
+from piton.core.tools import AnyTool, Tool, ToolContext, ToolRegistry, ToolResult
 
 
 class TextInput(BaseModel):
     text: str
 
 
-class NoOp(Tool):
+class NoOp(Tool[TextInput]):
     name = "NoOp"
     description = "Does nothing."
     input_model = TextInput
@@ -27,7 +28,7 @@ class NoOp(Tool):
         return ToolResult("ok")
 
 
-class Probe(Tool):
+class Probe(Tool[TextInput]):
     """A tool whose behaviour a test sets: `action(text)` runs inside it; calls are logged."""
 
     input_model = TextInput
@@ -36,8 +37,8 @@ class Probe(Tool):
     def __init__(
         self, name: str, action: Callable[[str], Awaitable[str]] | None = None, *, read_only: bool = False
     ) -> None:
-        self.name = name  # type: ignore[misc]
-        self.read_only = read_only  # type: ignore[misc]
+        self.name = name
+        self.read_only = read_only
         self.action = action
         self.log: list[str] = []
 
@@ -50,7 +51,7 @@ class Probe(Tool):
         return ToolResult(out, summary=out)
 
 
-class Boom(Tool):
+class Boom(Tool[TextInput]):
     name = "Boom"
     description = "Always raises."
     input_model = TextInput
@@ -64,7 +65,7 @@ async def forever(_: str) -> str:
     return "never"
 
 
-def make_agent(provider: Provider, *tools: Tool, cwd: Path | None = None, **config: object) -> Agent:
+def make_agent(provider: Provider, *tools: AnyTool, cwd: Path | None = None, **config: object) -> Agent:
     settings: dict[str, object] = {
         "model": "claude-sonnet-5-5",
         "system_prompt": "You are a test agent.",

@@ -257,7 +257,7 @@ def _check_results(merged: list[tuple[int, str, list[dict[str, Any]]]], n: int) 
     i, _, blocks = merged[n]
     previous = merged[n - 1][2] if n > 0 else []
     expected = {b.get("id") for b in previous if b.get("type") == "tool_use"}
-    seen: set[str] = set()
+    seen: set[str | None] = set()
     other_seen = False
     for j, b in enumerate(blocks):
         if b.get("type") != "tool_result":

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from piton.core.activation import skill_name
-from piton.skills.catalog import Catalog, SkillError, discover
+from piton.skills.catalog import Catalog, Skill, SkillError, discover
 from piton.skills.invoke import expand
 
 
@@ -23,6 +23,13 @@ def simple(description: str, body: str = "Do the thing.", extra: str = "") -> st
     return f"---\ndescription: {description}\n{extra}---\n{body}\n"
 
 
+def named(catalog: Catalog, name: str) -> Skill:
+    """The skill named `name`, which the test expects the catalog to have."""
+    got = catalog.get(name)
+    assert got is not None, f"no skill {name!r}"
+    return got
+
+
 def test_the_nearest_definition_of_a_name_wins(project: Path) -> None:
     home = Path.home()
     skill(project / ".piton" / "skills", "review", simple("piton project review"))
@@ -31,10 +38,10 @@ def test_the_nearest_definition_of_a_name_wins(project: Path) -> None:
     skill(home / ".piton" / "skills", "lint", simple("user lint"))
     skill(home / ".claude" / "skills", "deploy", simple("user deploy"))
     catalog = discover(project)
-    assert catalog.get("review").description == "piton project review"
-    assert catalog.get("lint").description == "claude project lint"
-    assert (catalog.get("deploy").description, catalog.get("deploy").source) == ("user deploy", "user")
-    assert catalog.get("commit").source == "bundled", "the bundled skills come last"
+    assert named(catalog, "review").description == "piton project review"
+    assert named(catalog, "lint").description == "claude project lint"
+    assert (named(catalog, "deploy").description, named(catalog, "deploy").source) == ("user deploy", "user")
+    assert named(catalog, "commit").source == "bundled", "the bundled skills come last"
     hidden = {(str(h.path.relative_to(h.path.parents[2])), h.source) for h, _ in catalog.shadowed}
     assert {("skills/review/SKILL.md", "project"), ("skills/lint/SKILL.md", "user")} <= hidden
     assert ("bundled/review/SKILL.md", "bundled") in hidden
@@ -78,7 +85,7 @@ def test_every_frontmatter_field_is_read(project: Path) -> None:
     assert pdf.allowed_tools == ("Bash(python3:*)", "Read")
     assert (pdf.model, pdf.argument_hint) == ("haiku", "[file]")
     assert pdf.metadata == {"license": "Apache-2.0", "metadata": {"author": "someone", "version": "1.2"}}
-    assert catalog.get("secret").allowed_tools == ("Read", "Bash(git log:*)")
+    assert named(catalog, "secret").allowed_tools == ("Read", "Bash(git log:*)")
     names_for_model = [s.name for s in catalog.for_model()]
     names_for_user = [s.name for s in catalog.for_user()]
     assert "secret" not in names_for_model and "secret" in names_for_user

@@ -10,9 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from piton.core.options import RunOptions
 from piton.core.subagents import tools_for
 from piton.factory import subagent_mode
-from piton.runtime import RunOptions, build_runtime
+from piton.runtime import Parts, build_runtime
 from piton.skills.agents import discover_agent_types
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
@@ -84,7 +85,7 @@ def test_an_agents_skills_are_loaded_into_its_prompt(project: Path) -> None:
         reply("written"),
         reply("ok"),
     )
-    runtime = build_runtime(RunOptions(cwd=project), provider, tools=[])
+    runtime = build_runtime(RunOptions(cwd=project), provider, parts=Parts(tools=[]))
     assert runtime.agent_types["writer"].notes == ("skill 'missing-one' not found",)
 
     import asyncio
@@ -117,7 +118,7 @@ def test_hundreds_of_agents_and_skills_stay_within_budget_and_the_model_can_sear
     provider = ScriptedProvider(
         reply(ToolCall("SearchSkills", {"query": "terraform drift"})), reply("found it")
     )
-    runtime = build_runtime(RunOptions(cwd=project), provider, tools=[])
+    runtime = build_runtime(RunOptions(cwd=project), provider, parts=Parts(tools=[]))
     task = next(t for t in runtime.agent.tools if t.name == "Task")
     from piton.core.listing import listing_budget
 

@@ -33,7 +33,8 @@ def system_text(body: dict[str, Any]) -> str:
 
 
 def last_user(body: dict[str, Any]) -> list[dict[str, Any]]:
-    return body["messages"][-1]["content"]
+    content: list[dict[str, Any]] = body["messages"][-1]["content"]
+    return content
 
 
 def lines(stdout: str) -> list[dict[str, Any]]:

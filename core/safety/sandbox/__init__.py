@@ -34,7 +34,7 @@ __all__ = [
 def make_sandbox(
     policy: SandboxPolicy, platform: str = sys.platform, limits: Limits | None = None
 ) -> Sandbox:
-    """The sandbox for `policy`; `limits` default to the configured ones (the user's settings)."""
+    """The sandbox for `policy`; `limits` default to the policy's (the user's settings)."""
     if policy.mode == "danger-full-access":
         return NoSandbox(policy)
     if platform.startswith("linux"):

@@ -46,9 +46,9 @@ class BwrapSandbox:
         self, policy: SandboxPolicy, executable: str | None = None, limits: Limits | None = None
     ) -> None:
         """`executable` overrides the resolved binary (tests only: it is not checked); `limits`
-        the configured ones (`limits.configure`, from the user's settings)."""
+        the policy's (the user's settings)."""
         self.policy = policy
-        self.limits = limits or _limits.configured()
+        self.limits = limits or policy.limits or Limits()
         self.binary: Bwrap | None = None
         self._missing = ""  # why the binaries found may not run (empty when none was found)
         if executable is not None:

@@ -104,20 +104,6 @@ def parse(raw: Mapping[str, Any]) -> tuple[Limits, list[str]]:
     return limits, warnings
 
 
-_configured: list[Limits] = []
-
-
-def configure(raw: Mapping[str, Any]) -> list[str]:
-    """Set the limits every sandbox made from now on uses (from the user's settings); the warnings."""
-    limits, warnings = parse(raw)
-    _configured[:] = [limits]
-    return warnings
-
-
-def configured() -> Limits:
-    return _configured[0] if _configured else Limits()
-
-
 def ulimit_prefix(limits: Limits, *, processes: bool = True, memory: bool = True) -> str:
     """Shell lines that set the rlimits, run first inside the sandbox: RLIMIT_NPROC counts
     processes per user namespace there, so set inside it counts the command's own. Never above a

@@ -98,7 +98,7 @@ class SeatbeltSandbox:
         self.policy = policy
         # only the file size applies here: macOS counts processes per user, across the machine,
         # ignores RLIMIT_DATA, and has no cgroups or private tmpfs
-        self.limits = Limits(None, None, (limits or _limits.configured()).file_size, None)
+        self.limits = Limits(None, None, (limits or policy.limits or Limits()).file_size, None)
         self.executable = executable if os.path.exists(executable) else (shutil.which("sandbox-exec") or "")
         self._tmp: str | None = None
 

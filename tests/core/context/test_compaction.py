@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from piton.core.agent import Agent, AgentConfig
+from piton.core.agent import Agent
+from piton.core.agent_parts import AgentConfig, AgentParts
 from piton.core.context.compaction import SUMMARY_HEADER, CompactionSettings, Compactor
 from piton.core.context.result_store import FileResultStore, ResultCapper
 from piton.core.conversation.events import (
@@ -26,7 +27,7 @@ from piton.core.conversation.messages import INTERRUPTED_REQUEST, Message, TextB
 from piton.core.conversation.session import SessionLog, load_session
 from piton.core.providers import ModelRequest, ProviderError
 from piton.core.providers.anthropic import AnthropicProvider
-from piton.core.tools import Tool, ToolRegistry
+from piton.core.tools import AnyTool, ToolRegistry
 from piton.testing.script import HttpError, Reply, ToolCall, reply
 from piton.testing.scripted import ScriptedProvider, SeenRequest
 from tests.fakes.fake_api import FakeAnthropicAPI
@@ -47,7 +48,7 @@ def code(lines: int, tag: str) -> str:
 def make(
     provider: ScriptedProvider,
     tmp_path: Path,
-    *tools: Tool,
+    *tools: AnyTool,
     window: int = WINDOW,
     system: str = "You are a test agent.",
     log: SessionLog | None = None,
@@ -66,9 +67,11 @@ def make(
             context_window=window,
             max_output_tokens=MAX_OUTPUT,
         ),
-        transcript=log,
-        capper=ResultCapper(store) if capper else None,
-        compactor=Compactor(CompactionSettings(**settings), store),
+        parts=AgentParts(
+            transcript=log,
+            capper=ResultCapper(store) if capper else None,
+            compactor=Compactor(CompactionSettings(**settings), store),
+        ),
     )
 
 
@@ -483,11 +486,13 @@ def test_compaction_works_on_any_conversation_through_its_narrow_protocol(tmp_pa
     notebook = _Notebook(history, provider)
     events = collect(Compactor(CompactionSettings(), FileResultStore(tmp_path / "r")).run(notebook, "manual"))
     assert [type(e) for e in events] == [Compacting, Compacted]
+    done = events[1]
+    assert isinstance(done, Compacted)
     first = notebook.history[0].text
     assert first.startswith(SUMMARY_HEADER) and "[pending] ship the parser" in first
     assert "<user-message>\nquestion 0:" in first, "what the user wrote survives verbatim"
-    assert notebook.replaced == [{"stubs": None, "trigger": "manual", "pre_tokens": events[1].pre_tokens}]
-    assert events[1].post_tokens < events[1].pre_tokens and events[1].model == "claude-sonnet-5-5"
+    assert notebook.replaced == [{"stubs": None, "trigger": "manual", "pre_tokens": done.pre_tokens}]
+    assert done.post_tokens < done.pre_tokens and done.model == "claude-sonnet-5-5"
     provider.assert_complete()
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from piton.cli.headless import HeadlessOptions, Streams, run_headless
 from piton.core.conversation.messages import Message, TextBlock, ToolResultBlock
-from piton.runtime import RunOptions
+from piton.core.options import RunOptions
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
 from tests.fakes.tools import Probe
@@ -276,7 +276,7 @@ def test_disable_all_hooks_in_a_project_file_cannot_switch_off_the_users_guard(
 
 
 def test_a_stop_hook_that_never_lets_go_is_ended(project: Path, tmp_path: Path) -> None:
-    from piton.core.agent import MAX_KEPT_GOING
+    from piton.core.turn_rules import MAX_KEPT_GOING
 
     hook = script(tmp_path, "stubborn.sh", "cat >/dev/null\necho 'not yet' >&2\nexit 2\n")
     user_hooks(on("Stop", hook))
@@ -314,12 +314,12 @@ def test_a_subagents_end_is_a_subagent_stop_and_its_calls_pass_the_hooks(
 def test_pre_compact_runs_before_a_compaction(project: Path, tmp_path: Path) -> None:
     import asyncio
 
-    from piton.runtime import build_runtime
+    from piton.runtime import Parts, build_runtime
 
     seen = tmp_path / "compact.json"
     user_hooks(on("PreCompact", script(tmp_path, "pre.sh", f"cat > {seen}\n"), matcher="manual"))
     provider = ScriptedProvider(reply("first answer"), reply("A summary of the work."))
-    runtime = build_runtime(RunOptions(cwd=project), provider, tools=[])
+    runtime = build_runtime(RunOptions(cwd=project), provider, parts=Parts(tools=[]))
 
     async def go() -> None:
         [_ async for _ in runtime.agent.run("hello")]

@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -230,7 +230,7 @@ def test_a_changed_prompt_list_is_followed_and_the_new_prompt_expands(shared: Mc
 
 
 @pytest.mark.parametrize("transport", ["http", "sse"])
-def test_remote_servers_over_http(transport: str) -> None:
+def test_remote_servers_over_http(transport: Literal["http", "sse"]) -> None:
     async def go() -> ToolResult:
         registry = await synced(manager)
         return await call(registry, "mcp__web__echo", text="over the wire")
@@ -238,7 +238,7 @@ def test_remote_servers_over_http(transport: str) -> None:
     with (
         serve(transport) as url,
         running(ServerConfig("web", transport, url=url), connect_timeout=20) as manager,
-    ):  # type: ignore[arg-type]
+    ):
         result = asyncio.run(go())
     assert result.content == "echo: over the wire"
 

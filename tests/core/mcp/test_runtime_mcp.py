@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from piton.core.conversation.messages import ToolResultBlock
+from piton.core.conversation.messages import TextBlock, ToolResultBlock
 from piton.core.options import RunOptions
 from piton.runtime import build_runtime
 from piton.testing.script import ToolCall, reply
@@ -29,14 +29,19 @@ def test_a_two_megabyte_result_is_stored_and_previewed(project: Path) -> None:
         collect(runtime.agent.run("go"))
         assert runtime.mcp is not None
         [state] = runtime.mcp.states()
-        assert state.status == "connected"
+        running = state.status  # a copy: close() changes the state's status
+        assert running == "connected"
     finally:
         runtime.close()
     assert state.status == "stopped"
     first, _ = provider.requests
     assert "mcp__fixture__big" in [t["name"] for t in first.tools]
     [result] = [b for m in runtime.agent.history for b in m.content if isinstance(b, ToolResultBlock)]
-    text = result.content if isinstance(result.content, str) else result.content[0].text  # type: ignore[union-attr]
+    if isinstance(result.content, str):
+        text = result.content
+    else:
+        assert isinstance(result.content[0], TextBlock), result.content
+        text = result.content[0].text
     assert len(text) < 30_000 and "left out of 2,220,000" in text  # 30,000 lines of 74
     saved = re.search(r"saved as tr_\w+ at (\S+\.txt):", text)
     assert saved is not None and Path(saved.group(1)).stat().st_size == 2_220_000

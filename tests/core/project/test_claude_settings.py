@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from piton.core.options import RunOptions
 from piton.core.project.settings import load_settings
-from piton.runtime import RunOptions, build_runtime
+from piton.runtime import Parts, build_runtime
 from piton.testing.scripted import ScriptedProvider
 
 LEVELS = (
@@ -76,7 +77,7 @@ def test_setting_sources_choose_the_levels_read(project: Path) -> None:
 
 
 def build(project: Path, **options: Any):  # type: ignore[no-untyped-def]
-    return build_runtime(RunOptions(cwd=project, **options), ScriptedProvider(), tools=[])
+    return build_runtime(RunOptions(cwd=project, **options), ScriptedProvider(), parts=Parts(tools=[]))
 
 
 def test_user_level_claude_deny_rules_hold_under_bypass_permissions(project: Path) -> None:

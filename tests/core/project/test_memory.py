@@ -6,7 +6,7 @@ from pathlib import Path
 
 from piton.core.project.memory import load_memory
 from piton.core.safety.policy import SandboxPolicy
-from piton.runtime import _import_refusal
+from piton.prompt_setup import import_refusal
 
 
 def write(path: Path, text: str) -> Path:
@@ -80,7 +80,7 @@ def test_a_project_may_not_import_from_outside_it_nor_a_credential(project: Path
     write(project / "AGENTS.md", f"@{outside}\n@../elsewhere/notes.md\n@~/.aws/credentials\n@.env")
     write(Path.home() / ".piton" / "AGENTS.md", f"mine: @{outside}\nkeys: @~/.aws/credentials")
     policy = SandboxPolicy.create("workspace-write", project)
-    memory = load_memory(project, refuse=_import_refusal(policy))
+    memory = load_memory(project, refuse=import_refusal(policy))
     user, agents = memory.files
     assert user.text.startswith("mine: OUTSIDE"), "the user's own file may import from anywhere readable"
     assert "AKIA" not in user.text and "AKIA" not in agents.text
@@ -98,7 +98,7 @@ def test_a_project_file_that_is_a_symlink_out_of_the_project_is_not_loaded(proje
     inside = write(project / "docs" / "agents.md", "Use tabs.")
     (project / "AGENTS.md").symlink_to(inside)
     policy = SandboxPolicy.create("workspace-write", project)
-    memory = load_memory(project, refuse=_import_refusal(policy))
+    memory = load_memory(project, refuse=import_refusal(policy))
     assert [f.text for f in memory.files] == ["Use tabs."], "a link inside the project is fine"
     assert memory.warnings == [
         f"{project / 'CLAUDE.md'}: not loaded: it leads outside the project (to {key})"
@@ -111,7 +111,7 @@ def test_the_users_claude_md_may_import_its_neighbours_but_not_the_credentials(p
     write(claude / ".credentials.json", '{"token": "SECRET"}')
     write(claude / "CLAUDE.md", "@rules.md\n@.credentials.json")
     policy = SandboxPolicy.create("workspace-write", project)
-    memory = load_memory(project, refuse=_import_refusal(policy))
+    memory = load_memory(project, refuse=import_refusal(policy))
     [user] = memory.files
     assert user.text.startswith("RULES: answer in English.\n@.credentials.json")
     assert len(memory.warnings) == 1 and "credential files" in memory.warnings[0]

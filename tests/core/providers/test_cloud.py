@@ -11,7 +11,7 @@ import pytest
 
 from piton.core.models import claude_id, model_info
 from piton.core.providers.cloud import custom_headers, platform_model
-from piton.testing.script import ToolCall, reply
+from piton.testing.script import MidStreamError, ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
 from tests.helpers import piton
 
@@ -71,6 +71,42 @@ def test_bedrock_without_a_region_is_one_line(
     assert done.returncode == 1
     assert "region" in done.stderr and "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
     assert bedrock.requests == []
+
+
+def test_bedrock_through_a_gateway_that_authenticates_on_its_own(
+    bedrock: FakeAnthropicAPI, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No AWS credentials at all: nothing is signed, and the gateway's own header goes as given."""
+    monkeypatch.setenv("CLAUDE_CODE_SKIP_BEDROCK_AUTH", "1")
+    monkeypatch.setenv("ANTHROPIC_CUSTOM_HEADERS", "Authorization: Bearer test-key\nX-Team: platform")
+    bedrock.add(reply("Hello through the gateway."))
+    done = piton(project, "-p", "hi", "--model", "claude-sonnet-4-5")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Hello through the gateway."
+    [request] = bedrock.requests
+    assert request.headers["authorization"] == "Bearer test-key" and request.headers["x-team"] == "platform"
+    assert "x-amz-date" not in request.headers
+
+
+def test_an_error_in_the_middle_of_a_bedrock_stream(
+    bedrock: FakeAnthropicAPI, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bedrock's exception frames are read as the API's `error` events: a busy service is asked
+    again, another error ends the run in one line naming it."""
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "test-key")
+    busy = reply("never whole", fault=MidStreamError(after=3, error_type="serviceUnavailableException"))
+    broken = reply(
+        "never whole", fault=MidStreamError(after=3, error_type="modelStreamErrorException", message="bad")
+    )
+    bedrock.add(busy, reply("Second try."))
+    done = piton(project, "-p", "hi", "--model", "claude-sonnet-4-5")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Second try." and len(bedrock.requests) == 2
+    bedrock.add(broken)
+    done = piton(project, "-p", "hi", "--model", "claude-sonnet-4-5")
+    assert done.returncode == 1
+    assert "API error during the reply (modelStreamErrorException): bad" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_vertex_through_a_gateway_with_its_own_authentication(

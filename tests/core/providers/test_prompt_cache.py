@@ -91,8 +91,8 @@ def test_the_previous_requests_end_gets_a_breakpoint_of_its_own() -> None:
         Message.user("y"),
     ]
     params = build_params(ModelRequest(model="sonnet", system="s", messages=merged, cached_upto=3))
-    marked = [b["text"] for m in params["messages"] for b in m["content"] if "cache_control" in b]
-    assert marked == ["y"]
+    marked_texts = [b["text"] for m in params["messages"] for b in m["content"] if "cache_control" in b]
+    assert marked_texts == ["y"]
 
 
 def test_a_tool_loop_with_wide_turns_reads_each_earlier_request_from_the_cache() -> None:

@@ -363,7 +363,7 @@ def test_an_approved_plan_ends_plan_mode_in_the_mode_chosen() -> None:
     from piton.builtin_tools.plan import ExitPlanMode
 
     async def hook_allows(
-        name: str, tool_input: dict[str, object], tool_use_id: str
+        tool_name: str, tool_input: dict[str, object], tool_use_id: str
     ) -> tuple[str, str, None]:
         return "allow", "", None
 

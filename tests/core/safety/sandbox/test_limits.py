@@ -9,6 +9,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -58,21 +59,24 @@ def test_only_the_users_own_settings_set_them(tmp_path: Path) -> None:
     assert load_settings(project).sandbox_limits == {}  # a project's file alone sets nothing
 
 
-def test_configure_sets_what_new_sandboxes_get(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(limits, "_configured", [])
-    assert limits.configured() == Limits()
-    assert limits.configure({"fileSize": "1G", "bogus": 1}) == [
-        "ignored sandbox.limits.bogus: one of processes, memory, fileSize, tmpSize"
-    ]
-    assert limits.configured().file_size == GiB
-    sandbox = make_sandbox(SandboxPolicy.create("workspace-write", tmp_path), "linux")
+def test_a_policys_limits_are_its_sandboxes_and_no_one_elses(tmp_path: Path) -> None:
+    """The settings' limits travel with the session's policy: another session in the same process
+    (the library opens several) keeps the defaults."""
+    parsed, warnings = limits.parse({"fileSize": "1G", "bogus": 1})
+    assert warnings == ["ignored sandbox.limits.bogus: one of processes, memory, fileSize, tmpSize"]
+    policy = replace(SandboxPolicy.create("workspace-write", tmp_path), limits=parsed)
+    sandbox = make_sandbox(policy, "linux")
     assert isinstance(sandbox, BwrapSandbox) and sandbox.limits.file_size == GiB
+    narrower = make_sandbox(policy.read_only(), "linux")
+    assert isinstance(narrower, BwrapSandbox) and narrower.limits == parsed  # kept by a narrower policy
+    other = make_sandbox(SandboxPolicy.create("workspace-write", tmp_path), "linux")
+    assert isinstance(other, BwrapSandbox) and other.limits == Limits()
 
 
 def test_the_rlimits_never_rise_above_pitons_own(monkeypatch: pytest.MonkeyPatch) -> None:
     prefix = ulimit_prefix(Limits(processes=8192, memory=2 * GiB, file_size=GiB, tmp_size=None))
     assert "ulimit -f 1048576\n" in prefix and "ulimit -d 2097152\n" in prefix
-    monkeypatch.setattr(limits.resource, "getrlimit", lambda _: (100, 200))
+    monkeypatch.setattr("piton.core.safety.sandbox.limits.resource.getrlimit", lambda _: (100, 200))
     assert ulimit_prefix(Limits(processes=8192, memory=None, file_size=None)) == "ulimit -u 100\n"
     assert ulimit_prefix(Limits(None, None, None, None)) == ""
     assert "-d" not in ulimit_prefix(Limits(memory=GiB), memory=False)  # the cgroup has it

@@ -90,7 +90,7 @@ def test_what_another_user_owns_is_refused(
     if os.geteuid() == 0:
         os.chown(theirs, 65534, 65534)
     else:  # an unprivileged user cannot give a file away: be someone else instead
-        monkeypatch.setattr(locate.os, "geteuid", lambda: os.getuid() + 1)
+        monkeypatch.setattr("piton.core.safety.sandbox.locate.os.geteuid", lambda: os.getuid() + 1)
     assert "owned by another user" in (refusal(str(theirs), ()) or "")
     assert refusal("/usr", ()) is not None  # a folder is not a binary
 

@@ -21,7 +21,9 @@ def run(program: bytes, nr: int, arch: int, *args: int) -> int:
     """Execute `program` on a `struct seccomp_data` (little-endian) as the kernel would."""
     padded = (*args, 0, 0, 0, 0, 0, 0)[:6]
     data = struct.pack("<iIQ6Q", nr, arch, 0x401000, *padded)
-    code = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
+    code: list[tuple[int, int, int, int]] = [
+        struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)
+    ]
     a, pc = 0, 0
     for _ in range(len(code)):  # jumps go forward only: at most one pass
         op, jt, jf, k = code[pc]

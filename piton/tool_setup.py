@@ -1,0 +1,88 @@
+"""The tools a session offers: the built-ins, the memory tool, Skill and Task (and SearchSkills when
+the listings have no room), narrowed by `--tools`, and a library caller's own beside them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from piton.core.listing import ranked
+from piton.core.project.settings import Settings
+from piton.core.subagents import SubagentRunner
+from piton.core.tools import AnyTool
+from piton.setup_errors import SetupError
+
+if TYPE_CHECKING:
+    from piton.skills.catalog import Catalog
+
+
+def default_tools() -> list[AnyTool]:
+    from piton.builtin_tools import builtin_tools
+
+    return builtin_tools()
+
+
+def memory_folder(cwd: Path, settings: Settings) -> Path:
+    """Where the memory tool keeps this project's notes: Piton's state directory, or the project's
+    `.piton/memories` when the settings say so."""
+    from piton.core.conversation.session import project_key, state_dir
+
+    # Piton's folders resolved once, here; below them the memory tool follows no link
+    if settings.memory_in_project:
+        return Path(os.path.realpath(cwd)) / ".piton" / "memories"
+    return Path(os.path.realpath(state_dir())) / "memories" / project_key(cwd)
+
+
+def memory_tool(cwd: Path, settings: Settings) -> AnyTool:
+    from piton.builtin_tools.memory import Memory
+
+    return Memory(memory_folder(cwd, settings))
+
+
+def check_names(extra: list[AnyTool], offered: list[AnyTool]) -> None:
+    """A caller's own tools may not take a name a tool of the session has (the built-ins, and
+    those offered beside them: memory, Skill, Task, SearchSkills)."""
+    from piton.builtin_tools.memory import Memory
+    from piton.builtin_tools.search_skills import SearchSkills
+    from piton.builtin_tools.skill import Skill
+    from piton.builtin_tools.task import Task
+
+    taken = {tool.name for tool in offered} | {t.name for t in (Memory, SearchSkills, Skill, Task)}
+    for tool in extra:
+        if tool.name in taken:
+            raise SetupError(f"tool {tool.name}: a tool of that name is already offered")
+        taken.add(tool.name)
+
+
+def chosen_tools(tools: list[AnyTool], names: list[str] | None, notices: list[str]) -> list[AnyTool]:
+    """The tools `--tools` names ("default" among them: all of them)."""
+    if names is None or "default" in names:
+        return tools
+    known = {tool.name for tool in tools}
+    if unknown := [n for n in names if n not in known]:
+        notices.append(f"--tools: no tool named {', '.join(unknown)}; ignored")
+    return [tool for tool in tools if tool.name in names]
+
+
+def extension_tools(
+    catalog: Catalog, runner: SubagentRunner, budget: int, notices: list[str]
+) -> list[AnyTool]:
+    """Skill and Task, and SearchSkills when a listing had no room for everything (said once)."""
+    from piton.builtin_tools.search_skills import SearchSkills
+    from piton.builtin_tools.skill import Skill
+    from piton.builtin_tools.task import Task
+
+    tools: list[AnyTool] = [*([Skill(catalog)] if catalog.for_model() else []), Task(runner)]
+    skills, types = catalog.left_out(budget), runner.left_out()
+    if skills or types:
+        left = [
+            f"{n} {what}" for n, what in ((skills, "skills and commands"), (types, "subagent types")) if n
+        ]
+        notices.append(
+            f"the listings the model reads have no room for {' and '.join(left)} (their budget is 2% of "
+            "the context window); the model finds them with SearchSkills"
+        )
+        catalog_types = [("agent", t.name, t.description) for t in runner.types.values()]
+        tools.append(SearchSkills(lambda query: catalog.search(query) + ranked(query, catalog_types)))
+    return tools
