@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 from piton.core.context.compaction import stub_tool_results  # noqa: E402
 from piton.core.context.meter import ContextMeter, TokenCounter  # noqa: E402
 from piton.core.context.result_store import FileResultStore  # noqa: E402
-from piton.core.context.usage import Usage  # noqa: E402
 from piton.core.conversation.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock  # noqa: E402
+from piton.core.conversation.usage import Usage  # noqa: E402
 from piton.core.models import model_info  # noqa: E402
 from piton.testing.script import Reply, ToolCall, reply  # noqa: E402
 from tests.fakes.cache import PromptCache  # noqa: E402

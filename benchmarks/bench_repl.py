@@ -23,9 +23,9 @@ from rich.console import Console  # noqa: E402
 from rich.markdown import Markdown  # noqa: E402
 
 from piton.cli.render import Renderer  # noqa: E402
-from piton.core.context.usage import Usage  # noqa: E402
 from piton.core.conversation.events import MessageDone, TextDelta  # noqa: E402
 from piton.core.conversation.messages import Message  # noqa: E402
+from piton.core.conversation.usage import Usage  # noqa: E402
 
 RUNS = 10
 PITON = str(Path(sys.executable).with_name("piton"))

@@ -1,26 +1,23 @@
-"""Bash: one command in a fresh sandboxed shell; the working directory carries over between calls."""
+"""Bash: one command in a fresh sandboxed shell; the working directory carries over between calls.
+
+The tool declares the command, its deadline and whether it is left running; what happens once a call
+is allowed (its sandbox, the command lock, the guard, where it starts) is the command orchestrator's
+(`piton.core.safety.run_command`). Here: the tool's contract and how what ran is reported.
+"""
 
 from __future__ import annotations
-
-import re
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from piton.builtin_tools.bash_background import start_in_background
 from piton.builtin_tools.files import policy_of
 from piton.core.display import CommandOutput
-from piton.core.safety import guard
-from piton.core.safety.readonly import Reading, classify
-from piton.core.safety.sandbox import Sandbox, make_sandbox
-from piton.core.safety.shell import run_shell
+from piton.core.safety.readonly import classify
+from piton.core.safety.run_command import CommandRunner, Ran, Refused
 from piton.core.tools import Tool, ToolContext, ToolResult
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
-_CWD = "bash_cwd"  # ToolContext.state key
-_CONFINED = "bash_read_only_sandbox"  # ToolContext.state key: where lines that only look run
-_CHANGES_DIRECTORY = re.compile(r"\b(cd|pushd|popd)\b")
 
 
 class BashInput(BaseModel):
@@ -39,35 +36,39 @@ class BashInput(BaseModel):
     )
 
 
-def _is_dir(path: Path) -> bool:
-    return path.is_dir()
+async def run_line(command: str, ctx: ToolContext, timeout_ms: int | None = None) -> ToolResult:
+    """`command` run in the foreground by the command orchestrator, reported as Bash reports it: the
+    model's calls, the user's `!cmd` and a skill's ``!`cmd` `` lines all run this way."""
+    timeout_ms = timeout_ms or DEFAULT_TIMEOUT_MS
+    outcome = await CommandRunner(ctx, policy_of(ctx)).run(command, timeout_s=timeout_ms / 1000)
+    if isinstance(outcome, Refused):
+        return ToolResult.error(f"Bash is unavailable: {outcome.reason}.")
+    return _report(outcome, timeout_ms)
 
 
-def working_directory(ctx: ToolContext) -> tuple[Path, list[str]]:
-    """Where the next command starts (where the last one ended), and a note if that is gone."""
-    workspace = policy_of(ctx).workspace
-    cwd = Path(ctx.state.get(_CWD) or workspace)
-    if _is_dir(cwd):
-        return cwd, []
-    return workspace, [f"(The directory {cwd} is gone; the command ran in {workspace}.)"]
-
-
-def sandbox_of(ctx: ToolContext) -> Sandbox:
-    if ctx.sandbox is None:
-        ctx.sandbox = make_sandbox(policy_of(ctx))
-    return ctx.sandbox
-
-
-def _confined(ctx: ToolContext, reading: Reading) -> Sandbox:
-    """The sandbox for a command: a line that only looks runs where it can only look (so a line the
-    classification misjudges still cannot write), any other in the session's own sandbox."""
-    policy = policy_of(ctx)
-    if not reading.read_only or policy.mode != "workspace-write":
-        return sandbox_of(ctx)
-    sandbox: Sandbox | None = ctx.state.get(_CONFINED)
-    if sandbox is None:
-        sandbox = ctx.state[_CONFINED] = make_sandbox(policy.read_only())
-    return sandbox
+def _report(ran: Ran, timeout_ms: int) -> ToolResult:
+    """What the model reads of a command that ran: its output, how it ended, and the notes."""
+    result = ran.result
+    parts = [result.output.rstrip("\n")] if result.output.strip() else []
+    if result.dropped_bytes:
+        parts.append(f"[... {result.dropped_bytes:,} more bytes of output were discarded]")
+    if result.timed_out:
+        parts.append(f"Command timed out after {timeout_ms / 1000:g} s; it and its children were killed.")
+        summary = "timed out"
+    elif result.exit_code:
+        parts.append(f"Exit code {result.exit_code}")
+        summary = f"exit {result.exit_code}"
+    else:
+        lines = result.output.count("\n")
+        summary = f"{lines} line{'s' if lines != 1 else ''}" if lines else "no output"
+    parts += ran.notes
+    text = "\n".join(parts) or "(no output)"
+    return ToolResult(
+        text,
+        is_error=result.timed_out or bool(result.exit_code),
+        summary=summary,
+        display=CommandOutput(result.output, result.exit_code),
+    )
 
 
 class Bash(Tool[BashInput]):
@@ -114,64 +115,6 @@ class Bash(Tool[BashInput]):
 
     async def run(self, args: BashInput, ctx: ToolContext) -> ToolResult:
         if args.run_in_background:
-            async with ctx.lock.exclusive():  # its placeholders are made between other commands
-                cwd, notes = working_directory(ctx)
-                timeout_s = args.timeout / 1000 if args.timeout else None
-                return await start_in_background(
-                    args.command, args.description or "", cwd, timeout_s, ctx, notes
-                )
-        sandbox = _confined(ctx, classify(args.command))
-        if sandbox is ctx.state.get(_CONFINED) or policy_of(ctx).mode == "read-only":
-            async with ctx.lock.shared():  # it cannot write: it may run beside reads and other lookers
-                return await self._run(args, ctx, sandbox, guarded=False)
-        async with ctx.lock.exclusive():
-            return await self._run(args, ctx, sandbox, guarded=True)
-
-    async def _run(self, args: BashInput, ctx: ToolContext, sandbox: Sandbox, guarded: bool) -> ToolResult:
-        reason = sandbox.unavailable_reason()
-        if reason is not None:
-            return ToolResult.error(f"Bash is unavailable: {reason}.")
-        policy = policy_of(ctx)
-        cwd, notes = working_directory(ctx)
-        timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
-        if guarded:
-            guard.prepare(policy)
-        before = guard.snapshot(policy) if guarded else guard.Snapshot()
-        try:
-            result = await run_shell(args.command, cwd=cwd, sandbox=sandbox, timeout_s=timeout_ms / 1000)
-        finally:
-            notes += guard.restore(before)
-        if result.cwd is None and not result.timed_out and _CHANGES_DIRECTORY.search(args.command):
-            notes.append(
-                "(The command's final directory is unknown (it replaced the shell or its EXIT trap); "
-                f"the next command starts in {cwd}.)"
-            )
-        if result.cwd is not None:
-            if policy.in_roots(result.cwd):
-                ctx.state[_CWD] = str(result.cwd)
-            else:
-                ctx.state[_CWD] = str(policy.workspace)
-                notes.append(
-                    f"(The shell's directory was reset to {policy.workspace}: {result.cwd} is outside the "
-                    "project and the added directories.)"
-                )
-        parts = [result.output.rstrip("\n")] if result.output.strip() else []
-        if result.dropped_bytes:
-            parts.append(f"[... {result.dropped_bytes:,} more bytes of output were discarded]")
-        if result.timed_out:
-            parts.append(f"Command timed out after {timeout_ms / 1000:g} s; it and its children were killed.")
-            summary = "timed out"
-        elif result.exit_code:
-            parts.append(f"Exit code {result.exit_code}")
-            summary = f"exit {result.exit_code}"
-        else:
-            lines = result.output.count("\n")
-            summary = f"{lines} line{'s' if lines != 1 else ''}" if lines else "no output"
-        parts += notes
-        text = "\n".join(parts) or "(no output)"
-        return ToolResult(
-            text,
-            is_error=result.timed_out or bool(result.exit_code),
-            summary=summary,
-            display=CommandOutput(result.output, result.exit_code),
-        )
+            timeout_s = args.timeout / 1000 if args.timeout else None
+            return await start_in_background(args.command, args.description or "", timeout_s, ctx)
+        return await run_line(args.command, ctx, args.timeout)

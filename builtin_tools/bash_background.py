@@ -1,66 +1,44 @@
-"""Background shells for the model: Bash `run_in_background` starts one (`start_in_background`),
-BashOutput reads what it printed since the last read, KillShell stops it. The shells themselves
-are the session's (`piton.core.shells`)."""
+"""Background shells for the model: Bash `run_in_background` starts one (`start_in_background`,
+through the command orchestrator, `piton.core.safety.run_command`), BashOutput reads what it printed
+since the last read, KillShell stops it. The shells themselves are the session's
+(`piton.core.shells`)."""
 
 from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from piton.builtin_tools.files import policy_of
 from piton.core.display import CommandOutput
-from piton.core.safety.guard import GuardError
-from piton.core.safety.policy import SandboxPolicy
-from piton.core.safety.readonly import classify
-from piton.core.safety.sandbox import Sandbox, make_sandbox
+from piton.core.safety.run_command import CommandRunner, Refused
 from piton.core.shells import BackgroundShell
 from piton.core.tools import Tool, ToolContext, ToolResult
 
-_LASTING = "bash_lasting_sandbox"  # ToolContext.state keys: the sandboxes of commands left running
-_LOOKING = "bash_lasting_read_only_sandbox"
-
-
-def _lasting(ctx: ToolContext, looks: bool) -> tuple[SandboxPolicy, Sandbox]:
-    """The policy and sandbox of a command left running: read-only for a line that only looks (as
-    in the foreground, so a misjudged line still cannot write), else the project's, with the
-    guarded folders read-only as a whole."""
-    policy = policy_of(ctx)
-    policy = policy.read_only() if looks and policy.mode == "workspace-write" else policy.left_running()
-    key = _LOOKING if policy.mode == "read-only" else _LASTING
-    sandbox: Sandbox | None = ctx.state.get(key)
-    if sandbox is None:
-        sandbox = ctx.state[key] = make_sandbox(policy)
-    return policy, sandbox
+# What a refusal to leave a command running says, by its cause
+_REFUSED = {
+    "no sandbox": "Bash is unavailable: {}.",
+    "not held": "The command was not started in the background: {}.",
+    "not started": "The command could not start: {}.",
+}
 
 
 async def start_in_background(
-    command: str, description: str, cwd: Path, timeout_s: float | None, ctx: ToolContext, notes: list[str]
+    command: str, description: str, timeout_s: float | None, ctx: ToolContext
 ) -> ToolResult:
-    policy, sandbox = _lasting(ctx, classify(command).read_only)
-    reason = sandbox.unavailable_reason()
-    if reason is not None:
-        return ToolResult.error(f"Bash is unavailable: {reason}.")
-    try:
-        shell = await ctx.shells.start(
-            command,
-            cwd=cwd,
-            sandbox=sandbox,
-            policy=policy,
-            description=description,
-            timeout_s=timeout_s,
-        )
-    except GuardError as e:
-        return ToolResult.error(f"The command was not started in the background: {e}.")
-    except OSError as e:
-        return ToolResult.error(f"The command could not start: {e}.")
+    """Leave `command` running through the orchestrator; its shell id, or why it did not start."""
+    outcome = await CommandRunner(ctx, policy_of(ctx)).start(
+        command, timeout_s=timeout_s, description=description
+    )
+    if isinstance(outcome, Refused):
+        return ToolResult.error(_REFUSED[outcome.cause].format(outcome.reason))
+    shell = outcome.shell
     text = (
         f"Command running in the background with ID: {shell.id}. Read its output with BashOutput "
         f"(bash_id {shell.id!r}); stop it with KillShell (shell_id {shell.id!r})."
     )
-    return ToolResult("\n".join([text, *notes]), summary=f"{shell.id} started in the background")
+    return ToolResult("\n".join([text, *outcome.notes]), summary=f"{shell.id} started in the background")
 
 
 def _shell(ctx: ToolContext, shell_id: str) -> BackgroundShell | ToolResult:

@@ -166,31 +166,10 @@ class NotebookEdit(FileTool[NotebookEditInput]):
         if isinstance(index, str):
             return ToolResult.error(index)
         before = "" if index is None or args.edit_mode == "insert" else _text(cells[index].get("source"))
-        if args.edit_mode == "delete":
-            if index is None:
-                return ToolResult.error("Name the cell to delete with cell_id.")
-            done = f"Deleted cell {cell_name(cells[index], index)}"
-            del cells[index]
-            after = ""
-        elif args.edit_mode == "insert":
-            if args.cell_type is None:
-                return ToolResult.error("Give cell_type (code or markdown) for the new cell.")
-            position = 0 if index is None else index + 1
-            cells.insert(position, _new_cell(notebook, args.cell_type, args.new_source))
-            done, after = f"Inserted cell {cell_name(cells[position], position)}", args.new_source
-        else:
-            if index is None:
-                return ToolResult.error("Name the cell to replace with cell_id.")
-            cell = cells[index]
-            if args.cell_type is not None and args.cell_type != cell.get("cell_type"):
-                replacement = _new_cell(notebook, args.cell_type, args.new_source)
-                if "id" in cell:
-                    replacement["id"] = cell["id"]
-                cells[index] = cell = replacement
-            cell["source"] = _like(cell.get("source"), args.new_source)
-            if cell.get("cell_type") == "code":
-                cell["outputs"], cell["execution_count"] = [], None
-            done, after = f"Replaced cell {cell_name(cell, index)}", args.new_source
+        edited = _edit(notebook, index, args)
+        if isinstance(edited, str):
+            return ToolResult.error(edited)
+        done, after = edited
         if was_valid and not _valid(notebook):
             return ToolResult.error(f"The edit would make {path} an invalid notebook; nothing was written.")
         # the file's own indentation and key order: the cells left alone keep their bytes
@@ -224,6 +203,36 @@ class NotebookEdit(FileTool[NotebookEditInput]):
             return int(match.group(1))
         names = ", ".join(cell_name(c, i) for i, c in enumerate(cells[:20]))
         return f"No cell {cell_id!r} in the notebook; its cells are: {names or 'none'}."
+
+
+def _edit(notebook: dict[str, Any], index: int | None, args: NotebookEditInput) -> tuple[str, str] | str:
+    """Make the edit `args` asks for in `notebook`, on the cell at `index` (None: none named): what
+    was done and the cell's new source, or why it cannot be done."""
+    cells = notebook["cells"]
+    if args.edit_mode == "delete":
+        if index is None:
+            return "Name the cell to delete with cell_id."
+        done = f"Deleted cell {cell_name(cells[index], index)}"
+        del cells[index]
+        return done, ""
+    if args.edit_mode == "insert":
+        if args.cell_type is None:
+            return "Give cell_type (code or markdown) for the new cell."
+        position = 0 if index is None else index + 1
+        cells.insert(position, _new_cell(notebook, args.cell_type, args.new_source))
+        return f"Inserted cell {cell_name(cells[position], position)}", args.new_source
+    if index is None:
+        return "Name the cell to replace with cell_id."
+    cell = cells[index]
+    if args.cell_type is not None and args.cell_type != cell.get("cell_type"):
+        replacement = _new_cell(notebook, args.cell_type, args.new_source)
+        if "id" in cell:
+            replacement["id"] = cell["id"]
+        cells[index] = cell = replacement
+    cell["source"] = _like(cell.get("source"), args.new_source)
+    if cell.get("cell_type") == "code":
+        cell["outputs"], cell["execution_count"] = [], None
+    return f"Replaced cell {cell_name(cell, index)}", args.new_source
 
 
 def _like(old: Any, new: str) -> str | list[str]:

@@ -1,8 +1,9 @@
 """A loaded skill's or command's dynamic parts, made real before its text is sent: each
 ``!`command` `` its author wrote runs in the session's sandbox (checked by the permission gate as
-the model's Bash calls are, the skill's allowed-tools granted) with its output put in its place;
-each `@path` that names a file (the skill's folder first for a skill, else the project) is inlined
-under the file policy; `${CLAUDE_SESSION_ID}` becomes the session's id.
+the model's Bash calls are, the skill's allowed-tools granted, then run by the command orchestrator
+as they are: `bash.run_line`) with its output put in its place; each `@path` that names a file (the
+skill's folder first for a skill, else the project) is inlined under the file policy;
+`${CLAUDE_SESSION_ID}` becomes the session's id.
 
 Nothing is dropped silently: a command that is refused or fails, and a file that may not be read,
 leave a one-line note where they were.
@@ -16,7 +17,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from piton.builtin_tools.bash import Bash, BashInput
+from piton.builtin_tools.bash import Bash, BashInput, run_line
 from piton.builtin_tools.mentions import attachment
 from piton.core.activation import SHELL, Activation
 from piton.core.conversation.messages import TextBlock
@@ -46,7 +47,7 @@ async def _run(command: str, ctx: ToolContext, gate: PermissionGate | None) -> s
         )
         if decision.behavior != "allow":
             return f"[!`{command}` was not run: {_one_line(decision.reason)}]"
-    result = await bash.run(args, ctx)
+    result = await run_line(command, ctx)
     output = str(result.content)
     if result.is_error:
         return f"[!`{command}` failed: {_one_line(output)}]"

@@ -134,32 +134,8 @@ async def fetch(
             if scheme == "http" and not private and port == 80:  # a server on another port may not speak TLS
                 scheme, port = "https", 443
                 url = urlunsplit(("https", named, *urlsplit(url)[2:]))
-            default = 443 if scheme == "https" else 80
-            host_header = named if port == default else f"{named}:{port}"
-            response = None
-            for address in addresses:  # each checked address in turn: one may be unreachable from here
-                literal = f"[{address}]" if ":" in address else address
-                request = client.build_request(
-                    "GET",
-                    f"{scheme}://{literal}:{port}{rest}",
-                    headers={
-                        "Host": host_header,
-                        "User-Agent": user_agent,
-                        "Accept": "text/html, text/markdown, text/plain, application/pdf;q=0.9, */*;q=0.5",
-                    },
-                    extensions={"sni_hostname": host} if scheme == "https" else {},
-                )
-                try:
-                    response = await client.send(request, stream=True)
-                    break
-                except httpx2.ConnectError as e:
-                    if address == addresses[-1]:
-                        raise FetchError(f"cannot connect to {host}: {e}{_proxy_note()}") from e
-                except httpx2.TimeoutException as e:
-                    raise FetchError(f"{host} did not answer within {wait_s:g} s{_proxy_note()}") from e
-                except httpx2.HTTPError as e:
-                    raise FetchError(f"cannot fetch {host}: {e}{_proxy_note()}") from e
-            assert response is not None
+            target = _Target(scheme, host, port, rest, user_agent, wait_s)
+            response = await _send(client, target, addresses)
             try:
                 if response.status_code in _REDIRECTS and "location" in response.headers:
                     url = urljoin(url, response.headers["location"])
@@ -169,6 +145,50 @@ async def fetch(
                 await response.aclose()
             return Page(url, response.status_code, response.headers.get("content-type", ""), body, truncated)
     raise FetchError(f"more than {MAX_REDIRECTS} redirects")
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """Where one request goes, by name: the addresses it is sent to were checked for that name."""
+
+    scheme: str
+    host: str
+    port: int
+    rest: str  # path and query
+    user_agent: str
+    wait_s: float
+
+
+async def _send(client: httpx2.AsyncClient, target: _Target, addresses: list[str]) -> httpx2.Response:
+    """The response (streamed, to be closed) from the first of the checked `addresses` that can be
+    reached, asked for the host by name (the Host header, and the TLS server name and certificate)."""
+    import httpx2
+
+    named = f"[{target.host}]" if ":" in target.host else target.host
+    default = 443 if target.scheme == "https" else 80
+    host_header = named if target.port == default else f"{named}:{target.port}"
+    for address in addresses:  # each checked address in turn: one may be unreachable from here
+        literal = f"[{address}]" if ":" in address else address
+        request = client.build_request(
+            "GET",
+            f"{target.scheme}://{literal}:{target.port}{target.rest}",
+            headers={
+                "Host": host_header,
+                "User-Agent": target.user_agent,
+                "Accept": "text/html, text/markdown, text/plain, application/pdf;q=0.9, */*;q=0.5",
+            },
+            extensions={"sni_hostname": target.host} if target.scheme == "https" else {},
+        )
+        try:
+            return await client.send(request, stream=True)
+        except httpx2.ConnectError as e:
+            if address == addresses[-1]:
+                raise FetchError(f"cannot connect to {target.host}: {e}{_proxy_note()}") from e
+        except httpx2.TimeoutException as e:
+            raise FetchError(f"{target.host} did not answer within {target.wait_s:g} s{_proxy_note()}") from e
+        except httpx2.HTTPError as e:
+            raise FetchError(f"cannot fetch {target.host}: {e}{_proxy_note()}") from e
+    raise FetchError(f"cannot connect to {target.host}: no address to try")
 
 
 async def _read(response: httpx2.Response, max_bytes: int, host: str, wait_s: float) -> tuple[bytes, bool]:

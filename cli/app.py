@@ -1,16 +1,19 @@
-"""The command line: flags named as `claude` names them, parsed by typer."""
+"""The command line: flags named as `claude` names them, parsed by typer from the table in
+`cli/flags.py` and turned into the options of a run (`RunOptions`) and of its output."""
 
 from __future__ import annotations
 
+import inspect
 import re
-import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any
 
 import typer
 
 from piton import __version__
+from piton.cli.flags import FLAGS, Flag
+from piton.cli.options import fail, headless_options, note, run_options, split_rules
 
 app = typer.Typer(
     add_completion=False,
@@ -18,67 +21,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
 )
-
-
-class OutputFormat(StrEnum):
-    text = "text"
-    json = "json"
-    stream_json = "stream-json"
-
-
-class InputFormat(StrEnum):
-    text = "text"
-    stream_json = "stream-json"
-
-
-class Thinking(StrEnum):
-    on = "on"
-    off = "off"
-    adaptive = "adaptive"  # Claude Code's names, as the Agent SDK passes them
-    disabled = "disabled"
-
-
-class Effort(StrEnum):
-    low = "low"
-    medium = "medium"
-    high = "high"
-    xhigh = "xhigh"
-    max = "max"
-
-
-class PermissionMode(StrEnum):
-    default = "default"
-    acceptEdits = "acceptEdits"
-    plan = "plan"
-    bypassPermissions = "bypassPermissions"
-    dontAsk = "dontAsk"
-    auto = "auto"
-
-
-class SandboxMode(StrEnum):
-    read_only = "read-only"
-    workspace_write = "workspace-write"
-    danger_full_access = "danger-full-access"
-
-
-def split_rules(values: list[str] | None) -> list[str]:
-    """Rules given as repeated flags, or several in one value separated by commas or spaces (outside
-    parentheses, so `Bash(git diff:*)` stays whole)."""
-    rules: list[str] = []
-    for value in values or []:
-        current, depth = "", 0
-        for ch in value:
-            depth += ch == "("
-            depth -= ch == ")"
-            if depth == 0 and (ch == "," or ch.isspace()):
-                if current.strip():
-                    rules.append(current.strip())
-                current = ""
-            else:
-                current += ch
-        if current.strip():
-            rules.append(current.strip())
-    return rules
 
 
 # Options that, as in Claude Code, take several values after one flag (`--allowedTools Read Edit`).
@@ -128,320 +70,92 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.command()
-def piton(
-    prompt: Annotated[
-        str | None, typer.Argument(help="The prompt. With -p and no prompt, it is read from stdin.")
-    ] = None,
-    print_mode: Annotated[
-        bool, typer.Option("-p", "--print", help="Answer once and exit (for scripts and CI).")
-    ] = False,
-    output_format: Annotated[
-        OutputFormat, typer.Option("--output-format", help="With -p: text, json (one result) or stream-json.")
-    ] = OutputFormat.text,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", help="Show progress on stderr and full error traces.")
-    ] = False,
-    model: Annotated[
-        str | None, typer.Option("--model", help="Model alias (sonnet, opus, haiku) or full model id.")
-    ] = None,
-    provider: Annotated[
-        str | None,
-        typer.Option(
-            "--provider",
-            help="Where --model runs: anthropic (default), openai, ollama, lmstudio, vllm or llamacpp.",
-        ),
-    ] = None,
-    max_turns: Annotated[
-        int | None, typer.Option("--max-turns", min=1, help="Stop after this many model turns.")
-    ] = None,
-    system_prompt: Annotated[
-        str | None, typer.Option("--system-prompt", help='Replaces the system prompt ("" for none).')
-    ] = None,
-    system_prompt_file: Annotated[
-        Path | None,
-        typer.Option("--system-prompt-file", help="Replaces the system prompt with a file's text."),
-    ] = None,
-    append_system_prompt: Annotated[
-        str | None, typer.Option("--append-system-prompt", help="Text appended to the system prompt.")
-    ] = None,
-    input_format: Annotated[
-        InputFormat,
-        typer.Option(
-            "--input-format", help="With -p: text, or stream-json (messages and control requests on stdin)."
-        ),
-    ] = InputFormat.text,
-    include_hook_events: Annotated[
-        bool,
-        typer.Option(
-            "--include-hook-events", help="stream-json: a hook_response line for each hook that ran."
-        ),
-    ] = False,
-    include_partial_messages: Annotated[
-        bool,
-        typer.Option("--include-partial-messages", help="stream-json: also the API's raw stream events."),
-    ] = False,
-    replay_user_messages: Annotated[
-        bool, typer.Option("--replay-user-messages", help="stream-json input: echo user messages on stdout.")
-    ] = False,
-    permission_prompt_tool: Annotated[
-        str | None,
-        typer.Option(
-            "--permission-prompt-tool", help='Who answers permission questions ("stdio": the client).'
-        ),
-    ] = None,
-    tools: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--tools", help='The built-in tools offered: "Read,Edit", "" for none, "default" for all.'
-        ),
-    ] = None,
-    setting_sources: Annotated[
-        str | None, typer.Option("--setting-sources", help="Settings files that count: user,project,local.")
-    ] = None,
-    settings: Annotated[
-        str | None, typer.Option("--settings", help="One more settings layer: a JSON file or inline JSON.")
-    ] = None,
-    session_id: Annotated[
-        str | None, typer.Option("--session-id", help="The id (a UUID) of the new session.")
-    ] = None,
-    fork_session: Annotated[
-        bool, typer.Option("--fork-session", help="With --resume/--continue: go on in a new session.")
-    ] = False,
-    max_budget_usd: Annotated[
-        float | None, typer.Option("--max-budget-usd", min=0, help="Stop once the run has cost more (USD).")
-    ] = None,
-    max_budget_tokens: Annotated[
-        int | None,
-        typer.Option(
-            "--max-budget-tokens", min=1, help="Stop once the run has used more tokens (all kinds)."
-        ),
-    ] = None,
-    fallback_model: Annotated[
-        str | None, typer.Option("--fallback-model", help="Model for when the main one is overloaded.")
-    ] = None,
-    dangerously_skip_permissions: Annotated[
-        bool,
-        typer.Option(
-            "--dangerously-skip-permissions", help="The same as --permission-mode bypassPermissions."
-        ),
-    ] = False,
-    json_schema: Annotated[
-        str | None, typer.Option("--json-schema", help="A JSON schema for the final answer.")
-    ] = None,
-    effort: Annotated[
-        Effort | None,
-        typer.Option("--effort", help="low, medium, high, xhigh or max (for models that take it)."),
-    ] = None,
-    agents: Annotated[
-        str | None,
-        typer.Option("--agents", help='Subagent types as JSON: {"name": {"description", "prompt"}}.'),
-    ] = None,
-    plugin_dir: Annotated[
-        list[str] | None, typer.Option("--plugin-dir", help="Load the plugin in this folder (repeatable).")
-    ] = None,
-    max_thinking_tokens: Annotated[
-        int | None, typer.Option("--max-thinking-tokens", min=0, help="Thinking budget in tokens (0: off).")
-    ] = None,
-    mcp_config: Annotated[list[str] | None, typer.Option("--mcp-config", help="MCP servers (JSON).")] = None,
-    strict_mcp_config: Annotated[
-        bool, typer.Option("--strict-mcp-config", help="Only the MCP servers of --mcp-config.")
-    ] = False,
-    continue_latest: Annotated[
-        bool, typer.Option("-c", "--continue", help="Continue the latest session in this directory.")
-    ] = False,
-    resume: Annotated[
-        str | None,
-        typer.Option(
-            "-r",
-            "--resume",
-            help="Resume the session with this id (without one: choose in the REPL).",
-        ),
-    ] = None,
-    rewind_files: Annotated[
-        str | None,
-        typer.Option(
-            "--rewind-files",
-            help="With --resume: restore the files the tools changed from this checkpoint (a user "
-            "message's uuid) on, and exit.",
-        ),
-    ] = None,
-    rewind_to: Annotated[
-        str | None,
-        typer.Option(
-            "--rewind-to",
-            help="With --resume: as --rewind-files, and take the conversation back to before it too.",
-        ),
-    ] = None,
-    thinking: Annotated[
-        Thinking | None,
-        typer.Option("--thinking", help="Extended thinking: on (adaptive) or off (disabled); default on."),
-    ] = None,
-    permission_mode: Annotated[
-        PermissionMode | None,
-        typer.Option(
-            "--permission-mode",
-            help="default, acceptEdits, plan (read-only tools), bypassPermissions, dontAsk (deny what "
-            "the rules do not allow) or auto.",
-        ),
-    ] = None,
-    allowed_tools: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allowedTools", "--allowed-tools", help='Rules to allow without asking: "Bash(npm test:*)" Edit'
-        ),
-    ] = None,
-    disallowed_tools: Annotated[
-        list[str] | None,
-        typer.Option("--disallowedTools", "--disallowed-tools", help='Rules to deny: "Bash(git push:*)"'),
-    ] = None,
-    sandbox: Annotated[
-        SandboxMode | None,
-        typer.Option(
-            "--sandbox", help="read-only, workspace-write (default) or danger-full-access (no sandbox)."
-        ),
-    ] = None,
-    add_dir: Annotated[
-        list[Path] | None,
-        typer.Option(  # a missing one is a usage error here; one from a settings file is skipped instead
-            "--add-dir",
-            exists=True,
-            file_okay=False,
-            help="Another directory the tools may use (repeatable).",
-        ),
-    ] = None,
-    trust_workspace: Annotated[
-        bool,
-        typer.Option(
-            "--trust-workspace",
-            "--trust",
-            help="Trust this folder for this run: its settings' allow rules and its skills' allowed-tools "
-            "take effect (for CI; the REPL asks and remembers instead).",
-        ),
-    ] = False,
-    version: Annotated[
-        bool, typer.Option("--version", "-v", callback=_version, is_eager=True, help="Print the version.")
-    ] = False,
-) -> None:
-    """Piton: a coding assistant for your terminal."""
-    from piton.core.options import RunOptions
-    from piton.core.project.claude_home import machine_is_sandbox
+# -- the command, built from the table -------------------------------------------------------------
+_TYPES: dict[str | None, Any] = {
+    None: bool,
+    "str": str,
+    "int": int,
+    "float": float,
+    "path": Path,
+    "dir": Path,
+}
 
-    if system_prompt is not None and system_prompt_file is not None:
-        _fail("use --system-prompt or --system-prompt-file, not both")
-    if system_prompt_file is not None:
-        system_prompt = _read_text(system_prompt_file)
-    if dangerously_skip_permissions:
-        permission_mode = PermissionMode.bypassPermissions
-    _tell_unsupported(json_schema)
-    from piton.core.models import with_provider
 
-    try:
-        model = with_provider(provider, model)
-    except ValueError as e:
-        _fail(str(e))
-    options = RunOptions(
-        cwd=Path.cwd(),
-        model=model,
-        thinking=_thinking(thinking, max_thinking_tokens),
-        max_turns=max_turns,
-        system_prompt=system_prompt,
-        append_system_prompt=append_system_prompt,
-        continue_latest=continue_latest,
-        resume=resume or None,
-        permission_mode=permission_mode.value if permission_mode else None,
-        allowed_tools=split_rules(allowed_tools),
-        disallowed_tools=split_rules(disallowed_tools),
-        sandbox=sandbox.value if sandbox else None,
-        add_dirs=[d.expanduser().resolve() for d in add_dir or []],
-        trust_workspace=trust_workspace,
-        permission_prompt_tool=permission_prompt_tool,
-        tools=None if tools is None else split_rules(tools),
-        setting_sources=None if setting_sources is None else _sources(setting_sources),
-        settings=settings,
-        session_id=session_id,
-        fork_session=fork_session,
-        max_budget_usd=max_budget_usd,
-        max_budget_tokens=max_budget_tokens,
-        fallback_model=fallback_model,
-        agents=agents,
-        machine_is_sandbox=machine_is_sandbox(),
-        effort=effort.value if effort is not None else None,
-        mcp_config=list(mcp_config or []),
-        strict_mcp_config=strict_mcp_config,
-        plugin_dirs=[Path(d).expanduser().resolve() for d in plugin_dir or []],
+def _parameter(flag: Flag) -> inspect.Parameter:
+    """The typer parameter of one option of the table."""
+    kind: Any = StrEnum(flag.dest, {c: c for c in flag.choices}) if flag.choices else _TYPES[flag.takes]
+    extra: dict[str, Any] = {"min": flag.minimum} if flag.minimum is not None else {}
+    if flag.takes == "dir":  # a missing one is a usage error here; one from a settings file is skipped
+        extra.update(exists=True, file_okay=False)
+    option = typer.Option(*flag.names, help=flag.help, rich_help_panel=flag.group, **extra)
+    annotation: Any = bool if flag.takes is None else (list[kind] | None if flag.many else kind | None)
+    default = False if flag.takes is None else None
+    return inspect.Parameter(
+        flag.dest, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[annotation, option]
     )
-    if rewind_files or rewind_to:
-        if not (resume or continue_latest):
-            _fail("--rewind-files and --rewind-to need --resume ID (or --continue)")
-        if prompt is not None:
-            _fail("--rewind-files and --rewind-to are a step of their own: pass no prompt")
+
+
+def _command(run: Any) -> Any:
+    """`run(prompt, values)` as a typer command taking the prompt and every option of the table."""
+
+    def piton(**values: Any) -> None:
+        """Piton: a coding assistant for your terminal."""
+        values.pop("version", None)
+        run(values.pop("prompt"), {k: v.value if isinstance(v, StrEnum) else v for k, v in values.items()})
+
+    prompt = inspect.Parameter(
+        "prompt",
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        default=None,
+        annotation=Annotated[
+            str | None, typer.Argument(help="The prompt. With -p and no prompt, it is read from stdin.")
+        ],
+    )
+    version = inspect.Parameter(
+        "version",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=False,
+        annotation=Annotated[
+            bool, typer.Option("--version", "-v", callback=_version, is_eager=True, help="Print the version.")
+        ],
+    )
+    parameters = [prompt, *(_parameter(flag) for flag in FLAGS), version]
+    piton.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    piton.__annotations__ = {p.name: p.annotation for p in parameters}
+    return piton
+
+
+def _run(prompt: str | None, values: dict[str, Any]) -> None:
+    """What a parsed command line asks for: a rewind, the terminal, or one run."""
+    if values["json_schema"]:  # accepted, so that a client passing it runs on; said, so its user knows
+        note("--json-schema is not supported yet: the answer is not checked against the schema")
+    options = run_options(values)
+    if values["rewind_files"] or values["rewind_to"]:
         from piton.cli.rewind_files import run_rewind
 
-        checkpoint = rewind_to or rewind_files
-        assert checkpoint is not None
-        raise typer.Exit(run_rewind(options, checkpoint, conversation=rewind_to is not None))
+        checkpoint, conversation = _rewind(values, prompt)
+        raise typer.Exit(run_rewind(options, checkpoint, conversation=conversation))
     # a client speaking stream-json (the Agent SDK passes no -p) is never a terminal session
-    if not print_mode and input_format is InputFormat.text:
+    if not values["print_mode"] and values["input_format"] in (None, "text"):
         from piton.cli.repl import run_repl
 
-        if resume == "" and prompt is None:  # `-r` alone: choose the session, as /resume does
+        if values["resume"] == "" and prompt is None:  # `-r` alone: choose the session, as /resume does
             prompt = "/resume"
-        raise typer.Exit(run_repl(options, verbose=verbose, initial_prompt=prompt))
-    if resume == "":
-        _fail("--resume needs a session id with -p (--continue takes the latest; the REPL lets you choose)")
-    from piton.cli.headless import HeadlessOptions, run_headless
+        raise typer.Exit(run_repl(options, verbose=values["verbose"], initial_prompt=prompt))
+    if values["resume"] == "":
+        fail("--resume needs a session id with -p (--continue takes the latest; the REPL lets you choose)")
+    from piton.cli.headless import run_headless
 
-    headless = HeadlessOptions(
-        options,
-        prompt,
-        output_format.value,
-        verbose,
-        input_format=input_format.value,
-        include_partial_messages=include_partial_messages,
-        include_hook_events=include_hook_events,
-        replay_user_messages=replay_user_messages,
-    )
-    raise typer.Exit(run_headless(headless))
+    raise typer.Exit(run_headless(headless_options(options, prompt, values)))
 
 
-def _fail(message: str) -> NoReturn:
-    sys.stderr.write(f"piton: {message}\n")
-    raise typer.Exit(1)
+def _rewind(values: dict[str, Any], prompt: str | None) -> tuple[str, bool]:
+    """The checkpoint to rewind to, and whether the conversation goes back too."""
+    if not (values["resume"] or values["continue_latest"]):
+        fail("--rewind-files and --rewind-to need --resume ID (or --continue)")
+    if prompt is not None:
+        fail("--rewind-files and --rewind-to are a step of their own: pass no prompt")
+    return values["rewind_to"] or values["rewind_files"], values["rewind_to"] is not None
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.expanduser().read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        _fail(f"--system-prompt-file {path}: {getattr(e, 'strerror', None) or e}")
-
-
-def _sources(value: str) -> list[str]:
-    names = [n.strip() for n in value.split(",") if n.strip()]
-    if unknown := [n for n in names if n not in ("user", "project", "local")]:
-        _fail(f"--setting-sources: unknown source {', '.join(unknown)} (user, project, local)")
-    return names
-
-
-def _thinking(choice: Thinking | None, budget: int | None) -> bool | None:
-    if choice is not None:
-        return choice in (Thinking.on, Thinking.adaptive)
-    if budget is None:
-        return None
-    if budget > 0:
-        _note(
-            "--max-thinking-tokens: a set budget is not supported yet; thinking is on with Piton's own budget"
-        )
-    return budget > 0
-
-
-def _tell_unsupported(json_schema: str | None) -> None:
-    """Claude Code's flags that Piton accepts and cannot honour yet: said, one line each, so that a
-    client passing them runs on and its user knows what did not apply."""
-    if json_schema:
-        _note("--json-schema is not supported yet: the answer is not checked against the schema")
-
-
-def _note(text: str) -> None:
-    sys.stderr.write(f"piton: {text}\n")
+app.command()(_command(_run))

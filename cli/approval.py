@@ -1,15 +1,22 @@
 """Asking the user whether a tool call may run: what it would do, then allow once, allow for the
-session, or deny with a reason the model will read."""
+session, or deny with a reason the model will read; at the prompt, one question at a time."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.console import Console
 from rich.text import Text
 
-from piton.cli.render import diff_text
+from piton.cli.render_tools import diff_text
 from piton.core.safety.permissions import Decision, PermissionGate, PermissionRequest
+
+if TYPE_CHECKING:
+    from piton.cli.questions import Check
+    from piton.cli.render import Renderer
+    from piton.runtime import Runtime
 
 _YES = {"1", "y", "yes"}
 _ALWAYS = {"2", "a", "always"}
@@ -23,6 +30,62 @@ def check_answer(line: str) -> str | None:
     if word.lower() in _NO or (word.lower() in _YES | _ALWAYS and not rest.strip()):
         return None
     return "Answer 1, 2 or 3 (3 and a reason tells Piton what to do instead); Esc stops the turn"
+
+
+class Asker(Protocol):
+    """What a permission question needs of the terminal (the REPL)."""
+
+    @property
+    def runtime(self) -> Runtime | None: ...
+
+    @property
+    def console(self) -> Console: ...
+
+    @property
+    def renderer(self) -> Renderer | None:
+        """Its spinner says what the turn waits for."""
+        ...
+
+    async def ask(self, question: str, *, check: Check | None = None, stops_turn: bool = False) -> str:
+        """Show `question` in place of the prompt and wait for an answer line that `check` accepts."""
+        ...
+
+    def background(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` beside what is under way."""
+        ...
+
+
+async def ask_permission(request: PermissionRequest, ui: Asker, one_at_a_time: asyncio.Lock) -> Decision:
+    """A tool call needs the user's permission (or asks the user a question), at the prompt: the
+    question stands in place of the prompt (Esc stops the turn), the Notification hook is told beside
+    it, and the spinner says what the turn waits for."""
+    from piton.cli.session_hooks import notify
+
+    async def ask(question: str, check: Check = check_answer) -> str:
+        return await ui.ask(question, check=check, stops_turn=True)
+
+    async with one_at_a_time:  # subagents working side by side ask one question at a time
+        runtime = ui.runtime  # read once the question's turn has come: the session may have changed
+        assert runtime is not None
+        asking = request.tool.kind == "question"
+        message = (
+            "Piton has a question for you"
+            if asking
+            else f"Piton needs your permission to use {request.tool.name}"
+        )
+        # beside the question, not before it: a slow Notification hook must not hold it back
+        ui.background(notify(runtime, message, "permission_prompt"))
+        renderer = ui.renderer
+        if renderer is not None:
+            renderer.doing = "Waiting for your answer" if asking else "Waiting for your permission"
+        try:
+            decision = await approve(request, ui.console, ask, runtime.agent.gate)
+            if renderer is not None and request.preview and decision.behavior == "allow":
+                renderer.shown_diffs.add(request.preview)
+            return decision
+        finally:
+            if renderer is not None:
+                renderer.doing = None
 
 
 async def approve(

@@ -1,4 +1,4 @@
-"""Completion at the prompt: slash commands by name, files after `@`."""
+"""Completion at the prompt: slash commands by name, files and folders after `@`."""
 
 from __future__ import annotations
 
@@ -34,3 +34,14 @@ class PitonCompleter(Completer):
         contains = [f for f in files if lowered in f.lower() and f not in starts] if fragment else []
         for path in (starts + contains)[:MAX_FILE_COMPLETIONS]:
             yield Completion(path, start_position=-len(fragment))
+
+
+def with_folders(files: list[str]) -> list[str]:
+    """What `@` completes: the files, and the folders they are in (`src/`), each once."""
+    folders = {f"{parent}/" for f in files for parent in _parents(f)}
+    return files + sorted(folders)
+
+
+def _parents(path: str) -> list[str]:
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]

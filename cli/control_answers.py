@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Protocol
 
+from piton.core.mode_names import PERMISSION_MODES
 from piton.core.models import ALIASES, DEFAULT_MODEL, resolve_alias
-from piton.core.safety.permissions import PERMISSION_MODES
 
 if TYPE_CHECKING:
     from piton.runtime import Runtime

@@ -79,3 +79,16 @@ class Controller(Protocol):
         """Run a program of the user's in the terminal (an editor), the prompt put aside meanwhile;
         its exit status."""
         ...
+
+
+class CommandContext(Protocol):
+    """What a slash command's handler is given (`commands.Commands` is one): the terminal session, and
+    where to print."""
+
+    @property
+    def ui(self) -> Controller: ...
+
+    @property
+    def console(self) -> Console: ...
+
+    def say(self, text: str, style: str = "") -> None: ...

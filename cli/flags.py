@@ -73,7 +73,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "rewind_files",
         "--rewind-files",
-        help="With --resume: restore the files the tools changed from this checkpoint (a user message's uuid) on, and exit.",
+        help="With --resume: restore the files the tools changed from this checkpoint (a user message's "
+        "uuid) on, and exit.",
     ),
     Flag(
         "rewind_to",

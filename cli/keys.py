@@ -55,7 +55,16 @@ class Keyed(Protocol):
 
 
 def bindings(repl: Keyed) -> KeyBindings:
+    """The prompt's keys beyond prompt_toolkit's editing keys, acting on `repl`."""
     kb = KeyBindings()
+    _stopping_keys(kb, repl)
+    _line_keys(kb, repl)
+    _mode_keys(kb, repl)
+    return kb
+
+
+def _stopping_keys(kb: KeyBindings, repl: Keyed) -> None:
+    """Esc, Ctrl-C and Ctrl-D: stop the work, dismiss a question, rewind, clear the line or exit."""
     last_escape = [0.0]
 
     # in vi mode an idle Esc is vi's (to normal mode); work and questions still stop at Esc
@@ -88,6 +97,11 @@ def bindings(repl: Keyed) -> KeyBindings:
         else:
             repl.exit()
 
+
+def _line_keys(kb: KeyBindings, repl: Keyed) -> None:
+    """Enter sends (or answers a question, or continues a line ending in a backslash); Alt+Enter and
+    Ctrl-J add a line."""
+
     @kb.add("enter")
     def _(event: KeyPressEvent) -> None:
         buffer = event.app.current_buffer
@@ -111,6 +125,10 @@ def bindings(repl: Keyed) -> KeyBindings:
         else:
             buffer.insert_text("\n")
 
+
+def _mode_keys(kb: KeyBindings, repl: Keyed) -> None:
+    """Shift+Tab cycles the permission mode, Ctrl-O shows thinking, Ctrl-V pastes an image."""
+
     @kb.add("s-tab")
     def _(event: KeyPressEvent) -> None:
         repl.cycle_mode()
@@ -125,5 +143,3 @@ def bindings(repl: Keyed) -> KeyBindings:
     def _(event: KeyPressEvent) -> None:
         if not repl.asking:
             repl.paste_image(event.app.current_buffer)
-
-    return kb

@@ -10,6 +10,7 @@ import sys
 
 TYPE_CHECKING = False  # `--version` must not pay for importing typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import NoReturn
 
 
@@ -20,127 +21,127 @@ def main() -> None:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
-    if sys.argv[1:] in (["--version"], ["-v"]):
+    args = sys.argv[1:]
+    if args in (["--version"], ["-v"]):
         from piton import __version__
 
         print(f"piton {__version__}")
         return
-    if sys.argv[1:] in (["skills"], ["skills", "--json"]):
-        sys.exit(list_skills(as_json=sys.argv[2:] == ["--json"]))
-    if sys.argv[1:2] == ["mcp"]:  # `piton mcp add|add-json|list|get|remove …`
-        from piton.cli.mcp_command import main as mcp_main
-
-        sys.exit(mcp_main(sys.argv[2:]))
-    if sys.argv[1:2] == ["plugin"]:  # `piton plugin install|list|enable|disable|uninstall|marketplace …`
-        from piton.cli.plugin_command import main as plugin_main
-
-        sys.exit(plugin_main(sys.argv[2:]))
-    if sys.argv[1:2] == ["config"]:  # `piton config list|get|set|add|remove …`
-        from piton.cli.config_command import main as config_main
-
-        sys.exit(config_main(sys.argv[2:]))
-    if sys.argv[1:2] == ["eval"]:  # `piton eval [SUITE] [--record | --live] …`
-        from piton.cli.eval_command import main as eval_main
-
-        sys.exit(eval_main(sys.argv[2:]))
-    if sys.argv[1:2] == ["update"]:
-        from piton.cli.update_command import update
-
-        sys.exit(update(sys.argv[2:]))
-    if sys.argv[1:] == ["doctor"]:
-        from pathlib import Path
-
-        from piton.cli.doctor import doctor
-
-        sys.exit(doctor(Path.cwd()))
-    if _print_without_credentials(sys.argv[1:]):
+    subcommand = _subcommand(args)
+    if subcommand is not None:
+        sys.exit(subcommand(args[1:]))
+    if _print_without_credentials(args):
         from piton.core.providers.credentials import NO_API_KEY
 
         sys.stderr.write(f"piton: {NO_API_KEY}\n")
         sys.exit(1)
-    if not sys.argv[1:]:  # the REPL, as fast as it can draw: no argument parser to load
+    if not args:  # the REPL, as fast as it can draw: no argument parser to load
         from pathlib import Path
 
         from piton.cli.repl import run_repl
         from piton.core.options import RunOptions
 
         sys.exit(run_repl(RunOptions(cwd=Path.cwd())))
+    sys.exit(_run_app(args))
+
+
+def _run_app(args: list[str]) -> int:
+    """Everything else goes to the app's argument parser; the exit status (a `-p` run leaves here)."""
     try:
         from typer.exceptions import TyperException
 
         from piton.cli.app import app, expand_lists
 
-        code = app(args=expand_lists(sys.argv[1:]), standalone_mode=False)
+        code = app(args=expand_lists(args), standalone_mode=False)
     except KeyboardInterrupt:  # Ctrl-C before the run started: nothing to save, nothing to show
         sys.stderr.write("piton: interrupted\n")
-        sys.exit(130)
+        return 130
     except TyperException as e:  # a usage error: one line, not a framed box
         message = e.format_message() if hasattr(e, "format_message") else str(e)
         sys.stderr.write(f"piton: {' '.join(message.split())} (piton --help lists the options)\n")
-        sys.exit(getattr(e, "exit_code", 2))
+        return int(getattr(e, "exit_code", 2))
     code = code if isinstance(code, int) else 0
-    if _print_mode(sys.argv[1:]):
+    if _print_mode(args):
         leave(code)
-    sys.exit(code)
+    return code
 
 
-# The app's options (cli/app.py, checked by a test): None for a flag, else the values it accepts
-# (empty: any). Whatever else an argument list holds goes to the app's parser.
-_PRINT_OPTIONS: dict[str, tuple[str, ...] | None] = {
-    "-p": None,
-    "--print": None,
-    "--verbose": None,
-    "-c": None,
-    "--continue": None,
-    "--output-format": ("text", "json", "stream-json"),
-    "--model": (),
-    "--provider": (),
-    "--max-turns": (),
-    "--system-prompt": (),
-    "--system-prompt-file": (),
-    "--append-system-prompt": (),
-    "--input-format": ("text", "stream-json"),
-    "--include-partial-messages": None,
-    "--include-hook-events": None,
-    "--replay-user-messages": None,
-    "--rewind-files": (),
-    "--rewind-to": (),
-    "--permission-prompt-tool": (),
-    "--tools": (),
-    "--setting-sources": (),
-    "--settings": (),
-    "--session-id": (),
-    "--fork-session": None,
-    "--max-budget-usd": (),
-    "--max-budget-tokens": (),
-    "--fallback-model": (),
-    "--dangerously-skip-permissions": None,
-    "--json-schema": (),
-    "--effort": ("low", "medium", "high", "xhigh", "max"),
-    "--agents": (),
-    "--plugin-dir": (),
-    "--max-thinking-tokens": (),
-    "--mcp-config": (),
-    "--strict-mcp-config": None,
-    "-r": (),
-    "--resume": (),
-    "--thinking": ("on", "off", "adaptive", "disabled"),
-    "--permission-mode": ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"),
-    "--allowedTools": (),
-    "--allowed-tools": (),
-    "--disallowedTools": (),
-    "--disallowed-tools": (),
-    "--sandbox": ("read-only", "workspace-write", "danger-full-access"),
-    "--add-dir": (),
-    "--trust-workspace": None,
-    "--trust": None,
+def _subcommand(args: list[str]) -> Callable[[list[str]], int] | None:
+    """The subcommand `args` name, which needs no argument parser: it takes the arguments after its name."""
+    if not args or args[0] not in _SUBCOMMANDS:
+        return None
+    run, accepts = _SUBCOMMANDS[args[0]]
+    return run if accepts is None or tuple(args[1:]) in accepts else None
+
+
+def _skills(args: list[str]) -> int:
+    return list_skills(as_json=args == ["--json"])
+
+
+def _mcp(args: list[str]) -> int:  # `piton mcp add|add-json|list|get|remove …`
+    from piton.cli.mcp_command import main as mcp_main
+
+    return mcp_main(args)
+
+
+def _plugin(args: list[str]) -> int:  # `piton plugin install|list|enable|disable|uninstall|marketplace …`
+    from piton.cli.plugin_command import main as plugin_main
+
+    return plugin_main(args)
+
+
+def _config(args: list[str]) -> int:  # `piton config list|get|set|add|remove …`
+    from piton.cli.config_command import main as config_main
+
+    return config_main(args)
+
+
+def _eval(args: list[str]) -> int:  # `piton eval [SUITE] [--record | --live] …`
+    from piton.cli.eval_command import main as eval_main
+
+    return eval_main(args)
+
+
+def _update(args: list[str]) -> int:
+    from piton.cli.update_command import update
+
+    return update(args)
+
+
+def _doctor(args: list[str]) -> int:
+    from pathlib import Path
+
+    from piton.cli.doctor import doctor
+
+    return doctor(Path.cwd())
+
+
+# `piton NAME …` -> what runs it, and the arguments after NAME it takes (None: any; else an exact list
+# of them: other arguments make NAME a prompt for the app)
+_SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], tuple[tuple[str, ...], ...] | None]] = {
+    "skills": (_skills, ((), ("--json",))),
+    "mcp": (_mcp, None),
+    "plugin": (_plugin, None),
+    "config": (_config, None),
+    "eval": (_eval, None),
+    "update": (_update, None),
+    "doctor": (_doctor, ((),)),
 }
+
+
+def print_options() -> dict[str, tuple[str, ...] | None]:
+    """The app's options, from the table the app is built from (`cli/flags.py`): None for a switch,
+    else the values it accepts (empty: any). Whatever else an argument list holds goes to the parser."""
+    from piton.cli.flags import values_by_name
+
+    return values_by_name()
 
 
 def _print_without_credentials(args: list[str]) -> bool:
     """A well-formed `-p` run with a prompt argument, and no credentials the SDK could find: that is
     known in milliseconds, where the argument parser alone takes a tenth of a second. Anything the
     scan does not recognise (help, an unknown option, a bad value) is left to the parser."""
+    known = print_options()
     printing, prompts = False, 0
     pending: str | None = None  # an option waiting for its value
     model: str | None = None
@@ -148,19 +149,19 @@ def _print_without_credentials(args: list[str]) -> bool:
     for arg in args:
         if pending is not None:
             name, pending = pending, None
-            if not _accepts(name, arg):
+            if not _accepts(name, arg, known):
                 return False
             model = arg if name == "--model" else model
             provider = arg if name == "--provider" else provider
         elif arg.startswith("--") and "=" in arg:
             name, _, value = arg.partition("=")
-            if _PRINT_OPTIONS.get(name) is None or not _accepts(name, value):
+            if known.get(name) is None or not _accepts(name, value, known):
                 return False
             model = value if name == "--model" else model
             provider = value if name == "--provider" else provider
-        elif arg in _PRINT_OPTIONS:
+        elif arg in known:
             printing = printing or arg in ("-p", "--print")
-            pending = None if _PRINT_OPTIONS[arg] is None else arg
+            pending = None if known[arg] is None else arg
         elif arg.startswith("-"):
             return False
         else:
@@ -190,12 +191,12 @@ def _print_without_credentials(args: list[str]) -> bool:
     )
 
 
-def _accepts(name: str, value: str) -> bool:
+def _accepts(name: str, value: str, known: dict[str, tuple[str, ...] | None]) -> bool:
     if name == "--max-turns":
         return value.isdigit() and int(value) >= 1
     if name in ("--max-thinking-tokens", "--max-budget-usd", "--max-budget-tokens", "-r", "--resume"):
         return False  # a number's form, or a value that may be absent: the parser judges
-    allowed = _PRINT_OPTIONS[name]
+    allowed = known[name]
     return not allowed or value in allowed
 
 

@@ -43,6 +43,17 @@ class Questions:
                 self.current = None
             self._changed()
 
+    def dismiss(self, stop_turn: Callable[[], bool]) -> None:
+        """Esc or Ctrl-C at the question: one of the turn's is dismissed by `stop_turn` (True when a
+        turn was under way to stop), another is answered no."""
+        question = self.current
+        if question is None:
+            return
+        if question.stops_turn and stop_turn():
+            self._print(f"{question.text}(Esc)", "yellow")
+            return
+        self.offer("no")
+
     def offer(self, line: str) -> bool:
         """The user entered `line` while a question is up: True when it answered it (the caller then
         clears the input); False when it was not an answer, which has been said."""

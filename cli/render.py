@@ -1,4 +1,5 @@
-"""Showing a run in the terminal: streamed answers, thinking, tool calls and diffs.
+"""Showing a run in the terminal: streamed answers and code blocks, thinking, and the live area (the
+lines of tool calls are `render_tools`').
 
 Finished output goes to the console once, into the normal scrollback. What is still streaming (the
 unfinished Markdown block, the latest thinking lines, a spinner) is the live area, which the prompt
@@ -7,7 +8,6 @@ redraws at a capped rate; it is bounded, so a long answer never costs more than 
 
 from __future__ import annotations
 
-import re
 import textwrap
 import time
 
@@ -24,7 +24,8 @@ from piton.cli.markdown_render import (
     settled,
 )
 from piton.cli.markdown_stream import MarkdownStream
-from piton.cli.output import TODO_MARKS, compacted_line, hook_line, tool_label
+from piton.cli.output import compacted_line, hook_line, tool_label
+from piton.cli.render_tools import CONTROL, ToolLines
 from piton.core.conversation.events import (
     AgentEvent,
     Compacted,
@@ -42,41 +43,19 @@ from piton.core.conversation.events import (
     ToolStarted,
     ToolUseStart,
 )
-from piton.core.display import CommandOutput, FileDiff, TodoItem, TodoList
 from piton.core.providers.waits import say_seconds
 
 LIVE_LINES = 12  # the most lines the live area shows of an unfinished block
 CODE_BATCH_S = 0.1  # how often lines of a streaming code block are printed
 THINKING_LINES = 3  # thinking collapses to its last lines once the answer starts
-OUTPUT_LINES = 4  # of a shell command's output, under its tool line
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _WRAP_KEEP, _WRAP_STEP = 8192, 4096  # of a longer line, the live area wraps only the end
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # the model's text must not steer the terminal
 LiveText = list[tuple[str, str]]  # (style, text) pairs, as prompt_toolkit formats them
-
-
-def diff_text(diff: str) -> Text:
-    """A unified diff, coloured line by line."""
-    text = Text()
-    for line in _CONTROL.sub("", diff).splitlines():
-        style = (
-            "bold"
-            if line.startswith(("---", "+++"))
-            else "green"
-            if line.startswith("+")
-            else "red"
-            if line.startswith("-")
-            else "cyan"
-            if line.startswith("@@")
-            else "dim"
-        )
-        text.append(f"    {line}\n", style=style)
-    return text
 
 
 def retry_text(event: StreamRetry) -> str:
     """`529 overloaded_error: asking again in 2 s (attempt 2/5)`."""
-    reason = _CONTROL.sub("", event.reason) or "the request failed"
+    reason = CONTROL.sub("", event.reason) or "the request failed"
     return (
         f"{reason[0].upper()}{reason[1:]}: asking again in {say_seconds(event.delay_s)} "
         f"(attempt {event.attempt + 1}/{event.max_attempts})"
@@ -100,15 +79,6 @@ def last_rows(text: str, width: int, rows: int) -> list[str]:
     return out[-rows:]
 
 
-def todo_text(items: tuple[TodoItem, ...]) -> Text:
-    """A task list, one line a task, done ones dimmed."""
-    text = Text()
-    for item in items:
-        line = _CONTROL.sub("", f"{TODO_MARKS[item.status]} {item.content}")
-        text.append(f"    {line}\n", style="dim" if item.status == "completed" else "")
-    return text
-
-
 def _fragments(text: Text) -> LiveText:
     """Rich text as prompt_toolkit fragments (the styles Piton uses read the same in both)."""
     plain = text.plain
@@ -125,6 +95,9 @@ def _fragments(text: Text) -> LiveText:
 
 
 class Renderer:
+    """A run's events on screen: printed once into the scrollback when finished, drawn in the live
+    area while they stream."""
+
     def __init__(
         self, console: Console, *, verbose: bool = False, code_batch_s: float = CODE_BATCH_S
     ) -> None:
@@ -143,13 +116,16 @@ class Renderer:
         self._busy_since = 0.0
         self._streamed_chars = 0
         self._tool: str | None = None  # the tool call being streamed, if any
-        self._running: dict[str, str] = {}  # labels of the calls started and not finished, by id
-        self._batch_started = 0  # calls started since none was running
+        self.tools = ToolLines(console)
         self._compacting = False
         self._blocks_printed = 0  # in the current reply
         self.active = False
         self.doing: str | None = None  # what the spinner says instead of what the events show
-        self.shown_diffs: set[str] = set()  # diffs a permission question showed: not shown again
+
+    @property
+    def shown_diffs(self) -> set[str]:
+        """Diffs a permission question showed: not shown again when the call finishes."""
+        return self.tools.shown_diffs
 
     # -- the run's lifecycle -----------------------------------------------------------------------
     def begin(self, doing: str | None = None) -> None:
@@ -161,8 +137,7 @@ class Renderer:
     def end(self) -> None:
         self._flush_thinking()
         self._flush_text()
-        self._running.clear()  # calls an interrupt cut short never report
-        self._batch_started = 0
+        self.tools.reset()
         self.active = False
         self._compacting = False
         self._tool = None
@@ -193,12 +168,9 @@ class Renderer:
             self._blocks_printed = 0
         elif isinstance(event, ToolStarted):
             self._tool = event.name
-            label = tool_label(event.name, event.input)
-            self._running[event.tool_use_id] = label
-            self._batch_started += 1
-            self.console.print(Text("● ", style="bold green") + Text(_CONTROL.sub("", label), style="bold"))
+            self.tools.started(event)
         elif isinstance(event, ToolFinished):
-            self._tool_finished(event)
+            self.tools.finished(event)
         elif isinstance(event, StreamRetry):
             # the void reply's unfinished parts are dropped, not printed (what reached the scrollback
             # stays, under this line)
@@ -237,14 +209,14 @@ class Renderer:
         elif isinstance(inner, ToolStarted):
             self._flush_thinking()
             self._flush_text()
-            label = _CONTROL.sub("", tool_label(inner.name, inner.input))
+            label = CONTROL.sub("", tool_label(inner.name, inner.input))
             self.console.print(Text(f"  ⎿  {label}", style="dim"))
         elif isinstance(inner, ToolFinished) and inner.result.is_error:
-            summary = _CONTROL.sub("", inner.result.summary or "error")
+            summary = CONTROL.sub("", inner.result.summary or "error")
             self.console.print(Text(f"       ⎿  {summary}", style="red"))
 
     def _print_markdown(self, block: str) -> None:
-        block = _CONTROL.sub("", block)
+        block = CONTROL.sub("", block)
         self._code_block += 1  # the live area's cache belongs to the block that is now over
         fenced = code_block(block) if self._code_printed else None
         if fenced is not None:  # the rest of a code block whose lines were printed as they came
@@ -302,7 +274,7 @@ class Renderer:
             ):
                 break
             low = mark
-        window = [_CONTROL.sub("", line) for line in lines[low:end]]  # only the lines lexed again
+        window = [CONTROL.sub("", line) for line in lines[low:end]]  # only the lines lexed again
         if partial is not None:
             window.append(partial)
         return code_rows(window, language, start - low)
@@ -330,42 +302,9 @@ class Renderer:
             header += f" ({len(lines) - len(shown)} earlier lines hidden; Ctrl-O shows thinking in full)"
         text = Text(header + "\n", style="dim")
         for line in shown:
-            text.append(f"  {_CONTROL.sub('', line)}\n", style="dim italic")
+            text.append(f"  {CONTROL.sub('', line)}\n", style="dim italic")
         self.console.print(text, end="")
         self._thinking = []
-
-    def _tool_finished(self, event: ToolFinished) -> None:
-        result = event.result
-        summary = result.summary or ("error" if result.is_error else "done")
-        style = "red" if result.is_error else "dim"
-        label = self._running.pop(event.tool_use_id, None)
-        if label is not None and (self._running or self._batch_started > 1):
-            # calls of one batch finish in any order, under lines printed together: say which this is
-            summary = f"{label}: {summary}"
-        if not self._running:
-            self._batch_started = 0
-        self.console.print(Text(f"  ⎿  {_CONTROL.sub('', summary)}", style=style))
-        match result.display:
-            case CommandOutput(output=output) if output.strip():
-                self.console.print(self._output_lines(output, style), end="")
-            case FileDiff(diff=diff) if diff and diff in self.shown_diffs:
-                self.shown_diffs.discard(diff)  # the question showed it just before it was allowed
-            case FileDiff(diff=diff) if diff:
-                self.console.print(diff_text(diff), end="")
-            case TodoList(items=items) if items:
-                self.console.print(todo_text(items), end="")
-            case _:
-                pass
-
-    def _output_lines(self, output: str, style: str) -> Text:
-        """The first lines a command printed, under its tool line."""
-        lines = _CONTROL.sub("", output).splitlines()
-        shown = Text()
-        for line in lines[:OUTPUT_LINES]:
-            shown.append(f"     {line[: self.console.width - 6]}\n", style=style)
-        if len(lines) > OUTPUT_LINES:
-            shown.append(f"     … {len(lines) - OUTPUT_LINES} more lines\n", style="dim")
-        return shown
 
     # -- the live area -----------------------------------------------------------------------------
     def live(self) -> LiveText:
@@ -376,14 +315,14 @@ class Renderer:
         width = max(self.console.width - 1, 10)  # the last column would wrap on some terminals
         if self._thinking:
             thinking = "\n".join(line for line in self._thinking if line.strip())
-            for row in last_rows(_CONTROL.sub("", thinking), width - 2, THINKING_LINES):
+            for row in last_rows(CONTROL.sub("", thinking), width - 2, THINKING_LINES):
                 out.append(("class:thinking", f"  {row}\n"))
         out += self._code_live(width) if self._md.open_code is not None else self._tail(width)
         out.append(("class:spinner", self._spinner_line() + "\n"))
         return out
 
     def _tail(self, width: int) -> LiveText:
-        tail = _CONTROL.sub("", self._md.tail)
+        tail = CONTROL.sub("", self._md.tail)
         if not tail or ("\n" not in tail and tail.lstrip().startswith(("```", "~~~"))):
             return []  # a fence's opening line is never shown: its code will be, line by line
         return [("class:live", f"{row}\n") for row in last_rows(tail, width, LIVE_LINES)]
@@ -393,7 +332,7 @@ class Renderer:
         is not shown, as it will not be printed."""
         opened = self._md.open_code
         assert opened is not None
-        partial = _CONTROL.sub("", self._md.partial)
+        partial = CONTROL.sub("", self._md.partial)
         key = (self._code_block, len(opened[1]), partial, self._code_printed, width)
         if key == self._code_live_key:  # redraws without new text lex nothing
             return self._code_live_rows
@@ -404,7 +343,7 @@ class Renderer:
         live: LiveText
         if any(len(line.expandtabs()) + 2 > width for line in shown):
             # a line wider than the screen: wrapped plainly, and never lexed (it may be megabytes)
-            plain = "\n".join("  " + _CONTROL.sub("", line).expandtabs() for line in shown).rstrip()
+            plain = "\n".join("  " + CONTROL.sub("", line).expandtabs() for line in shown).rstrip()
             live = [("class:live", f"{row}\n") for row in last_rows(plain, width, LIVE_LINES)]
         else:
             rows = self._code_rows(
@@ -434,4 +373,4 @@ class Renderer:
         )
         tokens = self._streamed_chars // 4
         counted = f" · ↓ {tokens:,} tokens" if tokens else ""
-        return f"{frame} {_CONTROL.sub('', doing)}… ({elapsed:.0f}s{counted} · esc to interrupt)"
+        return f"{frame} {CONTROL.sub('', doing)}… ({elapsed:.0f}s{counted} · esc to interrupt)"

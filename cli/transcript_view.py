@@ -8,6 +8,7 @@ import io
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -84,6 +85,18 @@ def show(history: Sequence[Message], width: int, project: Path) -> str | None:
     except OSError:
         return render(history, width)
     return None
+
+
+async def page_in_terminal(history: Sequence[Message], width: int, project: Path) -> None:
+    """Ctrl-O at the prompt: the transcript paged, the prompt put aside meanwhile."""
+    from prompt_toolkit.application import run_in_terminal
+
+    def page() -> None:
+        text = show(history, width, project)
+        if text is not None:  # no pager here: the transcript goes to the scrollback
+            sys.stdout.write(text)
+
+    await run_in_terminal(page)
 
 
 # the system's `less`, at fixed places: never looked up on PATH, where an activated project

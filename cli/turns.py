@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # this module loads with the prompt, before the agent's modules: keep it light
     from piton.cli.render import Renderer
-    from piton.core.context.usage import Usage
     from piton.core.conversation.events import AgentEvent
+    from piton.core.conversation.usage import Usage
 
 
 _ALONE = ("/", "!")  # queued lines that go on their own: a command or skill, a shell command
@@ -30,8 +30,8 @@ class SessionTotals:
 
     def count(self, event: AgentEvent, model: str) -> None:
         """Add what `event` cost, if anything; `model` is the one in use when the event says none."""
-        from piton.core.context.usage import Usage
         from piton.core.conversation.events import Compacted, MessageDone, SubagentEvent
+        from piton.core.conversation.usage import Usage
 
         if isinstance(event, SubagentEvent):  # what subagents spend is the session's cost too
             event = event.event

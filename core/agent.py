@@ -21,7 +21,6 @@ from piton.core.context.compaction import Compactor, context_limit
 from piton.core.context.meter import ContextMeter, context_tokens
 from piton.core.context.metrics import SessionMetrics
 from piton.core.context.result_store import BRIEF_CAP, INLINE_CAP
-from piton.core.context.usage import Usage, UsageTotals
 from piton.core.conversation.endings import describe_error
 from piton.core.conversation.events import (
     AgentEvent,
@@ -35,6 +34,7 @@ from piton.core.conversation.events import (
     StreamRetry,
 )
 from piton.core.conversation.messages import FAILED_REQUEST, INTERRUPTED_REQUEST, ContentBlock, Message
+from piton.core.conversation.usage import Usage, UsageTotals
 from piton.core.models import model_info
 from piton.core.providers import ModelRequest, Provider, ProviderError
 from piton.core.run_state import RunStats, Stop

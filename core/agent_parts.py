@@ -17,8 +17,9 @@ from piton.core.tools import ToolResult
 if TYPE_CHECKING:
     from piton.core.activation_prep import ActivationPreparer
     from piton.core.context.compaction import Compactor
+    from piton.core.context.metrics import SessionMetrics
     from piton.core.context.result_store import ResultCapper
-    from piton.core.context.usage import Usage
+    from piton.core.conversation.usage import Usage
     from piton.core.hooks.session import Hooks
     from piton.core.safety.permissions import PermissionGate
     from piton.core.tools import ToolContext
@@ -109,6 +110,28 @@ class AfterToolChain:
         for step in list(self._steps.values()):
             result = await step(use, result)
         return result
+
+
+class Working(Protocol):
+    """What the loop's collaborators (`TurnRules`, `ToolRound`) see of the agent they serve: its
+    configuration, context and history, and how a message joins it."""
+
+    config: AgentConfig
+    history: list[Message]
+    context: ToolContext
+    gate: PermissionGate | None
+    metrics: SessionMetrics
+
+    def append(
+        self,
+        message: Message,
+        *,
+        usage: Usage | None = None,
+        model: str | None = None,
+        line_id: str | None = None,
+    ) -> None: ...
+
+    def max_output(self) -> int: ...
 
 
 @dataclass(slots=True)

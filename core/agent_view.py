@@ -4,23 +4,28 @@ the model and to swap the history."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from piton.core.context.usage import Usage
 from piton.core.conversation.events import MessageDone, StreamEvent
 from piton.core.conversation.messages import Message
-from piton.core.providers import ModelRequest
+from piton.core.conversation.usage import Usage
+from piton.core.providers import ModelRequest, Provider
+
+if TYPE_CHECKING:
+    from piton.core.agent_parts import AgentConfig
+    from piton.core.context.meter import ContextMeter
+    from piton.core.tools import ToolContext, ToolRegistry
 
 
 class Agent(Protocol):
     """What of `piton.core.agent.Agent` the view uses (that module imports this one)."""
 
     history: list[Message]
-    config: Any
-    meter: Any
-    tools: Any
-    context: Any
-    provider: Any
+    config: AgentConfig
+    meter: ContextMeter
+    tools: ToolRegistry
+    context: ToolContext
+    provider: Provider
 
     def context_used(self) -> int: ...
 
@@ -62,8 +67,7 @@ class AgentConversation:
         self._agent.replace_history(messages, stubs=stubs, **info)
 
     def carry_over(self) -> list[str]:
-        carried: list[str] = self._agent.tools.carry_over(self._agent.context)
-        return carried
+        return self._agent.tools.carry_over(self._agent.context)
 
     async def ask(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         agent = self._agent

@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from piton.core.context.usage import UsageTotals
 from piton.core.conversation.events import Result
+from piton.core.conversation.usage import UsageTotals
 
 
 @dataclass

@@ -1,13 +1,15 @@
 """Background shells: commands the model leaves running (Bash `run_in_background`) while the
 conversation goes on: a dev server, a watcher, a long test run.
 
-Each runs in its own sandbox (`SandboxPolicy.left_running`), where the guarded folders are
-read-only as a whole: it runs beside other commands and the file tools, so no snapshot can be taken
-around it (`guard`). Its output is kept in memory, capped, until the model reads it (BashOutput);
-the newest part is also kept for the user (`/bashes`). Shells belong to the session, not to the
-turn that started them: an interrupted turn leaves them running, and they are killed when the
-session ends. What changed since the model last heard (new output, an end) is told to it in a
-reminder with its next request.
+Shells are started through the command orchestrator (`piton.core.safety.run_command`), which chose the
+sandbox and holds the command lock. Each runs in its own sandbox (`SandboxPolicy.left_running`),
+where the guarded folders are read-only as a whole: it runs beside other commands and the file
+tools, so no snapshot can be taken around it; the session's `LastingGuard` holds those folders
+still and sweeps what it plants (`piton.core.safety.lasting`). Its output is kept in memory,
+capped, until the model reads it (BashOutput); the newest part is also kept for the user
+(`/bashes`). Shells belong to the session, not to the turn that started them: an interrupted turn
+leaves them running, and they are killed when the session ends. What changed since the model last
+heard (new output, an end) is told to it in a reminder with its next request.
 """
 
 from __future__ import annotations
@@ -21,14 +23,13 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from piton.core.safety import guard
+from piton.core.safety.lasting import LastingGuard
 from piton.core.safety.policy import SandboxPolicy
 from piton.core.safety.sandbox import Launch, Sandbox
-from piton.core.safety.shell import clean_output, spawn
+from piton.core.safety.shell import clean_output, start_process
 
 ShellStatus = Literal["running", "completed", "failed", "killed"]
 MAX_UNREAD_BYTES = 8 * 1024 * 1024  # what the model has not read yet; beyond it the oldest goes
@@ -174,15 +175,11 @@ class BackgroundShells:
     def __init__(self, sweep_every_s: float = SWEEP_EVERY_S) -> None:
         self._shells: dict[str, BackgroundShell] = {}
         self._count = 0
-        self._roots: tuple[Path, ...] = ()  # where shells that could write were started
-        self._known_settings: set[Path] = set()  # settings files below the roots, and since when
-        self._since_ns = 0
-        self._inodes: dict[Path, int] = {}  # which file each known one was, to tell a replacement
+        self.guard = LastingGuard()  # what the shells that can write may not change, and their sweeps
         self._notes: list[str] = []  # what the sweeps did, for the next reminder
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
         self._sweep_every_s = sweep_every_s
-        self._sweeping = asyncio.Lock()
         self.listeners: list[Callable[[BackgroundShell], None]] = []  # told of each start and end
 
     def __iter__(self) -> Iterator[BackgroundShell]:
@@ -207,25 +204,17 @@ class BackgroundShells:
         description: str = "",
         timeout_s: float | None = None,
     ) -> BackgroundShell:
-        """Start `command` in `sandbox` (a lasting one) and return at once. Raises `GuardError`
-        when the guarded folders cannot be held still for it, OSError when it cannot start."""
-        guard.hold(policy)
-        if policy.mode == "workspace-write":
-            await self._watch(policy.roots)
+        """Start `command` in `sandbox` (a lasting one, made from `policy`) and return at once.
+        Raises `GuardError` when the guarded folders cannot be held still for it, OSError when it
+        cannot start."""
+        held = await self.guard.start(policy, idle=lambda: not self._writing())
         self._count += 1
-        shell = BackgroundShell(f"bash_{self._count}", command, description, cwd, policy=policy)
-        shell.held = frozenset(guard.held_places(policy))
-        launch: Launch | None = None
+        shell = BackgroundShell(f"bash_{self._count}", command, description, cwd, policy=policy, held=held)
         try:
-            launch = sandbox.launch(command, cwd)
-            shell._process = await spawn(launch, cwd)
+            shell._process, shell._launch = await start_process(sandbox, command, cwd)
         except BaseException:
-            if launch is not None:
-                launch.close()
             self._count -= 1
             raise
-        launch.started()
-        shell._launch = launch
         self._shells[shell.id] = shell
         self._forget_old()
         task = asyncio.get_running_loop().create_task(self._follow(shell, timeout_s))
@@ -235,20 +224,6 @@ class BackgroundShells:
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep_while_running())
         self._tell(shell)
         return shell
-
-    async def _watch(self, roots: tuple[Path, ...]) -> None:
-        """Know the settings files below `roots` as they are before a shell that can write them
-        starts (the first one, or one in folders added since)."""
-        async with self._sweeping:
-            if not self._writing():
-                self._roots, self._known_settings, self._since_ns = (), set(), time.time_ns()
-                self._inodes = {}
-            added = tuple(r for r in roots if r not in self._roots)
-            if added:
-                found = await asyncio.to_thread(guard.deep_settings, added)
-                self._known_settings |= found
-                self._inodes |= guard.inodes(found)
-                self._roots += added
 
     def _forget_old(self) -> None:
         ended = [s for s in self._shells.values() if not s.running]
@@ -276,7 +251,7 @@ class BackgroundShells:
             # the sandbox's processes die with it; its output is complete when they all have
             await asyncio.wait({reader}, timeout=_DRAIN_S)
             if not self._writing() or self._writing() == [shell]:
-                shell.notes += await self._sweep()
+                shell.notes += await self.guard.sweep()
         except BaseException:  # the loop is closing (the session ends): the command goes with it
             shell.kill()
             raise
@@ -308,10 +283,10 @@ class BackgroundShells:
         planted below the roots, and stop any whose sandbox no longer covers what is guarded."""
         while self._writing():
             await asyncio.sleep(self._sweep_every_s)
-            self._notes += await self._sweep()
+            self._notes += await self.guard.sweep()
             for shell in self._writing():
                 assert shell.policy is not None
-                new = set(await asyncio.to_thread(guard.held_places, shell.policy)) - shell.held
+                new = await self.guard.appeared(shell.policy, shell.held)
                 if new and shell.kill():
                     listed = ", ".join(str(p) for p in sorted(new))
                     shell.notes.append(
@@ -319,18 +294,6 @@ class BackgroundShells:
                         "included git config), which it could have written. Start it again to run it "
                         "with them protected.)"
                     )
-
-    async def _sweep(self) -> list[str]:
-        """Remove settings files below the roots that appeared while shells ran (they would grant a
-        session started there what the project may not); one sweep at a time, off the loop."""
-        async with self._sweeping:
-            if not self._roots:
-                return []
-            roots, known, since = self._roots, self._known_settings, self._since_ns
-            self._known_settings, notes = await asyncio.to_thread(
-                partial(guard.sweep, roots, known, since, replaced=self._inodes)
-            )
-            return notes
 
     def news(self, *, turn_start: bool = False) -> str | None:
         """A reminder for the model's next request: what changed, and at the start of a turn the
@@ -373,11 +336,9 @@ class BackgroundShells:
             if shell._launch is not None:
                 shell._launch.close()
                 shell._launch = None
-        if running and self._roots:
+        if running and self.guard.watching:
             time.sleep(0.1)  # the sandboxes' processes die with them, a moment later
-            self._known_settings, _ = guard.sweep(
-                self._roots, self._known_settings, self._since_ns, replaced=self._inodes
-            )
+            self.guard.sweep_now()
 
     def tell(self, listener: Callable[[BackgroundShell], None]) -> None:
         self.listeners.append(listener)

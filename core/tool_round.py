@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from piton.core.agent_parts import Working
 from piton.core.conversation.endings import cut_off, unfinished_result
 from piton.core.conversation.events import (
     AgentEvent,
@@ -25,38 +26,21 @@ from piton.core.conversation.messages import ContentBlock, Message, ToolResultBl
 from piton.core.tools import Call, CallScope, ToolResult, current_call
 
 if TYPE_CHECKING:
-    from piton.core.agent_parts import AfterToolChain, AgentConfig
-    from piton.core.context.metrics import SessionMetrics
+    from piton.core.agent_parts import AfterToolChain
     from piton.core.context.result_store import ResultCapper
-    from piton.core.context.usage import Usage
-    from piton.core.safety.permissions import PermissionGate
-    from piton.core.tools import ToolContext, ToolRegistry
+    from piton.core.conversation.usage import Usage
+    from piton.core.tools import ToolRegistry
     from piton.core.turn_rules import TurnRules
 
 
-class Agent(Protocol):
+class Agent(Working, Protocol):
     """What of `piton.core.agent.Agent` a round uses (that module imports this one)."""
 
-    config: AgentConfig
     tools: ToolRegistry
-    context: ToolContext
-    gate: PermissionGate | None
     after_tool: AfterToolChain
     capper: ResultCapper | None
-    metrics: SessionMetrics
-
-    def append(
-        self,
-        message: Message,
-        *,
-        usage: Usage | None = None,
-        model: str | None = None,
-        line_id: str | None = None,
-    ) -> None: ...
 
     def count_usage(self, model: str, usage: Usage) -> None: ...
-
-    def max_output(self) -> int: ...
 
 
 class ToolRound:

@@ -15,56 +15,28 @@ import fnmatch
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from piton.core.activation import Activation
 from piton.core.checkpoints import Checkpoints
 from piton.core.conversation.messages import (
-    DocumentBlock,
-    ImageBlock,
-    TextBlock,
-    ToolResultBlock,
     ToolUseBlock,
 )
-from piton.core.display import Display
+from piton.core.conversation.results import NO_OUTPUT as NO_OUTPUT
+from piton.core.conversation.results import ResultPart as ResultPart
+from piton.core.conversation.results import ToolResult as ToolResult
 from piton.core.safety.lock import CommandLock
 from piton.core.safety.policy import SandboxPolicy
 from piton.core.safety.sandbox import Sandbox
 from piton.core.shells import BackgroundShells
 
-NO_OUTPUT = "(no output)"
-ResultPart = TextBlock | ImageBlock | DocumentBlock  # what a tool result may hold
 ToolKind = Literal[
     "read", "edit", "execute", "plan", "question", "other"
 ]  # the rules and mode that govern it
 InputT = TypeVar("InputT", bound=BaseModel)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    content: str | list[ResultPart]
-    is_error: bool = False
-    summary: str = ""  # one line for people, e.g. "42 lines" or "exit 1"
-    display: Display | None = None  # shown to people, never sent to the model
-    activation: Activation | None = None  # a skill this call loaded: its text follows the results
-
-    def to_block(self, tool_use_id: str) -> ToolResultBlock:
-        content = self.content if self.content else NO_OUTPUT
-        return ToolResultBlock(tool_use_id=tool_use_id, content=content, is_error=self.is_error)
-
-    def with_note(self, note: str) -> ToolResult:
-        """The same result with `note` after its content (feedback from a hook, for the model)."""
-        if isinstance(self.content, str):
-            return replace(self, content=f"{self.content}\n\n{note}" if self.content else note)
-        return replace(self, content=[*self.content, TextBlock(text=note)])
-
-    @classmethod
-    def error(cls, message: str) -> ToolResult:
-        return cls(content=message, is_error=True, summary=message.splitlines()[0] if message else "")
 
 
 def _no_record(kind: str, **data: object) -> None:

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Protocol
 
 from piton.core.activation import Activation, ActiveSkills
+from piton.core.agent_parts import Working
 from piton.core.conversation.endings import ending_notice
 from piton.core.conversation.events import AgentEvent, MessageDone, Notice
 from piton.core.conversation.messages import ContentBlock, Message, TextBlock
@@ -19,38 +20,17 @@ from piton.core.run_state import Stop
 
 if TYPE_CHECKING:
     from piton.core.activation_prep import ActivationPreparer
-    from piton.core.agent_parts import AgentConfig
-    from piton.core.context.metrics import SessionMetrics
-    from piton.core.context.usage import Usage
     from piton.core.hooks.session import Hooks
-    from piton.core.safety.permissions import PermissionGate
-    from piton.core.tools import ToolContext
 
 MAX_KEPT_GOING = 8  # Stop hooks may send the agent back to work this often in one turn
 
 
-class Agent(Protocol):
+class Agent(Working, Protocol):
     """What of `piton.core.agent.Agent` the rules use (that module imports this one)."""
 
-    config: AgentConfig
-    history: list[Message]
-    context: ToolContext
-    gate: PermissionGate | None
     hooks: Hooks | None
     prepare: ActivationPreparer | None
-    metrics: SessionMetrics
     agent_id: str | None
-
-    def append(
-        self,
-        message: Message,
-        *,
-        usage: Usage | None = None,
-        model: str | None = None,
-        line_id: str | None = None,
-    ) -> None: ...
-
-    def max_output(self) -> int: ...
 
 
 class TurnRules:

@@ -9,8 +9,6 @@ first asked for, so the terminal does not pay for them.
 
 TYPE_CHECKING = False  # importing `typing` would cost `piton --version` its speed
 
-__version__ = "0.2.0"
-
 if TYPE_CHECKING:
     from piton.api import (
         Agent as Agent,
@@ -24,11 +22,14 @@ if TYPE_CHECKING:
     from piton.api import (
         tool as tool,
     )
+    from piton.core.version import __version__ as __version__
 
 
 def __getattr__(name: str) -> object:
     import importlib
 
+    if name == "__version__":  # kept in core, which every layer may import
+        return importlib.import_module("piton.core.version").__version__
     api = importlib.import_module("piton.api")
     if name in api.__all__:
         return getattr(api, name)

@@ -6,19 +6,21 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from piton.core.conversation.messages import TextBlock, ToolUseBlock
 from piton.core.safety.permissions import (
     PERMISSION_MODES,
     Decision,
     PermissionGate,
-    PermissionMode,
     PermissionRequest,
     PreToolHook,
     Rule,
 )
 from piton.core.tools import ToolResult
+
+if TYPE_CHECKING:
+    from piton.core.mode_names import PermissionMode
 
 # sends one control request and waits for the client's answer (raises when it answers with an error)
 Ask = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]

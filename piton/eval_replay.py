@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from piton.core.context.usage import Usage
 from piton.core.conversation.events import MessageDone, StreamEvent
 from piton.core.conversation.messages import Message, TextBlock
+from piton.core.conversation.usage import Usage
 from piton.core.modes import is_reminder
 from piton.core.providers import ModelRequest, Provider, ProviderError
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from piton.core.conversation.session import state_dir
+from piton.core.mode_names import CHOSEN_MODES, EXTRA_MODES
 from piton.core.options import RunOptions
 from piton.core.project.claude_home import named_config_dir
 from piton.core.project.settings import (
@@ -17,7 +18,6 @@ from piton.core.project.settings import (
 )
 from piton.core.project.trust import Grant, Trust
 from piton.core.safety.permissions import (
-    PERMISSION_MODES,
     Approver,
     Decision,
     DenyAll,
@@ -29,9 +29,6 @@ from piton.core.safety.permissions import (
 from piton.core.safety.policy import SANDBOX_MODES, SandboxPolicy, real
 from piton.setup_errors import SetupError
 
-# Claude Code's modes that Piton's permission rules do not name: each runs as `default`, and the
-# runtime gives it its meaning (dontAsk: nobody is asked; auto: no classifier here, so people are)
-EXTRA_MODES = ("dontAsk", "auto")
 MACHINE_SANDBOX_NOTICE = (
     "IS_SANDBOX=1: this machine is the sandbox, so commands run without bwrap (--sandbox overrides)"
 )
@@ -67,8 +64,8 @@ def permissions_for(options: RunOptions, settings: Settings, trust: Trust, notic
     allow rules that the folder's trust covers; the mode the user chose, or a stricter one the
     project asks for."""
     chosen = options.permission_mode
-    if chosen is not None and chosen not in (*PERMISSION_MODES, *EXTRA_MODES):
-        modes = ", ".join((*PERMISSION_MODES, *EXTRA_MODES))
+    if chosen is not None and chosen not in CHOSEN_MODES:
+        modes = ", ".join(CHOSEN_MODES)
         raise SetupError(f"unknown permission mode {chosen!r} (one of {modes})")
     flag = "default" if chosen in EXTRA_MODES else chosen
     mode = settings.narrowed(("permissions", "defaultMode"), MODE_STRICTNESS, flag, "default")

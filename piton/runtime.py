@@ -36,7 +36,6 @@ from piton.extensions import attribution, hook_commands, make_hooks, status_comm
 from piton.factory import AgentFactory, subagent_directory
 from piton.mcp_setup import mcp_selection as mcp_selection
 from piton.mcp_setup import mcp_servers
-from piton.permission_setup import EXTRA_MODES as EXTRA_MODES
 from piton.permission_setup import MACHINE_SANDBOX_NOTICE as MACHINE_SANDBOX_NOTICE
 from piton.permission_setup import Secured, permissions_for, secure
 from piton.prompt_setup import agent_config, import_refusal

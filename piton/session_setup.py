@@ -12,6 +12,7 @@ from typing import Any
 from piton.core.conversation.claude_transcript import ClaudeTranscript, transcript_path
 from piton.core.conversation.messages import Message
 from piton.core.conversation.session import SessionError, SessionLog, SessionStore
+from piton.core.conversation.session_load import LoadedSession
 from piton.core.models import DEFAULT_MODEL, resolve_alias
 from piton.core.options import RunOptions
 from piton.core.project.claude_home import named_config_dir
@@ -33,44 +34,55 @@ def open_session(
     options: RunOptions, settings: Settings, store: SessionStore, notices: list[str]
 ) -> OpenedSession:
     """The session to continue (resumed history, model, tools' records) or a new one."""
-    history: list[Message] = []
-    session_model: str | None = None
-    records: dict[str, dict[str, Any]] = {}
-    session_id = options.resume
-    if options.continue_latest and session_id is None:
-        session_id = store.latest(options.cwd)
-        if session_id is None:
-            notices.append("no earlier session in this directory; starting a new one")
-    log: SessionLog | None = None
-    earlier: list[Path] = []
     if options.session_id is not None:
         _check_new_id(options.session_id, store, options.cwd)
-    if session_id is not None and options.fork_session:
-        loaded = store.load(session_id, options.cwd)
-        history, session_model = loaded.messages, loaded.model
-        records.update(loaded.records)
-        notices.extend(loaded.warnings)
-        earlier.append(loaded.path.with_suffix("") / "tool-results")
-    elif session_id is not None:
-        # a session another piton is writing goes on in a new one: nothing is lost, nobody waits
-        loaded, log = store.open(session_id, options.cwd, if_busy="fork")
-        history, session_model = loaded.messages, loaded.model
-        records.update(loaded.records)
-        notices.extend(loaded.warnings)
-        if log.session_id != loaded.session_id:
-            earlier.append(loaded.path.with_suffix("") / "tool-results")
-    model = resolve_alias(
-        options.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or session_model or DEFAULT_MODEL
-    )
+    session_id = _continued(options, store, notices)
+    loaded, log, earlier = _load(options, store, session_id)
+    history, records = (loaded.messages, dict(loaded.records)) if loaded is not None else ([], {})
+    notices.extend(loaded.warnings if loaded is not None else [])
+    model = _model(options, settings, loaded.model if loaded is not None else None)
     if log is None:
         log = _new_log(options, store, model, forked_from=session_id if options.fork_session else None)
         for message in history:  # a fork: the new session starts with the history it came from
             log.append_message(message)
         for kind, entry in records.items():
-            log.record(
-                kind, **{k: v for k, v in entry.items() if k not in ("schema_version", "type", "timestamp")}
-            )
+            log.record(kind, **{k: v for k, v in entry.items() if k not in _LINE_FIELDS})
     return OpenedSession(log, history, model, records, earlier)
+
+
+def _model(options: RunOptions, settings: Settings, resumed: str | None) -> str:
+    """`--model`, the environment's, the settings', the resumed session's, or Piton's default."""
+    chosen = options.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or resumed
+    return resolve_alias(chosen or DEFAULT_MODEL)
+
+
+_LINE_FIELDS = ("schema_version", "type", "timestamp")  # a record's line, not what the tool recorded
+
+
+def _continued(options: RunOptions, store: SessionStore, notices: list[str]) -> str | None:
+    """The session `--resume` names, or `--continue`'s latest one here."""
+    if options.resume is not None or not options.continue_latest:
+        return options.resume
+    latest = store.latest(options.cwd)
+    if latest is None:
+        notices.append("no earlier session in this directory; starting a new one")
+    return latest
+
+
+def _load(
+    options: RunOptions, store: SessionStore, session_id: str | None
+) -> tuple[LoadedSession | None, SessionLog | None, list[Path]]:
+    """The earlier session, the log to go on writing (None: a new one is made), and the folders of
+    stored tool results its history points at elsewhere (it was forked from another)."""
+    if session_id is None:
+        return None, None, []
+    if options.fork_session:
+        loaded = store.load(session_id, options.cwd)
+        return loaded, None, [loaded.path.with_suffix("") / "tool-results"]
+    # a session another piton is writing goes on in a new one: nothing is lost, nobody waits
+    loaded, log = store.open(session_id, options.cwd, if_busy="fork")
+    forked = log.session_id != loaded.session_id
+    return loaded, log, [loaded.path.with_suffix("") / "tool-results"] if forked else []
 
 
 def claude_transcript(cwd: Path, log: SessionLog, history: list[Message]) -> ClaudeTranscript | None:

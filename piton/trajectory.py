@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from piton import __version__
-from piton.core.context.usage import Usage
+from piton.core.conversation.usage import Usage
 
 SCHEMA_VERSION = "ATIF-v1.7"
 

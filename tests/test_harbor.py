@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from piton.core.project.claude_home import project_slug
+from piton.core.conversation.claude_transcript import project_slug
 from piton.harbor_run import (
     LOG_NAME,
     RunFlags,

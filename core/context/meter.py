@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from piton.core.context.usage import Usage
 from piton.core.conversation.messages import DocumentBlock, ImageBlock, Message, ToolResultBlock
+from piton.core.conversation.usage import Usage
 
 IMAGE_TOKENS = 1_600  # about what the API charges for an image of typical size
 _MESSAGE_TOKENS = 4  # added to each message's estimate (role, framing)

@@ -17,20 +17,26 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from piton import __version__
-from piton.core.context.usage import Usage
 from piton.core.conversation.messages import Message, TextBlock
 from piton.core.conversation.session_log import SessionLog
-from piton.core.project.claude_home import project_slug
+from piton.core.conversation.usage import Usage
+from piton.core.version import __version__
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
 _TAIL = 1 << 16  # bytes read back from an existing transcript to find its last line
+
+
+def project_slug(cwd: Path) -> str:
+    """The folder name Claude Code gives a project under `projects/`: its absolute path with every
+    character other than a letter or digit made `-` (`/app` is `-app`)."""
+    return re.sub(r"[^A-Za-z0-9]", "-", str(cwd))
 
 
 def transcript_path(config_dir: Path, cwd: Path, session_id: str) -> Path:

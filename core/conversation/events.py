@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from piton.core.context.usage import Usage
 from piton.core.conversation.messages import Message
+from piton.core.conversation.usage import Usage
 
 if TYPE_CHECKING:
-    from piton.core.tools import ToolResult
+    from piton.core.conversation.results import ToolResult
 
 
 # -- streamed by a provider ----------------------------------------------------------------------

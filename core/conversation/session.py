@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from piton import __version__
 from piton.core.conversation.messages import Message, TextBlock
 from piton.core.conversation.session_load import LoadedSession as LoadedSession
 from piton.core.conversation.session_load import load_session as load_session
@@ -29,6 +28,7 @@ from piton.core.conversation.session_log import SCHEMA_VERSION as SCHEMA_VERSION
 from piton.core.conversation.session_log import SessionLog as SessionLog
 from piton.core.conversation.session_log import corrupt_path
 from piton.core.modes import is_reminder
+from piton.core.version import __version__
 
 PRUNE_AGE_DAYS = 30
 PRUNE_MAX_BYTES = 2 * 1024**3

@@ -21,9 +21,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from piton import __version__
-from piton.core.context.usage import Usage
 from piton.core.conversation.messages import Message
+from piton.core.conversation.usage import Usage
+from piton.core.version import __version__
 
 SCHEMA_VERSION = 1
 _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC

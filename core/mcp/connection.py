@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from piton.core.mcp.config import ServerConfig
 from piton.core.mcp.offers import PromptInfo, ResourceInfo, list_prompts, list_resources
 from piton.core.mcp.sdk import SdkHost, sdk_transport
 from piton.core.mcp.tool import Caller, McpCallError, McpTool
+from piton.core.mcp.transport import EndWatch, describe, server_env, stderr_tail, watched
 
 Status = Literal["starting", "connected", "failed", "pending", "disabled", "stopped", "needs-auth"]
 _CHANGES = {
@@ -32,15 +32,6 @@ _CHANGES = {
     "notifications/prompts/list_changed": "prompts",
     "notifications/resources/list_changed": "resources",
 }
-# the API credentials are Piton's, not a server's business
-_PRIVATE_ENV = (
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "ANTHROPIC_CUSTOM_HEADERS",
-    "OPENAI_API_KEY",
-    "AWS_BEARER_TOKEN_BEDROCK",
-)
-_STDERR_TAIL = 300
 _HTTP_TIMEOUT_S, _HTTP_READ_TIMEOUT_S = 30.0, 300.0
 
 
@@ -58,86 +49,6 @@ class ServerState:
     server_info: tuple[str, str] | None = None  # (name, version) from the handshake
     restarts: int = 0
     reported: bool = field(default=False)  # a failure is told once
-
-
-def server_env(config: ServerConfig) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _PRIVATE_ENV}
-    return env | config.env
-
-
-def _tail(errlog: TextIO | None) -> str:
-    """The last few lines the server wrote to stderr, on one line."""
-    if errlog is None:
-        return ""
-    with contextlib.suppress(OSError, ValueError):
-        errlog.flush()
-        errlog.seek(0, os.SEEK_END)
-        size = errlog.tell()
-        errlog.seek(max(0, size - 4 * _STDERR_TAIL))
-        text = errlog.read()
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
-        return " | ".join(lines[-3:])[-_STDERR_TAIL:]
-    return ""
-
-
-def _describe(error: BaseException) -> str:
-    from mcp.shared.exceptions import MCPError
-
-    if isinstance(error, MCPError):
-        return error.error.message
-    if isinstance(error, BaseExceptionGroup):
-        return "; ".join(_describe(e) for e in error.exceptions[:3])
-    if isinstance(error, FileNotFoundError):
-        return f"command not found: {error.filename or error}"
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-
-
-class _EndWatch:
-    """A transport's read stream that notes when the server's side of it has ended (the server exited
-    or hung up), so that a call to a dead server starts it again rather than fail first. It is the
-    stream the SDK reads; everything else passes through."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.ended = False
-
-    @property
-    def last_context(self) -> Any:  # what the SDK asks of a stream after each message
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> Any:
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self.ended = True
-            raise
-
-    async def aclose(self) -> None:
-        self.ended = True
-        await self._inner.aclose()
-
-    def __aiter__(self) -> _EndWatch:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _EndWatch:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-@contextlib.asynccontextmanager
-async def _watched(transport: Any, watch: list[_EndWatch]) -> AsyncIterator[tuple[Any, Any]]:
-    """`transport` with its read stream watched (the watch is put in `watch`)."""
-    async with transport as (read, write):
-        watch.append(_EndWatch(read))
-        yield watch[-1], write
 
 
 class Connection:
@@ -158,7 +69,7 @@ class Connection:
         self._connect_timeout = connect_timeout
         self._changed = changed  # the manager hears of every change of state or tools
         self._client: Any = None
-        self._watch: list[_EndWatch] = []  # the current session's read stream, watched for its end
+        self._watch: list[EndWatch] = []  # the current session's read stream, watched for its end
         self._stopping = False
         self._done = anyio.Event()  # ends the current session (stop, or the server died)
         self._wake = anyio.Event()  # starts the server again after it died
@@ -251,24 +162,24 @@ class Connection:
                 if deadline.cancelled_caught and self.state.status in ("starting", "needs-auth"):
                     self._fail(f"did not start within {self._connect_timeout:g} s (MCP_TIMEOUT)", errlog)
             except Exception as e:  # a server that cannot start is reported; the others go on
-                self._fail(_describe(e), errlog)
+                self._fail(describe(e), errlog)
             finally:
                 self._client = None
 
     def _fail(self, reason: str, errlog: TextIO | None) -> None:
-        tail = _tail(errlog)
+        tail = stderr_tail(errlog)
         self._set("failed", f"{reason} (stderr: {tail})" if tail else reason)
 
     async def _connected(self, errlog: TextIO | None, deadline: anyio.CancelScope) -> None:
         from mcp import Client
         from mcp_types import Implementation
 
-        from piton import __version__
+        from piton.core.version import __version__
 
         self._watch.clear()
         async with AsyncExitStack() as stack:
             client = Client(
-                _watched(self._transport(errlog), self._watch),
+                watched(self._transport(errlog), self._watch),
                 message_handler=self._on_message,
                 client_info=Implementation(name="piton", version=__version__),
                 cache=None,  # every listing is asked afresh: list_changed must see the new tools
@@ -402,9 +313,7 @@ class Connection:
                 f"The MCP server {name} refused the call of {tool}: {e.error.message}"
             ) from None
         except Exception as e:  # a result the SDK cannot read, a broken stream: the model is told
-            raise McpCallError(
-                f"The call of {tool} on the MCP server {name} failed: {_describe(e)}"
-            ) from None
+            raise McpCallError(f"The call of {tool} on the MCP server {name} failed: {describe(e)}") from None
 
 
 def _modern(client: Any) -> bool:

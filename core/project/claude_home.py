@@ -10,7 +10,6 @@ folder explicitly: a user who never asked keeps their Claude Code history to Cla
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -35,12 +34,6 @@ def claude_home(home: Path, env: Mapping[str, str] | None = None) -> Path:
 def user_config_dirs(home: Path, env: Mapping[str, str] | None = None) -> list[Path]:
     """The user's own configuration folders, Piton's first: `~/.piton`, then Claude Code's."""
     return [home / ".piton", claude_home(home, env)]
-
-
-def project_slug(cwd: Path) -> str:
-    """The folder name Claude Code gives a project under `projects/`: its absolute path with every
-    character other than a letter or digit made `-` (`/app` is `-app`)."""
-    return re.sub(r"[^A-Za-z0-9]", "-", str(cwd))
 
 
 def machine_is_sandbox(env: Mapping[str, str] | None = None) -> bool:

@@ -14,7 +14,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from piton.core.context.usage import Usage
 from piton.core.conversation.events import (
     MessageDone,
     StreamEvent,
@@ -31,6 +30,7 @@ from piton.core.conversation.messages import (
     ThinkingBlock,
     ToolUseBlock,
 )
+from piton.core.conversation.usage import Usage
 
 
 @dataclass(slots=True)

@@ -20,19 +20,18 @@ import gc
 import json
 import os
 import threading
-import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from types import SimpleNamespace
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from piton.core.conversation.events import Notice, StreamEvent, StreamRetry
 from piton.core.models import model_info, model_warnings
 from piton.core.providers import ModelRequest, ProviderError
 from piton.core.providers.accumulate import MalformedEvent, ReplyAccumulator
+from piton.core.providers.anthropic_events import Clock, bedrock_events, sse_events
 from piton.core.providers.body import BodyEncoder, thinking_param
 from piton.core.providers.cloud import Platform, make_client, missing_extra, platform, platform_model
 from piton.core.providers.credentials import NO_API_KEY, credential_source
-from piton.core.providers.failures import Retry, describe, status_failure, stream_error, transport_failure
+from piton.core.providers.failures import Retry, describe, status_failure, transport_failure
 from piton.core.providers.waits import (
     CONNECT_VAR,
     IDLE_VAR,
@@ -48,7 +47,6 @@ _PLATFORM_NAMES = {
     "bedrock": "Amazon Bedrock",
     "vertex": "Google Vertex AI",
 }
-T = TypeVar("T")
 _sdk_lock = threading.Lock()
 _sdk_ready = False
 
@@ -76,10 +74,6 @@ def _deprecations(request: ModelRequest) -> list[str]:
     own warnings never come), first lines."""
     thinking = thinking_param(request)
     return model_warnings(model_info(request.model).id, thinking["type"] if thinking else None)
-
-
-def _attrs(data: dict[str, Any]) -> SimpleNamespace:
-    return SimpleNamespace(**data)
 
 
 class AnthropicProvider:
@@ -219,7 +213,7 @@ class AnthropicProvider:
                 yield Notice(text)
         attempts = self._waits.attempts
         capped = False  # a wait the API asked for was cut to the cap once already
-        waited = _Clock()  # time spent waiting on the API, not on whoever reads these events
+        waited = Clock()  # time spent waiting on the API, not on whoever reads these events
         try:
             for attempt in range(1, attempts + 1):
                 acc = ReplyAccumulator()
@@ -268,7 +262,7 @@ class AnthropicProvider:
             )
         return cap, f"{failure.reason}; {said}"
 
-    async def _open(self, client: Any, body: bytes, attempt: int, waited: _Clock) -> Any:
+    async def _open(self, client: Any, body: bytes, attempt: int, waited: Clock) -> Any:
         """Send the request and wait for the response to start: the stream, or why not."""
         import anthropic
 
@@ -348,12 +342,12 @@ class AnthropicProvider:
             **content,
         )
 
-    async def _events(self, stream: Any, acc: ReplyAccumulator, waited: _Clock) -> AsyncIterator[StreamEvent]:
+    async def _events(self, stream: Any, acc: ReplyAccumulator, waited: Clock) -> AsyncIterator[StreamEvent]:
         """The reply's events as they arrive, each wait on the next bounded by the idle limit."""
         import httpx2
 
         idle = self._waits.idle_s
-        events = _bedrock_events(stream) if self.platform == "bedrock" else _sse_events(stream)
+        events = bedrock_events(stream) if self.platform == "bedrock" else sse_events(stream)
         try:
             while True:
                 try:
@@ -381,56 +375,3 @@ class AnthropicProvider:
                     yield out
         finally:
             await events.aclose()
-
-
-async def _sse_events(stream: Any) -> AsyncGenerator[Any | None, None]:
-    """The server-sent events of the reply, decoded (None for a ping or an empty event). The SDK's
-    own iterator drops `ping` events, which are what tells a slow reply from a dead one, so the raw
-    events are read here, pings included."""
-    from anthropic import AsyncStream
-
-    events = AsyncStream.raw_events(stream.response)
-    try:
-        async for sse in events:
-            if sse.event == "error":
-                raise stream_error(sse.data)
-            if sse.event is None or sse.event == "ping" or not sse.data:
-                yield None
-                continue
-            try:
-                yield json.loads(sse.data, object_hook=_attrs)
-            except json.JSONDecodeError as e:  # a proxy cutting a line: as good as a dropped stream
-                raise Retry(
-                    f"a garbled event ({describe(e)})",
-                    final=f"The API sent a garbled event: {describe(e)}",
-                    kind="stream",
-                ) from e
-    finally:
-        await events.aclose()  # type: ignore[attr-defined]
-
-
-async def _bedrock_events(stream: Any) -> AsyncGenerator[Any | None, None]:
-    """Bedrock frames events in AWS's binary event stream, which the SDK's stream decodes; its typed
-    events read like the decoded JSON of `_sse_events` (pings are not seen there)."""
-    import anthropic
-
-    try:
-        async for event in stream:
-            yield event
-    except anthropic.APIStatusError as e:  # an `error` event in the stream
-        body = e.body if isinstance(e.body, dict) else {"error": {"type": "error", "message": str(e)}}
-        raise stream_error(json.dumps(body)) from e
-
-
-class _Clock:
-    """Adds up the time spent in the awaits it is given."""
-
-    def __init__(self) -> None:
-        self.seconds = 0.0
-
-    async def on(self, awaitable: Awaitable[T]) -> T:
-        started = time.monotonic()
-        try:
-            return await awaitable
-        finally:
-            self.seconds += time.monotonic() - started

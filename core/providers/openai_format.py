@@ -14,7 +14,6 @@ import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from piton.core.context.usage import Usage
 from piton.core.conversation.events import (
     MessageDone,
     StreamEvent,
@@ -32,6 +31,7 @@ from piton.core.conversation.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from piton.core.conversation.usage import Usage
 from piton.core.models import OTHER_VENDORS
 from piton.core.models import split_model as split_model
 from piton.core.providers import ModelRequest
@@ -140,8 +140,7 @@ async def chat_events(chunks: Any, model: str) -> AsyncIterator[StreamEvent]:
     """The streamed chunks as the events the Anthropic provider yields, ending in a `MessageDone`
     whose message is in Anthropic's format."""
     text: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}  # in order: id, name, argument parts
-    slots: dict[int, int] = {}  # the stream's tool call index -> the call it is now
+    calls = _Calls()
     stop, usage, message_id = None, Usage(), ""
     async for chunk in chunks:
         message_id = message_id or chunk.id
@@ -159,44 +158,58 @@ async def chat_events(chunks: Any, model: str) -> AsyncIterator[StreamEvent]:
                 text.append(delta.content)
                 yield TextDelta(delta.content)
             for call in delta.tool_calls or []:
-                # servers that send no id (some local ones) get one unique in the conversation; some
-                # send every call at index 0, a new id starting the next one
-                slot = slots.get(call.index)
-                if slot is None or (call.id and call.id != calls[slot]["id"] and calls[slot]["name"]):
-                    slot = slots[call.index] = len(calls)
-                    calls[slot] = {
-                        "id": call.id or f"call_{uuid.uuid4().hex[:16]}",
-                        "name": "",
-                        "args": [],
-                    }
-                known = calls[slot]
-                fn = call.function
-                if fn is not None and fn.name and not known["name"]:
-                    known["name"] = fn.name
-                    yield ToolUseStart(known["id"], fn.name)
-                if fn is not None and fn.arguments:
-                    known["args"].append(fn.arguments)
-                    yield ToolInputDelta(known["id"], fn.arguments)
+                for event in calls.feed(call):
+                    yield event
     content: list[ContentBlock] = [TextBlock(text="".join(text))] if "".join(text) else []
-    errors: dict[str, str] = {}
-    for index in sorted(calls):
-        call = calls[index]
-        tool_input, error = parse_tool_input("".join(call["args"]) or "{}")
-        if error is not None:
-            errors[call["id"]] = error
-        content.append(ToolUseBlock(id=call["id"], name=call["name"], input=tool_input))
+    uses, errors = calls.blocks()
     # a reply cut at the length limit is that, even when a tool call was under way in it
     reason = (
-        "max_tokens" if stop == "length" else "tool_use" if calls else _STOP.get(stop or "stop", "end_turn")
+        "max_tokens" if stop == "length" else "tool_use" if uses else _STOP.get(stop or "stop", "end_turn")
     )
     yield MessageDone(
-        message=Message(role="assistant", content=content),
+        message=Message(role="assistant", content=[*content, *uses]),
         usage=usage,
         stop_reason=reason,
         model=model,
         message_id=message_id,
         input_errors=errors,
     )
+
+
+class _Calls:
+    """The tool calls of a streamed reply, put together from their pieces. Servers that send no id
+    (some local ones) get one unique in the conversation; some send every call at index 0, a new id
+    starting the next one."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, dict[str, Any]] = {}  # in order: id, name, argument parts
+        self._slots: dict[int, int] = {}  # the stream's tool call index -> the call it is now
+
+    def feed(self, call: Any) -> list[StreamEvent]:
+        calls, slot = self._calls, self._slots.get(call.index)
+        if slot is None or (call.id and call.id != calls[slot]["id"] and calls[slot]["name"]):
+            slot = self._slots[call.index] = len(calls)
+            calls[slot] = {"id": call.id or f"call_{uuid.uuid4().hex[:16]}", "name": "", "args": []}
+        known, fn, out = calls[slot], call.function, list[StreamEvent]()
+        if fn is not None and fn.name and not known["name"]:
+            known["name"] = fn.name
+            out.append(ToolUseStart(known["id"], fn.name))
+        if fn is not None and fn.arguments:
+            known["args"].append(fn.arguments)
+            out.append(ToolInputDelta(known["id"], fn.arguments))
+        return out
+
+    def blocks(self) -> tuple[list[ToolUseBlock], dict[str, str]]:
+        """The calls as tool_use blocks, and the input errors of those whose JSON does not parse."""
+        uses: list[ToolUseBlock] = []
+        errors: dict[str, str] = {}
+        for index in sorted(self._calls):
+            call = self._calls[index]
+            tool_input, error = parse_tool_input("".join(call["args"]) or "{}")
+            if error is not None:
+                errors[call["id"]] = error
+            uses.append(ToolUseBlock(id=call["id"], name=call["name"], input=tool_input))
+        return uses, errors
 
 
 def error_message(error: Any) -> str:

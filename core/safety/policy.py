@@ -15,16 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
+from piton.core.mode_names import SANDBOX_MODES as SANDBOX_MODES
 from piton.core.safety import gitconfig
 from piton.core.safety.globs import glob_match
 
 if TYPE_CHECKING:  # the sandbox package imports this module: its limits are named, not imported
+    from piton.core.mode_names import SandboxMode as SandboxMode
     from piton.core.safety.sandbox.limits import Limits
 
-SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
-SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "danger-full-access")
 
 # Under every home directory: never read by the model's tools, hidden inside the shell sandbox.
 # Add more with `"sandbox": {"credentialPaths": [...]}` in the settings.
@@ -144,7 +144,7 @@ class SandboxPolicy:
     shared_dirs: tuple[Path, ...] = ()
     extra_credentials: tuple[str, ...] = ()  # more paths under each home, from the settings
     env: tuple[tuple[str, str], ...] = ()  # the settings' `env`: variables commands get as listed
-    # a command left running beside the others: the guarded folders are read-only for it (`guard`)
+    # a command left running beside the others: the guarded folders are read-only for it (`lasting`)
     lasting: bool = False
     # the resource limits of each command (the user's `sandbox.limits`); None: the defaults
     limits: Limits | None = None

@@ -19,8 +19,9 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from piton.core.safety.shellrun import RUNNERS, effect, unwrap
-from piton.core.safety.shellsplit import RESERVED, split_raw, unquoted_dollar, writes_files
+from piton.core.safety.shellrun import effect
+from piton.core.safety.shellsplit import RESERVED, Part, exact_parts, unquoted_dollar, writes_files
+from piton.core.safety.wrappers import RUNNERS, unwrap
 
 # Programs that read files, the environment or the clock and write only to standard output.
 _LOOKERS = frozenset(
@@ -144,12 +145,12 @@ def _wrapped(stripped: list[str]) -> bool:
     return not ({"ionice", "renice"} & set(stripped) and "-p" in stripped)
 
 
-def _simple(part: str) -> Reading:
-    """One simple command, as written."""
-    if "\\\n" in part:
+def _simple(part: Part) -> Reading:
+    """One simple command, as scanned."""
+    if "\\\n" in part.raw:
         return _UNKNOWN  # bash and shlex disagree about a continuation inside quotes
     try:
-        words = shlex.split(part)
+        words = shlex.split(part.raw)
     except ValueError:
         return _UNKNOWN
     inner = unwrap(words)
@@ -177,7 +178,7 @@ def _simple(part: str) -> Reading:
 
 def classify(command: str) -> Reading:
     """What `command` does, judged command by command (see the module's docstring)."""
-    parts = split_raw(command)
+    parts = exact_parts(command)
     if not parts or not effect(command).complete:
         return _UNKNOWN  # not exact, or it runs what cannot be read: never a plain look
     readings = [_simple(part) for part in parts]

@@ -1,5 +1,6 @@
 """Running one shell command in the sandbox: a fresh process group, a deadline, captured output and
-the working directory it ends in.
+the working directory it ends in; and starting any sandboxed command (`start_process`), a command
+left running too (`piton.core.shells`).
 
 The command's stdin is /dev/null and stdout and stderr share one pipe, so output keeps its order.
 On timeout or cancellation the whole process group is killed. The directory the command ends in is
@@ -93,20 +94,33 @@ async def spawn(launch: Launch, cwd: Path, *fds: int) -> asyncio.subprocess.Proc
     )
 
 
-async def run_shell(command: str, *, cwd: Path, sandbox: Sandbox, timeout_s: float) -> ShellResult:
-    read_fd, write_fd = os.pipe()
+async def start_process(
+    sandbox: Sandbox, script: str, cwd: Path, *fds: int
+) -> tuple[asyncio.subprocess.Process, Launch]:
+    """Start bash `script` in `sandbox`, with every protection and limit it applies
+    (`Sandbox.launch`): the process, and the launch to `close()` once the process has ended (that
+    undoes what the sandbox set up for it). If it cannot start, that is undone at once."""
     launch: Launch | None = None
     try:
-        launch = sandbox.launch(_script(command, write_fd), cwd)
-        process = await spawn(launch, cwd, write_fd)
+        launch = sandbox.launch(script, cwd)
+        process = await spawn(launch, cwd, *fds)
     except BaseException:
-        os.close(read_fd)
-        os.close(write_fd)
         if launch is not None:
             launch.close()
         raise
-    os.close(write_fd)
     launch.started()
+    return process, launch
+
+
+async def run_shell(command: str, *, cwd: Path, sandbox: Sandbox, timeout_s: float) -> ShellResult:
+    read_fd, write_fd = os.pipe()
+    try:
+        process, launch = await start_process(sandbox, _script(command, write_fd), cwd, write_fd)
+    except BaseException:
+        os.close(read_fd)
+        os.close(write_fd)
+        raise
+    os.close(write_fd)
     try:
         return await _collect(process, read_fd, timeout_s)
     finally:

@@ -3,15 +3,15 @@
 A deny rule for `rm` must see the `rm` in `timeout .5 rm x`, `flock /tmp/l -c 'rm x'`, `bash -c -- 'rm
 x'`, `echo $(rm x)`, `find . -exec rm {} +` or `git -C . push` for `git push`, and must not fire on
 `echo rm` or `grep rm file`. So the commands of a line (`shellsplit.scan`) are read the way the
-programs in front read their arguments: wrappers by their own options (getopt style, long options by
-any unambiguous abbreviation), shells and `eval`/`trap` strings as command lines of their own, git
-without its global options. What cannot be read here makes the list incomplete, and a line with an
-incomplete list asks whenever Bash deny or ask rules exist: a command word from a variable or a
-glob, a script file or standard input fed to a shell, `source`, arithmetic and subscripts (they can
-evaluate text left in any variable, even `$_`), aliases, variables that hold code or change what
-runs (`PS4`, `BASH_ENV`, `PATH`, `LD_PRELOAD`), options of a wrapper we do not know, `git -c`.
-Programs that run what their arguments or files tell them (`python -c`, `make`, `npm run`, a script)
-are beyond any such reading: deny rules are a guard rail, the sandbox is the boundary.
+programs in front read their arguments: wrappers by their own options (`wrappers.py`), shells and
+`eval`/`trap` strings as command lines of their own, git without its global options. What cannot be
+read here makes the list incomplete, and a line with an incomplete list asks whenever Bash deny or
+ask rules exist: a command word from a variable or a glob, a script file or standard input fed to a
+shell, `source`, arithmetic and subscripts (they can evaluate text left in any variable, even `$_`),
+aliases, variables that hold code or change what runs (`PS4`, `BASH_ENV`, `PATH`, `LD_PRELOAD`),
+options of a wrapper we do not know, `git -c`. Programs that run what their arguments or files tell
+them (`python -c`, `make`, `npm run`, a script) are beyond any such reading: deny rules are a guard
+rail, the sandbox is the boundary.
 """
 
 from __future__ import annotations
@@ -20,93 +20,11 @@ import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from piton.core.safety.shellsplit import RESERVED, Word, scan
+from piton.core.safety.wrappers import RUNNERS, Spec, read_options
 
 _MAX_DEPTH = 4  # nested `bash -c`/`eval` strings read before giving up
-
-
-class Spec(NamedTuple):
-    """How a program that runs another command reads its arguments, getopt style."""
-
-    short: str = ""  # short options; a letter followed by ":" takes a value ("::": only attached)
-    long: str = ""  # long options, space-separated; "name=" takes a value
-    positionals: int = 0  # words between its options and the command (timeout's duration)
-    numbers: bool = False  # its positionals are there only if they are numbers (chrt's priority, nice -5)
-    strings: str = ""  # options whose value is a command line it runs (flock -c, su -c, env -S)
-    stops: str = ""  # options with which it runs no command (command -v, taskset -p)
-    no_words: bool = False  # it never runs its other words (script, su): only its command strings
-
-
-RUNNERS: dict[str, Spec] = {
-    "builtin": Spec(),
-    "busybox": Spec(),
-    "toybox": Spec(),
-    "nohup": Spec(),
-    "command": Spec("pvV", stops="v V"),
-    "exec": Spec("cla:"),
-    "time": Spec("f:o:apqv", "format= output= append portability quiet verbose"),
-    "nice": Spec("n:", "adjustment=", positionals=1, numbers=True),
-    "ionice": Spec("c:n:p:P:u:t", "class= classdata= pid= pgid= uid= ignore", stops="p P u pid pgid uid"),
-    "timeout": Spec("s:k:v", "signal= kill-after= foreground preserve-status verbose", positionals=1),
-    "env": Spec(
-        "iu:C:S:0va:",
-        "ignore-environment unset= chdir= split-string= null debug argv0= block-signal default-signal "
-        "ignore-signal list-signal-handling",
-        strings="S split-string",
-    ),
-    "stdbuf": Spec("i:o:e:", "input= output= error="),
-    "setsid": Spec("cfw", "ctty fork wait"),
-    "flock": Spec(
-        "sexnouFvw:E:c:",
-        "shared exclusive nonblock nb unlock close no-fork verbose timeout= wait= conflict-exit-code= "
-        "command=",
-        positionals=1,
-        strings="c command",
-    ),
-    "script": Spec(
-        "ac:eE:fqI:O:B:T:t::m:o:",
-        "append command= echo= return flush force quiet log-in= log-out= log-io= log-timing= timing "
-        "logging-format= output-limit=",
-        strings="c command",
-        no_words=True,
-    ),
-    "chrt": Spec(
-        "abdefimoprRvT:P:D:",
-        "all-tasks batch deadline ext fifo idle max other pid rr reset-on-fork verbose sched-runtime= "
-        "sched-period= sched-deadline=",
-        positionals=1,
-        numbers=True,
-        stops="p m pid max",
-    ),
-    "taskset": Spec("acp", "all-tasks cpu-list pid", positionals=1, stops="p pid"),
-    "sudo": Spec(
-        "AbEeHiKklnPSsVvBNg:h:p:r:t:T:U:u:C:D:R:",
-        "askpass background bell chdir= close-from= preserve-env edit group= set-home host= login "
-        "remove-timestamp reset-timestamp list non-interactive preserve-groups prompt= chroot= role= stdin "
-        "shell type= command-timeout= other-user= user= validate",
-        stops="e l v K V edit list validate remove-timestamp",
-    ),
-    "doas": Spec("nsLu:C:", stops="L C"),
-    "su": Spec(
-        "c:flmps:g:G:w:P",
-        "command= session-command= fast login preserve-environment shell= group= supp-group= "
-        "whitelist-environment= pty",
-        strings="c command session-command",
-        no_words=True,
-    ),
-    "watch": Spec(
-        "bcCd::egn:ptxq:wr",
-        "beep color no-color differences errexit chgexit interval= precise no-title exec equexit= no-wrap "
-        "no-rerun",
-    ),
-    "xargs": Spec(
-        "0a:d:E:e::I:i::L:l::n:oprP:s:tx",
-        "null arg-file= delimiter= eof replace max-lines max-args= open-tty interactive no-run-if-empty "
-        "max-procs= max-chars= process-slot-var= verbose exit show-limits",
-    ),
-}
 SHELLS = frozenset({"sh", "bash", "rbash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "fish"})
 # Variables whose value is code a shell or a program runs: read as a command line of its own.
 _HOLDS_CODE = re.compile(
@@ -116,7 +34,6 @@ _HOLDS_CODE = re.compile(
 _CHANGES_WHAT_RUNS = re.compile(r"PATH|LD_\w+|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|GIT_CONFIG\w*|GIT_EXEC_PATH")
 _GIT_VALUED = ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env")
 _ARITHMETIC = ("-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v", "-R")
-_NUMBER = re.compile(r"-?\d+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,73 +144,8 @@ def _step(program: str, args: list[Word], seen: _Seen, depth: int) -> list[Word]
     return []
 
 
-class _Options(NamedTuple):
-    end: int  # where the command (or the rest of the words) begins
-    keys: set[str]
-    strings: list[Word]
-    stops: bool
-    sure: bool  # every word up to `end` was read as an option, its value or a positional
-
-
-def _options(spec: Spec, args: list[Word]) -> _Options:
-    longs = spec.long.split()
-    keys: set[str] = set()
-    strings: list[Word] = []
-    i, left, done, sure = 0, spec.positionals, False, True
-    while i < len(args):
-        text = args[i].text
-        sure &= not args[i].live
-        if spec.numbers and left and _NUMBER.fullmatch(text):
-            left, i = left - 1, i + 1
-        elif text == "--" and not done:
-            done, i = True, i + 1
-        elif not done and text.startswith("-") and len(text) > 1:
-            i, pairs, known = _option(spec, longs, args, i)
-            sure &= known
-            for key, value in pairs:
-                keys.add(key)
-                if key in spec.strings.split():
-                    strings.append(value or Word(""))
-        elif left and not spec.numbers:
-            left, i = left - 1, i + 1
-        else:
-            break
-    stops = bool(keys & set(spec.stops.split()))
-    return _Options(i, keys, strings, stops, sure)
-
-
-def _option(
-    spec: Spec, longs: list[str], args: list[Word], i: int
-) -> tuple[int, list[tuple[str, Word | None]], bool]:
-    """The option word at `i` (a long one, or a cluster of short ones): where the next word is, the
-    options with their values, and whether all of them are known."""
-    word = args[i]
-    nxt = args[i + 1] if i + 1 < len(args) else Word("")
-    if word.text.startswith("--"):
-        name, eq, value = word.text[2:].partition("=")
-        found = [o for o in longs if o.rstrip("=") == name] or [o for o in longs if o.startswith(name)]
-        if len(found) != 1:
-            return i + 1, [], False
-        option = found[0]
-        if option.endswith("=") and not eq:
-            return i + 2, [(option[:-1], nxt)], True
-        return i + 1, [(option.rstrip("="), Word(value, word.live))], True
-    pairs: list[tuple[str, Word | None]] = []
-    for j, letter in enumerate(word.text[1:], start=1):
-        at = spec.short.find(letter)
-        if at < 0 or letter == ":":
-            return i + 1, pairs, False
-        if spec.short[at + 1 : at + 2] != ":":
-            pairs.append((letter, None))
-        elif spec.short[at + 2 : at + 3] == ":" or j + 1 < len(word.text):
-            return i + 1, [*pairs, (letter, Word(word.text[j + 1 :], word.live))], True
-        else:
-            return i + 2, [*pairs, (letter, nxt)], True
-    return i + 1, pairs, True
-
-
 def _unwrap(program: str, spec: Spec, args: list[Word], seen: _Seen, depth: int) -> list[Word]:
-    opts = _options(spec, args)
+    opts = read_options(spec, args)
     seen.complete &= opts.sure
     rest = args[opts.end :]
     if program == "env" and opts.strings:  # -S: the string is split into more arguments of env's
@@ -390,26 +242,3 @@ def _evaluates(program: str, texts: list[str]) -> bool:
     if program in ("read", "unset", "mapfile", "readarray", "wait", "getopts"):
         return subscript or (program in ("mapfile", "readarray") and "C" in flags)
     return program == "hash" and "p" in flags
-
-
-def unwrap(words: list[str]) -> list[str] | None:
-    """The command that reserved words, assignments and wrappers in front of `words` lead to
-    (`timeout 5 ls` -> `ls`); None when a wrapper runs something else (a string, nothing, words from
-    its input) or has options this module cannot read."""
-    rest = [Word(w) for w in words]
-    while rest:
-        head = rest[0].text
-        name, eq, _ = head.partition("=")
-        if head in RESERVED or (eq and name.isidentifier()):
-            rest = rest[1:]
-            continue
-        spec = RUNNERS.get(head)
-        if spec is None:
-            break
-        opts = _options(spec, rest[1:])
-        if not opts.sure or opts.strings or opts.stops or spec.no_words or head == "xargs":
-            return None
-        rest = rest[1 + opts.end :]
-        while head == "env" and rest and "=" in rest[0].text:
-            rest = rest[1:]
-    return [w.text for w in rest]

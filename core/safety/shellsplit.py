@@ -6,7 +6,9 @@ comments, substitutions, here-documents). A line is *exact* when nothing in it i
 of any kind (quoted or not), no backticks, here-documents or `$'…'`; only then may a prefix allow
 rule judge it part by part. Every line, exact or not, is still split into the commands it holds,
 those inside substitutions too, each with words that say which hold an expansion, so that deny and
-ask rules can see what it runs (`shellrun.py`).
+ask rules can see what it runs (`shellrun.py`). Each part also keeps its redirections and whether
+it holds a `$` bash reads as one, so that what a line writes (`writes_files`) and whether it may
+expand (`unquoted_dollar`) are questions asked of the scan, never of the text read again.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import NamedTuple
 
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "\n", "(", ")")
 _REDIRECTS = (">&", "<&", "&>>", "&>", ">|", ">>", "<>", ">", "<")
-_DUP_TARGET = re.compile(r"\s*(\d+|-)(?=\s|$)")
+_DESCRIPTOR = re.compile(r"\d+|-")  # what `>&` duplicates (or closes) rather than opens as a file
 _PLAIN_BRACES = re.compile(r"\$\{([A-Za-z_]\w*|[0-9@*#?$!-])\}")
 _EXPANSION_START = re.compile(r"[A-Za-z0-9_@*#?$!-]")
 # Runs of characters that mean only themselves: outside quotes, in single, ANSI-C and double quotes
@@ -51,10 +53,29 @@ class Word(NamedTuple):
     live: bool = False  # holds an expansion (a variable, a substitution): its value is unknown here
 
 
+class Redirect(NamedTuple):
+    op: str  # as written: ">", ">>", ">|", "&>", "&>>", "<>", ">&", "<&", "<" or "<<<"
+    target: Word | None  # None when the part ended before one was written
+
+    @property
+    def writes_file(self) -> bool:
+        """Whether it opens a file for writing: an output redirection (`<>` too: it creates the file)
+        to anything but /dev/null, `>&` to anything but a descriptor, or to what is not known here."""
+        if ">" not in self.op:
+            return False
+        if self.target is None or self.target.live:
+            return True
+        if self.op == ">&" and _DESCRIPTOR.fullmatch(self.target.text):
+            return False
+        return self.target.text != "/dev/null"
+
+
 @dataclass(frozen=True, slots=True)
 class Part:
     raw: str  # as written, quotes kept
     words: tuple[Word, ...]  # its words, redirections left out
+    redirects: tuple[Redirect, ...] = ()  # its own (those of commands inside it are theirs)
+    dollar: bool = False  # its text (substitutions inside it too) holds a `$` that is not quoted away
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +96,10 @@ class _Frame:
     live: bool = False
     quote: str = ""  # "'", '"' or "$'" while inside one
     depth: int = 0  # parentheses open inside a substitution
-    redirect: bool = False  # the next word is a redirection's target
+    pending: str | None = None  # the operator of a redirection whose target is the next word
+    redirects: list[Redirect] = field(default_factory=list)
+    dollar: bool = False  # the part under way holds a `$` bash reads (see `Part.dollar`)
+    saw_dollar: bool = False  # any part of this frame did: the frame's text, for the part around it
 
 
 class _Scanner:
@@ -100,16 +124,31 @@ class _Scanner:
     def end_word(self) -> None:
         f = self.f
         if f.started:
-            if not f.redirect:
-                f.words.append(Word("".join(f.word), f.live))
-            f.redirect = False
+            word = Word("".join(f.word), f.live)
+            if f.pending is None:
+                f.words.append(word)
+            else:
+                f.redirects.append(Redirect(f.pending, word))
+                f.pending = None
         f.word, f.started, f.live = [], False, False
+
+    def redirect(self, op: str) -> None:
+        """A redirection operator: the next word is its target."""
+        f = self.f
+        if f.pending is not None:  # two operators in a row: bash refuses the line; the first is unknown
+            f.redirects.append(Redirect(f.pending, None))
+        f.pending = op
 
     def end_part(self) -> None:
         self.end_word()
         f = self.f
-        self.parts.append(Part("".join(f.raw), tuple(f.words)))
-        f.raw, f.words = [], []
+        if f.pending is not None:  # no target before the command ended: bash refuses the line
+            f.redirects.append(Redirect(f.pending, None))
+        self.parts.append(Part("".join(f.raw), tuple(f.words), tuple(f.redirects), f.dollar))
+        f.raw, f.words, f.redirects, f.pending, f.dollar = [], [], [], None, False
+
+    def note_dollar(self) -> None:
+        self.f.dollar = self.f.saw_dollar = True
 
     def push(self, closer: str, opener: str) -> None:
         self.exact = False
@@ -122,6 +161,8 @@ class _Scanner:
         inner = self.frames.pop()
         self.i += 1
         self.f.raw.append(self.text[inner.start : self.i])
+        if inner.saw_dollar:
+            self.note_dollar()
 
     def run(self) -> Scan:
         while self.i < len(self.text):
@@ -165,6 +206,8 @@ class _Scanner:
         """`$…` or a backquote at the scanner's position: scan it (substitutions as commands of their
         own) and say whether there was one."""
         t, i = self.text, self.i
+        if t[i] == "$":
+            self.note_dollar()  # expanded or not (`$ `, `a$`), bash reads it: only quotes and `\` hide one
         if t.startswith(("$((", "$[", "${"), i) and not _PLAIN_BRACES.match(t, i):
             self.exact = self.complete = False  # arithmetic, or an operator that may evaluate a value
         if t.startswith("$(", i):
@@ -214,7 +257,8 @@ class _Scanner:
         elif (redirect := next((r for r in _REDIRECTS if t.startswith(r, i)), None)) is not None:
             if not "".join(f.word).isdigit():
                 self.end_word()
-            f.started, f.redirect, f.word = False, True, []
+            f.started, f.word = False, []  # a descriptor number in front is the redirection's
+            self.redirect(redirect)
             f.raw.append(redirect)
             self.i += len(redirect)
         elif (op := next((o for o in _OPERATORS if t.startswith(o, i)), None)) is not None:
@@ -244,7 +288,7 @@ class _Scanner:
         if t.startswith("<<<", self.i):
             self.end_word()
             f.raw.append("<<<")
-            f.redirect = True
+            self.redirect("<<<")
             self.i += 3
             return
         strip = t.startswith("<<-", self.i)
@@ -275,10 +319,16 @@ def scan(command: str) -> Scan:
     return _Scanner(command).run()
 
 
+def exact_parts(command: str) -> list[Part] | None:
+    """The simple commands in `command` (those with any text), or None when it is not exact."""
+    s = scan(command)
+    return [p for p in s.parts if p.raw.strip()] if s.exact else None
+
+
 def split_raw(command: str) -> list[str] | None:
     """The simple commands in `command` as written (quotes kept), or None when it is not exact."""
-    s = scan(command)
-    return [p.raw for p in s.parts if p.raw.strip()] if s.exact else None
+    parts = exact_parts(command)
+    return None if parts is None else [p.raw for p in parts]
 
 
 def split_command(command: str) -> list[str] | None:
@@ -298,50 +348,14 @@ def split_command(command: str) -> list[str] | None:
     return out
 
 
-def writes_files(part: str) -> bool:
-    """Whether a simple command, as written, redirects output into a file (anything but /dev/null
-    or another descriptor), wherever the redirection stands (`echo hi>run.sh` too)."""
-    quote = ""
-    i, n = 0, len(part)
-    while i < n:
-        ch = part[i]
-        if quote:
-            if ch == "\\" and quote == '"':
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch == "\\":
-            i += 1
-        elif ch in "'\"":
-            quote = ch
-        elif ch == ">":
-            if i > 0 and part[i - 1] == "<":
-                return True  # <> opens the file for writing
-            j = i + 1
-            if j < n and part[j] in ">|":
-                j += 1
-            if j < n and part[j] == "&":
-                if not _DUP_TARGET.match(part, j + 1):
-                    return True  # >&file writes the file
-                i = j + 1
-                continue
-            target = part[j:].lstrip().split(maxsplit=1)
-            if not target or target[0] != "/dev/null":
-                return True
-        i += 1
-    return False
+def writes_files(part: Part) -> bool:
+    """Whether a simple command redirects output into a file (anything but /dev/null or another
+    descriptor), wherever the redirection stands (`echo hi>run.sh` too). Its own redirections only:
+    a command inside a substitution is a part of its own."""
+    return any(r.writes_file for r in part.redirects)
 
 
-def unquoted_dollar(part: str) -> bool:
-    quote = ""
-    for i, ch in enumerate(part):
-        if quote:
-            if ch == quote and (quote == "'" or part[i - 1] != "\\"):
-                quote = ""
-            elif ch == "$" and quote == '"':
-                return True
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "$" and (i == 0 or part[i - 1] != "\\"):
-            return True
-    return False
+def unquoted_dollar(part: Part) -> bool:
+    """Whether a simple command holds a `$` that bash reads as one, expanded or not (`$HOME`,
+    `"$x"`, `$ `): one that is neither quoted by `'…'` or `$'…'` nor escaped by a backslash."""
+    return part.dollar

@@ -166,7 +166,7 @@ class Agent:
         self.runtime.agent.config.model = resolve_alias(model)
 
     def set_permission_mode(self, mode: str) -> None:
-        from piton.core.safety.permissions import PERMISSION_MODES
+        from piton.core.mode_names import PERMISSION_MODES
 
         if mode not in PERMISSION_MODES:
             raise ValueError(f"{mode!r} is not a permission mode ({', '.join(PERMISSION_MODES)})")

@@ -135,48 +135,28 @@ def sse_events(item: Reply, model: str, input_tokens: int) -> list[tuple[str, di
         "cache_read_input_tokens": item.cache_read_input_tokens,
         "output_tokens": 1,
     }
-    out_text = 0
+    message: dict[str, Any] = {
+        "id": f"msg_{uuid.uuid4().hex[:24]}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
     events: list[tuple[str, dict[str, Any]]] = [
-        (
-            "message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    "id": f"msg_{uuid.uuid4().hex[:24]}",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": usage,
-                },
-            },
-        ),
+        ("message_start", {"type": "message_start", "message": message}),
         ("ping", {"type": "ping"}),
     ]
-    index = 0
+    out_text, index = 0, 0
     for block in item.blocks:
-        deltas: list[dict[str, Any]] = []
         if isinstance(block, SearchResults):
             events += _search_events(block, index)
             index += 2
             continue
-        if isinstance(block, Text):
-            start: dict[str, Any] = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": c} for c in chunks(block.text, item.chunk)]
-            out_text += len(block.text)
-        elif isinstance(block, Thinking):
-            start = {"type": "thinking", "thinking": "", "signature": ""}
-            deltas = [{"type": "thinking_delta", "thinking": c} for c in chunks(block.thinking, item.chunk)]
-            deltas.append({"type": "signature_delta", "signature": block.signature})
-            out_text += len(block.thinking)
-        elif isinstance(block, RedactedThinking):
-            start = {"type": "redacted_thinking", "data": block.data}
-        else:
-            start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
-            deltas = [{"type": "input_json_delta", "partial_json": c} for c in chunks(block.json, item.chunk)]
-            out_text += len(block.json)
+        start, deltas, written = _block_start(block, item.chunk)
+        out_text += written
         events.append(
             ("content_block_start", {"type": "content_block_start", "index": index, "content_block": start})
         )
@@ -186,23 +166,37 @@ def sse_events(item: Reply, model: str, input_tokens: int) -> list[tuple[str, di
         )
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
         index += 1
-    final_usage: dict[str, Any] = dict(
-        usage, output_tokens=item.output_tokens if item.output_tokens is not None else 1 + out_text // 4
-    )
+    return [*events, *_message_end(item, usage, out_text)]
+
+
+def _block_start(
+    block: Text | Thinking | RedactedThinking | ToolCall, size: int
+) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    """A content block's start, its deltas in chunks of `size`, and the characters it streams."""
+    if isinstance(block, Text):
+        deltas = [{"type": "text_delta", "text": c} for c in chunks(block.text, size)]
+        return {"type": "text", "text": ""}, deltas, len(block.text)
+    if isinstance(block, Thinking):
+        deltas = [{"type": "thinking_delta", "thinking": c} for c in chunks(block.thinking, size)]
+        deltas.append({"type": "signature_delta", "signature": block.signature})
+        return {"type": "thinking", "thinking": "", "signature": ""}, deltas, len(block.thinking)
+    if isinstance(block, RedactedThinking):
+        return {"type": "redacted_thinking", "data": block.data}, [], 0
+    deltas = [{"type": "input_json_delta", "partial_json": c} for c in chunks(block.json, size)]
+    return {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}, deltas, len(block.json)
+
+
+def _message_end(item: Reply, usage: dict[str, Any], out_text: int) -> list[tuple[str, dict[str, Any]]]:
+    """`message_delta` (the stop reason and the whole usage) and `message_stop`."""
+    output = item.output_tokens if item.output_tokens is not None else 1 + out_text // 4
+    final_usage: dict[str, Any] = dict(usage, output_tokens=output)
     if searches := sum(isinstance(b, SearchResults) for b in item.blocks):
         final_usage["server_tool_use"] = {"web_search_requests": searches}
-    events.append(
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": item.effective_stop_reason, "stop_sequence": None},
-                "usage": final_usage,
-            },
-        )
-    )
-    events.append(("message_stop", {"type": "message_stop"}))
-    return events
+    delta = {"stop_reason": item.effective_stop_reason, "stop_sequence": None}
+    return [
+        ("message_delta", {"type": "message_delta", "delta": delta, "usage": final_usage}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
 
 
 def _search_events(block: SearchResults, index: int) -> list[tuple[str, dict[str, Any]]]:

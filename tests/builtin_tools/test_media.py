@@ -208,6 +208,34 @@ def test_notebook_edit_replaces_inserts_and_deletes_keeping_the_rest_byte_for_by
     assert missing.is_error and "No cell 'nope'" in text(missing) and nb.cells[0].id in text(missing)
 
 
+def test_a_notebook_edit_that_names_no_cell_or_type_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "sales.ipynb"
+    nb = notebook(path)
+    original = path.read_bytes()
+    ctx = context(tmp_path)
+    call(READ, ctx, file_path="sales.ipynb")
+    for given, said in [
+        ({"edit_mode": "delete"}, "Name the cell to delete with cell_id."),
+        ({"edit_mode": "replace"}, "Name the cell to replace with cell_id."),
+        (
+            {"edit_mode": "insert", "cell_id": nb.cells[0].id},
+            "Give cell_type (code or markdown) for the new cell.",
+        ),
+    ]:
+        refused = call(EDIT, ctx, notebook_path="sales.ipynb", new_source="x", **given)
+        assert refused.is_error and text(refused) == said
+    assert path.read_bytes() == original
+    retyped = call(
+        EDIT, ctx, notebook_path="sales.ipynb", cell_id=nb.cells[1].id, new_source="# T", cell_type="markdown"
+    )
+    after = read_notebook(str(path), as_version=4)
+    assert (
+        not retyped.is_error
+        and after.cells[1].cell_type == "markdown"
+        and after.cells[1].id == nb.cells[1].id
+    )
+
+
 def test_a_notebook_without_cell_ids_is_edited_by_position_and_gets_none(tmp_path: Path) -> None:
     path = tmp_path / "old.ipynb"
     notebook(path, minor=4)

@@ -29,7 +29,7 @@ def test_prompts_and_resources_at_the_prompt(project: Path) -> None:
         runtime = s.repl.runtime
         assert runtime is not None and runtime.mcp is not None
         await runtime.mcp.wait_started()
-        completer = PitonCompleter(s.repl.command_names, s.repl._mentionable)
+        completer = PitonCompleter(s.repl.command_names, s.repl.mentionable)
         for typed in ("/mcp__fix", "see @fixture:test://g"):
             found = completer.get_completions(Document(typed), CompleteEvent())
             offered[typed] = [c.text for c in found]

@@ -71,12 +71,13 @@ def test_bad_options_are_still_the_parsers_to_report_without_a_key(
 
 
 def test_the_fast_checks_options_are_the_apps() -> None:
-    """The scan before the parser knows each option of the app, and the values it accepts."""
+    """The parser built from the option table, and the scan before it that reads the same table,
+    know the same options and values."""
     import typer.main
     from typer.core import TyperOption
 
     from piton.cli.app import app
-    from piton.cli.main import _PRINT_OPTIONS
+    from piton.cli.main import print_options
 
     known: dict[str, tuple[str, ...] | None] = {}
     for param in typer.main.get_command(app).params:
@@ -89,7 +90,7 @@ def test_the_fast_checks_options_are_the_apps() -> None:
         )
         for name in [*param.opts, *param.secondary_opts]:
             known[name] = None if param.is_flag else choices
-    assert known == _PRINT_OPTIONS
+    assert known == print_options()
 
 
 def test_a_short_run_answers_without_loading_the_tokenizer(fake_api: FakeAnthropicAPI, project: Path) -> None:

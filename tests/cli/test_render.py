@@ -10,7 +10,6 @@ import pytest
 from rich.console import Console
 
 from piton.cli.render import CODE_BATCH_S, LIVE_LINES, Renderer
-from piton.core.context.usage import Usage
 from piton.core.conversation.events import (
     MessageDone,
     Notice,
@@ -22,6 +21,7 @@ from piton.core.conversation.events import (
     ToolStarted,
 )
 from piton.core.conversation.messages import Message
+from piton.core.conversation.usage import Usage
 from piton.core.display import CommandOutput, FileDiff, TodoItem, TodoList
 from piton.core.tools import ToolResult
 

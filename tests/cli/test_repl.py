@@ -438,7 +438,7 @@ def test_exit_command(project: Path) -> None:
 
 def test_no_color_is_respected(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    console = Repl(RunOptions(cwd=project))._make_console()
+    console = Repl(RunOptions(cwd=project)).open_console()
     assert console.no_color
     console.begin_capture()
     console.print("[red]plain[/red]")

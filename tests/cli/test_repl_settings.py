@@ -50,7 +50,7 @@ def test_the_status_line_command_shows_its_output_and_is_refreshed(project: Path
         await s.type("hello" + ENTER)
         await s.idle()
         await s.until(lambda: s.repl.status.text is not None and s.repl.status.text.endswith("run 2"))  # type: ignore[union-attr]
-        toolbar = "".join(text for _, text, *_ in s.repl._toolbar())
+        toolbar = "".join(text for _, text, *_ in s.repl.view.toolbar())
         assert "run 2" in toolbar and "\x1b" not in toolbar, "colours become styles, not raw escapes"
 
     run(project, ScriptedProvider(reply("hi")), script)
@@ -66,7 +66,7 @@ def test_a_failing_status_command_leaves_pitons_line_and_says_so_once(project: P
 
     s = run(project, ScriptedProvider(reply("hi")), script)
     assert s.screen.count("statusLine command `exit 3` failed (exit 3)") == 1
-    toolbar = "".join(text for _, text, *_ in s.repl._toolbar())
+    toolbar = "".join(text for _, text, *_ in s.repl.view.toolbar())
     assert "sandbox" in toolbar
 
 

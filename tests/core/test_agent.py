@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from piton.core.context.usage import Usage
 from piton.core.conversation.events import (
     MessageDone,
     Result,
@@ -27,6 +26,7 @@ from piton.core.conversation.messages import (
     ThinkingBlock,
     ToolResultBlock,
 )
+from piton.core.conversation.usage import Usage
 from piton.core.providers import ProviderError
 from piton.testing.script import RedactedThinking, Thinking, ToolCall, reply
 from piton.testing.scripted import ScriptedProvider

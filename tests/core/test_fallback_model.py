@@ -10,9 +10,9 @@ import pytest
 
 from piton.core.agent import Agent
 from piton.core.agent_parts import AgentConfig
-from piton.core.context.usage import Usage
 from piton.core.conversation.events import MessageDone, Notice, Result
 from piton.core.conversation.messages import Message, TextBlock
+from piton.core.conversation.usage import Usage
 from piton.core.providers import ModelRequest, ProviderError
 from piton.core.tools import ToolRegistry
 from tests.helpers import collect

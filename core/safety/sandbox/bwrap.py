@@ -18,7 +18,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from piton.core.safety.guard import held_places, lasting_read_only, pinned_dirs, protected_paths
+from piton.core.safety.guarded import held_places, lasting_read_only, pinned_dirs, protected_paths
 from piton.core.safety.policy import SandboxPolicy, real
 from piton.core.safety.sandbox import limits as _limits
 from piton.core.safety.sandbox import seccomp

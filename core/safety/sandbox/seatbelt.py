@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from piton.core.safety.guard import GUARDED_DIRS, protected_paths
+from piton.core.safety.guarded import GUARDED_DIRS, protected_paths
 from piton.core.safety.policy import SandboxPolicy, real
 from piton.core.safety.sandbox import limits as _limits
 from piton.core.safety.sandbox.base import BASH, OPT_OUT, Launch, command_env

@@ -424,7 +424,7 @@ def test_a_result_that_quotes_a_preview_note_is_saved_itself(tmp_path: Path) -> 
 
 
 def test_an_image_result_is_cleared_with_a_note_that_the_image_was_dropped(tmp_path: Path) -> None:
-    from piton.core.context.compaction import stub_tool_results
+    from piton.core.context.summary import stub_tool_results
     from piton.core.conversation.messages import Base64ImageSource, ImageBlock, ToolResultBlock, ToolUseBlock
 
     use = ToolUseBlock(id="toolu_1", name="Read", input={"file_path": "a.png"})

@@ -8,15 +8,15 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from piton.core.context.compaction import (
+from piton.core.context.result_store import FileResultStore
+from piton.core.context.summary import (
     SUMMARY_HEADER,
-    _budgeted,
+    budgeted,
     split_point,
     stub_tool_results,
     summary_message,
     user_messages,
 )
-from piton.core.context.result_store import FileResultStore
 from piton.core.conversation.history import is_valid, to_api_messages
 from piton.core.conversation.messages import (
     Base64ImageSource,
@@ -129,7 +129,7 @@ def test_the_split_point_never_separates_a_tool_call_from_its_result(
 def test_the_users_messages_fit_their_budget_and_keep_the_first_and_latest(
     messages: list[str], budget: int
 ) -> None:
-    kept, left_out = _budgeted(messages, budget)
+    kept, left_out = budgeted(messages, budget)
     assert kept[0].startswith(messages[0][: budget // 2])
     if sum(map(len, messages)) <= budget:
         assert (kept, left_out) == (messages, 0)

@@ -10,8 +10,8 @@ import weakref
 import pytest
 
 from piton.core.context.meter import ContextMeter, estimate_tokens
-from piton.core.context.usage import Usage
 from piton.core.conversation.messages import Message, TextBlock
+from piton.core.conversation.usage import Usage
 
 SYSTEM = "You are a test agent."
 TOOLS = [{"name": "Read", "description": "Read a file."}]
@@ -81,7 +81,7 @@ def test_far_below_the_limit_the_tokenizer_is_never_loaded() -> None:
     probe = """
 import sys
 from piton.core.context.meter import ContextMeter
-from piton.core.context.usage import Usage
+from piton.core.conversation.usage import Usage
 from piton.core.conversation.messages import Message, TextBlock
 history = [Message.user("hello"), Message(role="assistant", content=[TextBlock(text="hi " * 500)])]
 meter = ContextMeter()

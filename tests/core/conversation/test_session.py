@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from piton.core.context.usage import Usage
 from piton.core.conversation.history import RepairReport, is_valid, repair, repair_reporting
 from piton.core.conversation.messages import (
     UNFINISHED_TOOL_RESULT,
@@ -27,6 +26,7 @@ from piton.core.conversation.session import (
     project_key,
     state_dir,
 )
+from piton.core.conversation.usage import Usage
 
 CONVERSATION = [
     Message.user("read main.py"),

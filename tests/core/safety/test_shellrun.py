@@ -16,7 +16,8 @@ import pytest
 
 from piton.builtin_tools.bash import Bash
 from piton.core.safety.permissions import Permissions
-from piton.core.safety.shellrun import effect, unwrap
+from piton.core.safety.shellrun import effect
+from piton.core.safety.wrappers import unwrap
 
 CLOSED = r"""rm x
 /bin/rm x
