@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
@@ -133,3 +134,19 @@ def test_the_private_name_check_sees_each_form(tmp_path: Path) -> None:
         "atexit._run_exitfuncs",
         "mcp.shared._httpx_utils.make",
     ]
+
+
+def test_every_pin_runs_on_the_oldest_python_piton_supports() -> None:
+    """A pin whose Requires-Python excludes the project's floor would make the install fail there
+    (Debian 12's python3 is 3.11.2; a release needing 3.11.5 cannot be installed on it)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    floor = min(Version(s.version) for s in SpecifierSet(project["requires-python"]) if s.operator == ">=")
+    excluded = []
+    for name in pins():
+        try:
+            needs = importlib.metadata.metadata(name).get("Requires-Python")
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        if needs and not SpecifierSet(needs).contains(floor, prereleases=True):
+            excluded.append(f"{name} needs Python {needs}")
+    assert excluded == []
