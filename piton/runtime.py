@@ -28,6 +28,7 @@ from piton.core.project.system_prompt import OutputStyle, environment_section
 from piton.core.providers import Provider
 from piton.core.safety.permissions import Approver
 from piton.core.safety.policy import PolicyError, SandboxPolicy
+from piton.core.shells import BackgroundShells
 from piton.core.subagents import AgentType, Spawn, SubagentRunner
 from piton.core.tools import AnyTool, ToolContext
 from piton.discovery import Found, discover
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
     from piton.core.mcp.sdk import SdkHost
     from piton.core.project.memory import Memory
     from piton.core.project.trust import Trust, TrustStore
-    from piton.core.shells import BackgroundShells
     from piton.skills.catalog import Catalog
     from piton.skills.plugins import Plugins
     from piton.telemetry import SessionTelemetry, Telemetry
@@ -209,9 +209,9 @@ def _parts(
         record=log.record,
         checkpoints=Checkpoints(SessionStore.session_dir(log) / "checkpoints", writable=_writable(policy)),
         timeouts=found.settings.tool_timeouts,
+        # the session's own, or those the session before handed over: they go on
+        shells=parts.shells if parts.shells is not None else BackgroundShells(),
     )
-    if parts.shells is not None:  # they go on from the session before
-        context.shells = parts.shells
     hooks = make_hooks(
         options.cwd,
         found.settings,

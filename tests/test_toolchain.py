@@ -144,9 +144,9 @@ def test_every_pin_runs_on_the_oldest_python_piton_supports() -> None:
     excluded = []
     for name in pins():
         try:
-            needs = importlib.metadata.metadata(name).get("Requires-Python")
+            needs = importlib.metadata.metadata(name).get_all("Requires-Python") or []
         except importlib.metadata.PackageNotFoundError:
             continue
-        if needs and not SpecifierSet(needs).contains(floor, prereleases=True):
+        if needs and not SpecifierSet(needs[0]).contains(floor, prereleases=True):
             excluded.append(f"{name} needs Python {needs}")
     assert excluded == []
