@@ -18,10 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_tools import median_ms, tree  # noqa: E402
-
+from benchmarks.bench_tools import median_ms, tree  # noqa: E402
 from piton.builtin_tools.ripgrep import rg_path, run_rg, search_sandbox  # noqa: E402
 from piton.core.safety import guard, pinned  # noqa: E402
 from piton.core.safety.policy import SandboxPolicy  # noqa: E402

@@ -27,9 +27,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from piton.core.context.compaction import stub_tool_results  # noqa: E402
 from piton.core.context.meter import ContextMeter, TokenCounter  # noqa: E402
 from piton.core.context.result_store import FileResultStore  # noqa: E402
+from piton.core.context.summary import stub_tool_results  # noqa: E402
 from piton.core.conversation.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock  # noqa: E402
 from piton.core.conversation.usage import Usage  # noqa: E402
 from piton.core.models import model_info  # noqa: E402

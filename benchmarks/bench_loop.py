@@ -15,8 +15,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -72,7 +73,7 @@ async def agent_run(steps: int, with_session: bool) -> float:
     return elapsed
 
 
-def median_of(fn: Callable[..., Awaitable[float]], *args: object) -> float:
+def median_of(fn: Callable[..., Coroutine[Any, Any, float]], *args: object) -> float:
     return statistics.median(asyncio.run(fn(*args)) for _ in range(REPEATS))
 
 

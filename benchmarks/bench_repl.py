@@ -46,7 +46,7 @@ def time_to(argv: list[str], until: str | type, cwd: str, env: dict[str, str]) -
     child = pexpect.spawn(
         argv[0], argv[1:], cwd=cwd, env=env, encoding="utf-8", timeout=30, dimensions=(30, 100)
     )
-    child.expect(until if until is pexpect.EOF else [until.encode().decode()])
+    child.expect(until if not isinstance(until, str) else [until])
     elapsed = time.perf_counter() - started
     if child.isalive():
         child.sendcontrol("d")
@@ -146,8 +146,9 @@ def _cpu_and_rss(pid: int) -> tuple[float, float]:
     return cpu, rss / 1024
 
 
-def idle_after(child: pexpect.spawn) -> tuple[float, float]:
+def idle_after(child: pexpect.spawn[str]) -> tuple[float, float]:
     """CPU milliseconds over IDLE_S of idleness, and resident MB at the end."""
+    assert child.pid is not None
     before, _ = _cpu_and_rss(child.pid)
     time.sleep(IDLE_S)
     after, rss = _cpu_and_rss(child.pid)

@@ -73,6 +73,7 @@ def serve() -> None:
     fake = fake_api.FakeAnthropicAPI()
     seen: list[dict[str, Any]] = []
     last: dict[str, Any] = {}
+    shapes: list[dict[str, Any]] = []
 
     def step(i: int, final: bool) -> Callable[[dict[str, Any]], Reply]:
         def answer(body: dict[str, Any]) -> Reply:
@@ -82,7 +83,15 @@ def serve() -> None:
                 for b, block in enumerate(entry["content"])
                 if "cache_control" in block
             ]
-            seen.append({"entries": len(body["messages"]), "marks": marks, "digest": digest(body)})
+            # what a request holds besides its messages changes rarely (thinking is left off once a
+            # tool loop has begun without it): each distinct set is kept once
+            rest = {k: v for k, v in body.items() if k != "messages"}
+            if rest not in shapes:
+                shapes.append(rest)
+            shape = shapes.index(rest)
+            seen.append(
+                {"entries": len(body["messages"]), "marks": marks, "digest": digest(body), "shape": shape}
+            )
             last.clear()
             last.update(body)
             fake.requests.clear()  # a thousand growing bodies would not fit in memory
@@ -99,7 +108,7 @@ def serve() -> None:
                 seen.clear()
                 fake.add(*(step(i, i == steps - 1) for i in range(steps)))
             elif command == "dump":
-                Path(argument).write_text(json.dumps({"requests": seen, "last": last}))
+                Path(argument).write_text(json.dumps({"requests": seen, "last": last, "shapes": shapes}))
             print("ok", flush=True)
 
 
@@ -192,7 +201,7 @@ def bodies(dump: dict[str, Any]) -> list[dict[str, Any]]:
             content = list(messages[e]["content"])
             content[b] = {**content[b], "cache_control": EPHEMERAL}
             messages[e] = {"role": messages[e]["role"], "content": content}
-        out.append({**last, "messages": messages})
+        out.append({**dump["shapes"][seen["shape"]], "messages": messages})
     for i in range(0, len(out), 97):  # rebuilt exactly as sent
         if digest(out[i]) != dump["requests"][i]["digest"]:
             raise RuntimeError(f"body {i + 1} was not rebuilt exactly")

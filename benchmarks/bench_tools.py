@@ -8,6 +8,7 @@ calls run one by one, and Read of a 100,000-line file against a bare Python read
 from __future__ import annotations
 
 import asyncio
+import functools
 import statistics
 import subprocess
 import sys
@@ -85,8 +86,8 @@ def grep_rows(files: int) -> list[tuple[str, float, float]]:
         ),
         ("count", {"pattern": "def function", "output_mode": "count"}, ["-c", "def function", str(root)]),
     ):
-        ours = median_ms(lambda i=tool_input: tool_call(Grep(), ctx, **i))
-        base = median_ms(lambda r=raw: subprocess.run([*rg, *r], capture_output=True, check=True))
+        ours = median_ms(functools.partial(tool_call, Grep(), ctx, **tool_input))
+        base = median_ms(functools.partial(subprocess.run, [*rg, *raw], capture_output=True, check=True))
         rows.append((label, base, ours))
     return rows
 
@@ -127,7 +128,8 @@ class _OneByOne(Bash):
 def concurrency_rows(calls: int = 3, seconds: float = 1.0) -> list[tuple[str, float]]:
     """Wall time of one reply holding `calls` read-only Bash calls (`sleep; echo`), through the agent
     with the real sandbox and a scripted model, with and without running them side by side."""
-    from piton.core.agent import Agent, AgentConfig
+    from piton.core.agent import Agent
+    from piton.core.agent_parts import AgentConfig, AgentParts
     from piton.testing import ScriptedProvider, ToolCall, reply
 
     work = Path(tempfile.mkdtemp(dir="/var/tmp"))
@@ -139,7 +141,7 @@ def concurrency_rows(calls: int = 3, seconds: float = 1.0) -> list[tuple[str, fl
         context = ToolContext(
             cwd=work, session_id="bench", policy=SandboxPolicy.create("workspace-write", work)
         )
-        agent = Agent(provider, ToolRegistry([tool]), config, context=context)
+        agent = Agent(provider, ToolRegistry([tool]), config, parts=AgentParts(context=context))
 
         async def drain() -> None:
             async for _ in agent.run("go"):
@@ -168,8 +170,10 @@ def read_rows() -> list[tuple[str, float, float]]:
 
     rows = []
     for label, offset in (("first 2,000 lines", 1), ("lines 98,001-100,000", 98_001)):
-        ours = median_ms(lambda o=offset: tool_call(Read(), ctx, file_path=str(big), offset=o, limit=2000))
-        base = median_ms(lambda o=offset: bare(o, 2000))
+        ours = median_ms(
+            functools.partial(tool_call, Read(), ctx, file_path=str(big), offset=offset, limit=2000)
+        )
+        base = median_ms(functools.partial(bare, offset, 2000))
         rows.append((label, base, ours))
     return rows
 

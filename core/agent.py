@@ -35,7 +35,7 @@ from piton.core.conversation.events import (
 )
 from piton.core.conversation.messages import FAILED_REQUEST, INTERRUPTED_REQUEST, ContentBlock, Message
 from piton.core.conversation.usage import Usage, UsageTotals
-from piton.core.models import model_info
+from piton.core.models import model_info, split_model
 from piton.core.providers import ModelRequest, Provider, ProviderError
 from piton.core.run_state import RunStats, Stop
 from piton.core.tool_round import ToolRound
@@ -223,8 +223,9 @@ class Agent:
     def _unpriced_notice(self) -> Notice | None:
         """Once per model of another vendor whose price nobody knows: its cost counts as nothing."""
         model = self.config.model
-        info = model_info(model, self.config.prices)
-        if info.known or info.vendor == "anthropic" or model in self._unpriced:
+        if model in self._unpriced or split_model(model)[0] is None:  # told already, or Claude's
+            return None
+        if model_info(model, self.config.prices).known:
             return None
         self._unpriced.add(model)
         return Notice(
