@@ -7,6 +7,7 @@ there would pass for the wrong reason. bwrap is required: without it these tests
 from __future__ import annotations
 
 import os
+import secrets
 import shlex
 import shutil
 import socket
@@ -162,20 +163,26 @@ def test_privileged_escapes_fail(place: Path, command: str) -> None:
     assert failed, out
 
 
+def _unique_seconds() -> int:
+    """A `sleep` length no other test, worker or concurrent run uses, to find its processes by:
+    derived from the pid, two workers could pick the same one."""
+    return 100_000 + secrets.randbelow(900_000)
+
+
 def _running(marker: str) -> list[str]:
     done = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
     return done.stdout.split()
 
 
 def test_a_detached_child_dies_with_the_command(place: Path) -> None:
-    seconds = 3000 + os.getpid() % 1000
+    seconds = _unique_seconds()
     out, failed = bash(place, f"setsid nohup sleep {seconds} >/dev/null 2>&1 & echo started")
     assert (out, failed) == ("started", False)
     assert _running(f"sleep {seconds}") == []
 
 
 def test_a_timeout_kills_the_whole_group(place: Path) -> None:
-    seconds = 4000 + os.getpid() % 1000
+    seconds = _unique_seconds()
     result = call(
         BASH, context(place / "ws"), command=f"sleep {seconds} & sleep {seconds}; echo never", timeout=500
     )
@@ -378,7 +385,7 @@ def test_an_interrupt_kills_the_command_and_its_children(place: Path, mode: str)
     from piton.core.conversation.messages import ToolUseBlock
     from piton.core.tools import ToolRegistry
 
-    seconds = 5000 + os.getpid() % 1000 + (7 if mode == "danger-full-access" else 0)
+    seconds = _unique_seconds()
     ctx = context(place / "ws", mode)
 
     async def interrupted() -> None:
