@@ -29,7 +29,7 @@ import re
 import resource
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -104,11 +104,17 @@ def parse(raw: Mapping[str, Any]) -> tuple[Limits, list[str]]:
     return limits, warnings
 
 
-def ulimit_prefix(limits: Limits, *, processes: bool = True, memory: bool = True) -> str:
+def ulimit_prefix(
+    limits: Limits,
+    *,
+    processes: bool = True,
+    memory: bool = True,
+    current: Callable[[int], tuple[int, int]] = resource.getrlimit,
+) -> str:
     """Shell lines that set the rlimits, run first inside the sandbox: RLIMIT_NPROC counts
     processes per user namespace there, so set inside it counts the command's own. Never above a
     limit Piton already runs under; bash counts sizes in KiB. A command cannot raise them again (that
-    needs CAP_SYS_RESOURCE, which the sandbox drops)."""
+    needs CAP_SYS_RESOURCE, which the sandbox drops). `current` reads the limits Piton runs under."""
     wanted = [
         ("-u", resource.RLIMIT_NPROC, limits.processes if processes else None, 1),
         ("-d", resource.RLIMIT_DATA, limits.memory if memory else None, 1024),
@@ -118,7 +124,7 @@ def ulimit_prefix(limits: Limits, *, processes: bool = True, memory: bool = True
     for flag, which, value, unit in wanted:
         if value is None:
             continue
-        soft = resource.getrlimit(which)[0]
+        soft = current(which)[0]
         if soft != resource.RLIM_INFINITY:
             value = min(value, soft)
         lines.append(f"ulimit {flag} {max(1, value // unit)}")

@@ -47,12 +47,14 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _owner_ok(st: os.stat_result) -> bool:
-    return st.st_uid in (0, os.geteuid())
+def _owner_ok(st: os.stat_result, uid: int) -> bool:
+    return st.st_uid in (0, uid)
 
 
-def refusal(path: str, roots: tuple[str, ...]) -> str | None:
-    """Why the binary at `path` must not run the sandbox, or None. `roots` are real paths."""
+def refusal(path: str, roots: tuple[str, ...], *, uid: int | None = None) -> str | None:
+    """Why the binary at `path` must not run the sandbox, or None. `roots` are real paths; `uid` is
+    whose files are trusted besides root's (default: Piton's own effective user)."""
+    uid = os.geteuid() if uid is None else uid
     target = os.path.realpath(path)
     for root in roots:
         if _inside(target, root):
@@ -63,7 +65,7 @@ def refusal(path: str, roots: tuple[str, ...]) -> str | None:
         return f"{target}: {e.strerror or e}"
     if not stat.S_ISREG(st.st_mode):
         return f"{target} is not a regular file"
-    if not _owner_ok(st):
+    if not _owner_ok(st, uid):
         return f"{target} is owned by another user (uid {st.st_uid})"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return f"{target} is writable by other users"
@@ -73,7 +75,7 @@ def refusal(path: str, roots: tuple[str, ...]) -> str | None:
             dst = os.stat(folder)
         except OSError as e:
             return f"{folder}: {e.strerror or e}"
-        if not _owner_ok(dst):
+        if not _owner_ok(dst, uid):
             return f"{folder} is owned by another user (uid {dst.st_uid})"
         if dst.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not dst.st_mode & stat.S_ISVTX:
             return f"{folder} is writable by other users"
