@@ -398,18 +398,18 @@ def install_piton(venv: Path, *, dev: bool, verbose: bool, upgrade: bool = False
     return check.stdout.strip()
 
 
-def write_constraints(venv: Path) -> None:
-    """constraints.txt anew from what the venv holds, its explanatory head kept."""
+def write_constraints(venv: Path, target: Path = CONSTRAINTS) -> None:
+    """`target` (constraints.txt) anew from what the venv holds, its explanatory head kept."""
     frozen = run(
         [venv_python(venv), "-m", "pip", "freeze", "--all", "--exclude", "piton-code", "--exclude", "pip"]
     )
     if frozen.returncode != 0:
         raise InstallError(f"pip freeze failed: {last_line(frozen)}")
-    old = CONSTRAINTS.read_text(encoding="utf-8") if CONSTRAINTS.is_file() else ""
+    old = target.read_text(encoding="utf-8") if target.is_file() else ""
     head = [line for line in old.splitlines() if line.startswith("#")]
     pins = sorted((line for line in frozen.stdout.splitlines() if "==" in line), key=str.lower)
-    CONSTRAINTS.write_text("\n".join([*head, *pins]) + "\n", encoding="utf-8")
-    say(f"Wrote {len(pins)} versions to {shown(CONSTRAINTS)}: run the tests, then commit it")
+    target.write_text("\n".join([*head, *pins]) + "\n", encoding="utf-8")
+    say(f"Wrote {len(pins)} versions to {shown(target)}: run the tests, then commit it")
 
 
 def link_command(target: Path, bin_dir: Path) -> tuple[str, bool]:

@@ -9,6 +9,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -435,3 +436,24 @@ def test_install_py_links_piton_only_where_nothing_else_is(
     message, ours = installer.link_command(target, other)
     assert not ours and "left as it is" in message
     assert (other / "piton").read_text() == "someone else's\n"
+
+
+def test_upgrading_the_pins_writes_every_installed_package_once_and_keeps_the_explanation(
+    installer: ModuleType, tmp_path: Path
+) -> None:
+    """What `install.py --upgrade-constraints` writes, from this environment: the explanation kept,
+    then one exact pin a line, sorted, neither Piton nor pip. Every one of them is in the committed
+    file at the same version: a dependency added without moving the pins fails here."""
+    committed = (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines()
+    target = tmp_path / "constraints.txt"
+    target.write_text("# the explanation\n# on two lines\nold==1.0\n", encoding="utf-8")
+    installer.write_constraints(Path(sys.prefix), target)
+    head: list[str] = []
+    pins: list[str] = []
+    for line in target.read_text(encoding="utf-8").splitlines():
+        (head if line.startswith("#") else pins).append(line)
+    assert head == ["# the explanation", "# on two lines"]
+    assert pins == sorted(pins, key=str.lower) and all(re.fullmatch(r"[\w.-]+==\S+", p) for p in pins)
+    names = {p.split("==")[0].lower() for p in pins}
+    assert "anthropic" in names and not names & {"piton-code", "pip", "old"}
+    assert set(pins) - set(committed) == set()

@@ -4,6 +4,8 @@ lost by the fast exit, a tokenizer never loaded for a short run, and API time th
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from enum import Enum
@@ -157,3 +159,19 @@ def test_api_time_is_the_wait_on_the_api_not_the_sdk_import(
     # the run waits about a second for the import and about a millisecond for the fake's answer: a
     # bound relative to the same run, so a loaded machine slows both sides
     assert 0 <= result["duration_api_ms"] * 3 < result["duration_ms"], result
+
+
+def test_help_shows_the_options_in_their_groups() -> None:
+    """`--help` is made from the option table: each group is a panel, each option is in its own."""
+    from piton.cli.flags import FLAGS
+
+    env = {**os.environ, "COLUMNS": "200"}  # wide enough that no option's name is cut
+    done = subprocess.run(
+        [str(PITON), "--help"], capture_output=True, text=True, timeout=60, check=False, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    panels = re.findall(r"╭─ (.+?) ─", done.stdout)
+    assert panels[2:] == ["Session", "Model", "Permissions and sandbox", "Output", "Extensions"]
+    for flag in FLAGS:
+        section = done.stdout.split(f"╭─ {flag.group} ─")[1].split("╰")[0]
+        assert flag.names[-1] in section, flag.names
