@@ -12,7 +12,6 @@ import os
 import select
 import stat
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
@@ -159,9 +158,10 @@ def _run(
         if provider is None:
             from piton.starting import default_provider
 
-            provider = default_provider(options.run)
-            provider.check()  # before a session is created for a run that cannot start
-            _prewarm(provider, gc.enable if collecting else None)
+            router = default_provider(options.run)
+            router.check()  # before a session is created for a run that cannot start
+            router.prewarm(then=gc.enable if collecting else None)
+            provider = router
         else:
             provider.check()
         return _start(options, provider, tools, streams, prompt)
@@ -171,17 +171,6 @@ def _run(
     finally:
         if collecting:
             gc.enable()
-
-
-def _prewarm(provider: Provider, then: Callable[[], None] | None) -> None:
-    """When the run's first request goes to Anthropic's SDK, import it on a thread while the session
-    loads, then call `then`."""
-    from piton.core.providers.route import Router, needs_anthropic
-
-    if isinstance(provider, Router) and needs_anthropic(provider.default):
-        provider.prewarm(then=then)
-    elif then is not None:
-        then()
 
 
 def _start(

@@ -167,12 +167,11 @@ class ReplSessions:
         if self.provider_factory is not None:
             provider = self.provider_factory()
         else:  # no credentials: said on the first screen, once the session has opened
-            from piton.core.providers.route import Router, needs_anthropic
             from piton.starting import default_provider
 
-            provider = default_provider(self.options, require_key=False)
-            if isinstance(provider, Router) and needs_anthropic(provider.default):
-                provider.prewarm()  # the SDK import (about a second) overlaps with the rest of loading
+            router = default_provider(self.options, require_key=False)
+            router.prewarm()  # the SDK import overlaps with the rest of loading
+            provider = router
         self.driver.renderer = Renderer(self.host.open_console(), verbose=self.verbose)
         self.conversation = self._open(self.options, provider)
         self.commands = Commands(self.host)

@@ -86,13 +86,17 @@ class Runtime:
     agent_types: dict[str, AgentType] = field(default_factory=dict)
     trust: Trust | None = None  # what the folder's own files may grant
     mcp: McpManager | None = None  # the MCP servers, running beside the agent
-    hooks: Hooks | None = None  # the settings' hooks
     status_command: str | None = None  # the settings' statusLine command
     unsupported: list[str] = field(default_factory=list)  # settings keys Piton does not apply
     plugins: Plugins | None = None  # the Claude Code plugins loaded, and what they added
     output_style: OutputStyle | None = None  # the style the model answers in
     output_styles: dict[str, OutputStyle] = field(default_factory=dict)  # all found, by lower-case name
     telemetry: SessionTelemetry | None = None  # OpenTelemetry, when turned on
+
+    @property
+    def hooks(self) -> Hooks | None:
+        """The settings' hooks (the agent's)."""
+        return self.agent.hooks
 
     @property
     def style_name(self) -> str:
@@ -180,7 +184,6 @@ def _wire(
         agent_types=found.agent_types,
         trust=found.trust,
         mcp=mcp,
-        hooks=agent.hooks,
         status_command=status_command(options.cwd, settings, found.trust),
         unsupported=settings.unsupported_keys(),
         plugins=found.plugins,

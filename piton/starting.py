@@ -13,7 +13,7 @@ from piton.core.project.settings import Settings, SettingsFlagError, load_settin
 from piton.setup_errors import SetupError
 
 if TYPE_CHECKING:
-    from piton.core.providers import Provider
+    from piton.core.providers.route import Router
 
 _NOT_FROM_FILES = frozenset({CONFIG_DIR_VAR, MACHINE_SANDBOX_VAR, "HOME", "PATH"})
 
@@ -53,7 +53,7 @@ def starting_model(options: RunOptions) -> str:
     return options.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or ""
 
 
-def default_provider(options: RunOptions, *, require_key: bool = True) -> Provider:
+def default_provider(options: RunOptions, *, require_key: bool = True) -> Router:
     """What serves the run's models: Claude models through Anthropic's provider (its API, Bedrock or
     Vertex), `vendor:model` ones through their OpenAI-compatible servers, made when first needed.
     With `require_key`, raises `ProviderError` at once when the starting model needs Anthropic's API
