@@ -149,8 +149,8 @@ def _run(
     if not prompt:
         streams.stderr.write("piton: no prompt: pass one as an argument or on standard input\n")
         return 1
-    # Start-up allocates a great deal and frees little: collecting it is wasted work (a seventh of the
-    # SDK's import). Collection resumes once the SDK is loaded (and its heap frozen), or at the end.
+    # Start-up allocates a great deal and frees little: collecting it is wasted work. Collection resumes
+    # once the provider's transport is made (for the clouds, the SDK loaded and its heap frozen).
     collecting = provider is None and gc.isenabled()
     if collecting:
         gc.disable()

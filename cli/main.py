@@ -51,8 +51,8 @@ _LEAVING: list[int] = []  # the status a finished `-p` run leaves with (see `lea
 
 
 def _exit_without_teardown() -> None:
-    """A finished `-p` run leaves without tearing the interpreter down: freeing the SDK's thousands of
-    objects one by one takes tens of milliseconds, and the OS frees them at once. The handler is
+    """A finished `-p` run leaves without tearing the interpreter down: freeing the thousands of objects
+    of the loaded modules one by one takes tens of milliseconds, and the OS frees them at once. The handler is
     registered first, so it runs last: every other exit handler (logging's, the libraries') has run."""
     import atexit
 

@@ -1,6 +1,6 @@
 """The interactive terminal: a prompt that stays open while the model works.
 
-The prompt is drawn first; the agent's modules, the session and the SDK load in the background while
+The prompt is drawn first; the agent's modules, the session and the HTTP client load in the background while
 the user types (`repl_sessions`). Above the prompt, the live area shows what is still streaming; finished
 output goes to the scrollback once (`repl_view` draws both). Typing while the model works queues the next
 message; Esc or Ctrl-C interrupts the work at once and leaves the history valid (`turns.TurnDriver` owns

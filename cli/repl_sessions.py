@@ -1,7 +1,7 @@
 """The REPL's sessions: the first one's start-up (the folder's trust, loading while the prompt is up, the
 welcome), the switch to a new or an earlier one, reopening this one, and closing it at exit.
 
-The agent's modules, the session and the SDK load here, on a worker thread, after the prompt is drawn:
+The agent's modules, the session and the HTTP client load here, on a worker thread, after the prompt is drawn:
 they are imported inside the functions that need them.
 """
 
@@ -170,7 +170,7 @@ class ReplSessions:
             from piton.starting import default_provider
 
             router = default_provider(self.options, require_key=False)
-            router.prewarm()  # the SDK import overlaps with the rest of loading
+            router.prewarm()  # the HTTP client is made while the rest loads
             provider = router
         self.driver.renderer = Renderer(self.host.open_console(), verbose=self.verbose)
         self.conversation = self._open(self.options, provider)

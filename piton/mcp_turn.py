@@ -25,7 +25,15 @@ _CLIENT_STATUS = {
 }
 
 
+def _maybe_prompt(text: str) -> bool:
+    """Whether `text` could be an MCP prompt's command, known without loading MCP's modules (most
+    turns are not, and the first one should not wait for them)."""
+    return text.lstrip().startswith("/mcp__")
+
+
 def is_prompt_command(text: str) -> bool:
+    if not _maybe_prompt(text):
+        return False
     from piton.core.mcp.prompts import command_name
 
     return command_name(text) is not None
@@ -39,9 +47,9 @@ async def turn_content(
 ) -> str | list[ContentBlock] | None:
     """The turn `text` makes: an MCP prompt's messages, or `content` with the resources it mentions
     attached. None when no turn goes (`warn` has said why, in one line)."""
-    from piton.core.mcp.prompts import PromptError, command_name, expand
+    if is_prompt_command(text):
+        from piton.core.mcp.prompts import PromptError, expand
 
-    if command_name(text) is not None:
         try:
             return await expand(manager, text)
         except PromptError as e:

@@ -1,12 +1,12 @@
 """The events of a streamed reply as the provider reads them: Anthropic's server-sent events decoded
-(pings kept: they tell a slow reply from a dead one), or Bedrock's, which its SDK client decodes;
+here (pings kept: they tell a slow reply from a dead one), or Bedrock's, which its SDK client decodes;
 and the clock that adds up the time spent waiting on the API."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
@@ -19,30 +19,48 @@ def _attrs(data: dict[str, Any]) -> SimpleNamespace:
     return SimpleNamespace(**data)
 
 
-async def sse_events(stream: Any) -> AsyncGenerator[Any | None, None]:
-    """The server-sent events of the reply, decoded (None for a ping or an empty event). The SDK's
-    own iterator drops `ping` events, which are what tells a slow reply from a dead one, so the raw
-    events are read here, pings included."""
-    from anthropic import AsyncStream
+async def sse_fields(lines: AsyncIterator[str]) -> AsyncGenerator[tuple[str | None, str], None]:
+    """`(event, data)` for each server-sent event in `lines` (the HTML standard's framing: `field:
+    value` lines, `:` comments, a blank line ends an event, data lines joined by newlines). An event
+    cut off by the end of the stream is dropped, as the standard says."""
+    event: str | None = None
+    data: list[str] = []
+    async for line in lines:
+        if not line:
+            if event is not None or data:
+                yield event, "\n".join(data)
+            event, data = None, []
+            continue
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            data.append(value)
+        elif name == "event":
+            event = value
 
-    events = AsyncStream.raw_events(stream.response)
+
+async def sse_events(lines: AsyncIterator[str]) -> AsyncGenerator[Any | None, None]:
+    """The reply's events, decoded (None for a ping or an empty event): an `error` event raises what
+    it means, a line a proxy cut is a `Retry` like a dropped stream."""
+    fields = sse_fields(lines)
     try:
-        async for sse in events:
-            if sse.event == "error":
-                raise stream_error(sse.data)
-            if sse.event is None or sse.event == "ping" or not sse.data:
+        async for event, data in fields:
+            if event == "error":
+                raise stream_error(data)
+            if event is None or event == "ping" or not data:
                 yield None
                 continue
             try:
-                yield json.loads(sse.data, object_hook=_attrs)
-            except json.JSONDecodeError as e:  # a proxy cutting a line: as good as a dropped stream
+                yield json.loads(data, object_hook=_attrs)
+            except json.JSONDecodeError as e:
                 raise Retry(
                     f"a garbled event ({describe(e)})",
                     final=f"The API sent a garbled event: {describe(e)}",
                     kind="stream",
                 ) from e
     finally:
-        await events.aclose()  # type: ignore[attr-defined]
+        await fields.aclose()
 
 
 async def bedrock_events(stream: Any) -> AsyncGenerator[Any | None, None]:

@@ -3,11 +3,14 @@ retry line says about them, and the one line that ends a run when nothing more w
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from piton.core.providers import ProviderError
-from piton.core.providers.waits import IDLE_VAR, retry_after, say_seconds
+from piton.core.providers.waits import CONNECT_VAR, IDLE_VAR, Waits, retry_after, say_seconds
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 # the API's error types, then Bedrock's exceptions of the same meaning (its stream's own names)
@@ -48,8 +51,31 @@ _HINTS = {
 }
 
 
-def _api_message(exc: Any) -> str:
-    return getattr(exc, "api_message", None) or getattr(exc, "message", None) or str(exc)
+@dataclass(frozen=True, slots=True)
+class StatusError:
+    """An HTTP error response, as either transport read it: the status, the API's error type and
+    message from the body (when it had them), and the headers (`retry-after`, `x-should-retry`)."""
+
+    status: int
+    error_type: str | None
+    message: str
+    headers: Mapping[str, str]
+    reason: str = ""
+
+    @classmethod
+    def from_body(cls, status: int, text: str, headers: Mapping[str, str], reason: str = "") -> StatusError:
+        """From the response's body: `{"type": "error", "error": {"type": …, "message": …}}` when the
+        API sent it; whatever a proxy sent otherwise, trimmed to a line."""
+        error: Any = None
+        with contextlib.suppress(ValueError):
+            body = json.loads(text)
+            error = body.get("error") if isinstance(body, dict) else None
+        if not isinstance(error, dict):
+            error = {}
+        error_type = error.get("type") if isinstance(error.get("type"), str) else None
+        message = error.get("message") if isinstance(error.get("message"), str) else None
+        line = " ".join(text.split())
+        return cls(status, error_type, message or line[:300] or f"HTTP {status}", headers, reason)
 
 
 def describe(exc: BaseException) -> str:
@@ -102,13 +128,12 @@ def _should_retry(status: int, headers: Any) -> bool:
     return status in _RETRIED_STATUS or status >= 500
 
 
-def status_failure(exc: Any, base_url: str = DEFAULT_BASE_URL) -> Exception:
+def status_failure(error: StatusError, base_url: str = DEFAULT_BASE_URL) -> Exception:
     """An HTTP error response: a `Retry` when asking again may help, else the run's last word."""
-    status: int = exc.status_code
-    error_type = exc.type if isinstance(exc.type, str) else None
+    status, error_type = error.status, error.error_type
     kind = _KIND_BY_ERROR_TYPE.get(str(error_type)) or _KIND_BY_STATUS.get(status)
-    final = f"API error {status}: {_api_message(exc)}"
-    if not _should_retry(status, exc.response.headers):
+    final = f"API error {status}: {error.message}"
+    if not _should_retry(status, error.headers):
         kind = kind or ("overloaded" if status >= 500 else "invalid_request")
         hint = _HINTS.get(kind, "")
         if kind == "not_found" and base_url.rstrip("/") != DEFAULT_BASE_URL:
@@ -116,12 +141,12 @@ def status_failure(exc: Any, base_url: str = DEFAULT_BASE_URL) -> Exception:
             hint = f" (from {base_url}: is ANTHROPIC_BASE_URL right, and the model id? see --model)"
         return ProviderError(f"{final}{hint}", kind=kind, status=status)
     return Retry(
-        f"{status} {error_type or exc.response.reason_phrase or 'error'}",
+        f"{status} {error_type or error.reason or 'error'}",
         final=final,
         kind=kind or "overloaded",
         status=status,
         error_type=error_type,
-        retry_after=retry_after(exc.response.headers),
+        retry_after=retry_after(error.headers),
         hint="try again later",
     )
 
@@ -151,3 +176,29 @@ def transport_failure(exc: Exception, idle: float) -> Retry:
         )
     what = describe(exc)
     return Retry(f"the connection broke ({what})", final=f"The API stream broke: {what}", kind="stream")
+
+
+def connection_failure(exc: BaseException, base_url: str, waits: Waits) -> Retry:
+    """A request that never reached a response: a limit the transport reached before our own timers
+    (connecting, the usual one, or sending the request body), or a connection refused or broken."""
+    import httpx2
+
+    if isinstance(exc, httpx2.WriteTimeout):
+        stalled = f"stalled for {say_seconds(waits.idle_s)}"
+        return Retry(
+            f"sending the request {stalled}",
+            final=f"Sending the request to {base_url} {stalled}",
+            kind="timeout",
+            hint=f"{IDLE_VAR} sets the wait",
+        )
+    hint = ""
+    if isinstance(exc, httpx2.ConnectTimeout):
+        what, hint = f"no connection within {say_seconds(waits.connect_s)}", f"{CONNECT_VAR} sets the wait"
+    else:
+        what = describe(exc)
+    return Retry(
+        f"cannot connect: {what}",
+        final=f"Cannot reach the API at {base_url}: {what}",
+        kind="connection",
+        hint=hint,
+    )

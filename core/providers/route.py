@@ -46,9 +46,9 @@ class Router:
         self._for(self.default).check()
 
     def prewarm(self, then: Callable[[], object] | None = None) -> None:
-        """When the run starts with a Claude model, load Anthropic's SDK on a thread now (it costs
-        about a second, which then overlaps with opening the session); `then` is called once that is
-        done, or at once."""
+        """When the run starts with a Claude model, make Anthropic's transport on a thread now (the
+        HTTP client, or the SDK for the clouds), overlapping with opening the session; `then` is
+        called once that is done, or at once."""
         warm = getattr(self.anthropic, "prewarm", None)
         if warm is not None and needs_anthropic(self.default):
             warm(then=then)

@@ -20,6 +20,7 @@ RESPONSE_VAR = "API_TIMEOUT_MS"  # Claude Code's name: its users already set it
 IDLE_VAR = "PITON_STREAM_IDLE_TIMEOUT_MS"
 RETRY_WAIT_VAR = "PITON_MAX_RETRY_WAIT_MS"
 RETRIES_VAR = "PITON_MAX_RETRIES"
+REPLY_VAR = "PITON_REPLY_TIMEOUT_MS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,9 @@ class Waits:
     connect_s: float = 5.0  # a TCP and TLS handshake; a refused or black-holed host fails within it
     response_s: float = 60.0  # from sending a request to the response's headers
     idle_s: float = 60.0  # the longest silence inside a stream; the API's pings count as activity
+    # a whole reply, from sending the request to its last event: pings keep a stream alive but never
+    # finish it, and the longest legitimate reply (128k output tokens) takes about 20 minutes
+    reply_s: float = 1800.0
     max_retry_wait_s: float = 60.0  # the longest pause before asking again, `retry-after` included
     max_retries: int = 4  # asking again after a failure; 5 attempts in all
     backoff_s: float = 1.0  # the first pause without a `retry-after`; it doubles each time
@@ -50,6 +54,7 @@ class Waits:
             (CONNECT_VAR, "connect_s", False),
             (RESPONSE_VAR, "response_s", False),
             (IDLE_VAR, "idle_s", False),
+            (REPLY_VAR, "reply_s", False),
             (RETRY_WAIT_VAR, "max_retry_wait_s", True),
         )
         for var, name, zero_ok in fields:

@@ -40,7 +40,7 @@ from piton.testing.script import (
     ToolCall,
     reply,
 )
-from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.fakes.fake_api import FakeAnthropicAPI, Stall
 from tests.fakes.validate import history_problem
 from tests.helpers import stream_all
 
@@ -102,8 +102,11 @@ def test_request_carries_auth_version_and_our_parameters(fake_api: FakeAnthropic
     fake_api.add(reply("ok"))
     stream_all(provider(fake_api), request())
     sent = fake_api.requests[0]
-    assert sent.headers["authorization"] == "Bearer test-key"
+    assert sent.headers["x-api-key"] == "test-key" and "authorization" not in sent.headers
     assert sent.headers["anthropic-version"] == "2026-10-21"
+    assert sent.headers["user-agent"].startswith("piton/")
+    # nothing of a client library's own bookkeeping on the wire (a sentinel once leaked as a value)
+    assert not [name for name in sent.headers if name.startswith("x-stainless")]
     body = sent.body
     assert body["model"] == "claude-sonnet-5-5"
     assert body["max_tokens"] == 32_000
@@ -286,8 +289,8 @@ def test_rate_limits_are_retried_after_the_wait_the_api_asks_for(fake_api: FakeA
     fake_api.add(HttpError(429, "rate_limit_error", "slow down", {"retry-after-ms": "20"}), reply("made it"))
     events = stream_all(provider(fake_api), request())
     assert done_of(events).message.text == "made it"
-    # ours, not the SDK's silent one, and counted on the wire as the SDK counts its own
-    assert [r.headers["x-stainless-retry-count"] for r in fake_api.requests] == ["0", "1"]
+    # ours, not a client library's silent one: the same body asked for twice
+    assert len(fake_api.requests) == 2 and fake_api.requests[0].body == fake_api.requests[1].body
     assert [e for e in events if isinstance(e, StreamRetry)] == [
         StreamRetry(1, 5, 0.02, "429 rate_limit_error", 429, "rate_limit_error")
     ]
@@ -404,6 +407,39 @@ def test_a_recorded_stream_replays_into_the_same_reply(fake_api: FakeAnthropicAP
         89,
     )
     assert done.stop_reason == "tool_use"
+
+
+def test_the_stream_framing_of_other_servers_reads_the_same(fake_api: FakeAnthropicAPI) -> None:
+    """CRLF line ends, comment lines, a field without its space, a data line split in two: all server
+    -sent events as the standard frames them (a proxy or gateway may re-frame the API's)."""
+    framed = RECORDED.replace("event: ping\n", ": keep-alive\nevent:ping\n")
+    framed = framed.replace('data: {"type":"message_stop"}', 'data: {"type":\ndata: "message_stop"}')
+    fake_api.add(RawSSE(": hello\n\n" + framed.replace("\n", "\r\n")))
+    done = done_of(stream_all(provider(fake_api), request()))
+    assert [type(b) for b in done.message.content] == [ThinkingBlock, TextBlock, ToolUseBlock]
+    assert done.stop_reason == "tool_use"
+
+
+def test_a_reply_that_never_finishes_ends_at_its_overall_limit(fake_api: FakeAnthropicAPI) -> None:
+    """Pings keep a stream alive but never finish it: the reply's own limit ends the wait, in one line
+    that names the setting, and the same wait is not started again."""
+    fake_api.add(Stall(reply("never"), after=2, seconds=30, ping_every=0.02), reply("unused"))
+    with pytest.raises(ProviderError) as caught:
+        stream_all(provider(fake_api, reply_s=0.4), request())
+    assert (
+        str(caught.value)
+        == "The API's reply did not finish within 0.4 s (PITON_REPLY_TIMEOUT_MS sets the limit)"
+    )
+    assert caught.value.kind == "timeout" and len(fake_api.requests) == 1
+
+
+def test_the_overall_limit_is_read_from_the_environment() -> None:
+    waits, problems = Waits.from_env({"PITON_REPLY_TIMEOUT_MS": "90000"})
+    assert (waits.reply_s, problems) == (90.0, [])
+    _, problems = Waits.from_env({"PITON_REPLY_TIMEOUT_MS": "soon"})
+    assert problems == [
+        "PITON_REPLY_TIMEOUT_MS='soon' is not a number of milliseconds (more than 0); using 1800000"
+    ]
 
 
 def test_retries_back_off_doubling_with_jitter(fake_api: FakeAnthropicAPI) -> None:
