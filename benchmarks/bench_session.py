@@ -1,12 +1,13 @@
 """Client CPU per step of a long session: Piton against the bare HTTP it cannot do without.
 
 A 1,000-step session (each step a model turn that calls a tool with a small result, the agent with
-its session log, the real AnthropicProvider, the SDK and HTTP) runs against the fake Messages API,
+its session log, the real AnthropicProvider and its HTTP client) runs against the fake Messages API,
 which serves from a process of its own, so its CPU is not counted. Each client runs in a fresh
 process and takes the process's CPU time around each step. The same request bodies are then sent
 again by:
 
-- the SDK alone, with the body already encoded (`AsyncAnthropic.post`, typed stream events);
+- the `anthropic` SDK alone, with the body already encoded (`AsyncAnthropic.post`, typed stream
+  events), for comparison: Piton sent through it before it spoke HTTP itself;
 - a bare `httpx2` client that encodes each body with `json.dumps` and decodes the SSE lines with
   `json.loads` (the floor the goal compares with);
 - the same bare client with the body already encoded (HTTP and SSE only).
@@ -141,8 +142,6 @@ class Server:
 
 
 async def piton_client(url: str, steps: int, workdir: Path) -> list[float]:
-    import anthropic  # noqa: F401  (a one-off start-up cost, timed by bench_startup.py, not a step's)
-
     from piton.core.conversation.events import MessageDone, Result
     from piton.core.conversation.session import SessionStore
     from piton.core.providers.anthropic import AnthropicProvider
@@ -151,6 +150,7 @@ async def piton_client(url: str, steps: int, workdir: Path) -> list[float]:
     provider = AnthropicProvider(api_key="test-key", base_url=url)
     agent = make_agent(provider, Probe("Echo", read_only=True), system_prompt=SYSTEM, cwd=workdir)
     agent.transcript = SessionStore(workdir / "sessions").create(workdir, MODEL)
+    gc.freeze()  # as `piton -p` and the REPL do once the session is open
     stamps = [time.process_time()]
     result = None
     try:
@@ -176,7 +176,7 @@ async def loop_client(steps: int, workdir: Path) -> list[float]:
     provider = ScriptedProvider(*(answer_for(i, i == steps - 1) for i in range(steps)), record=False)
     agent = make_agent(provider, Probe("Echo", read_only=True), system_prompt=SYSTEM, cwd=workdir)
     agent.transcript = SessionStore(workdir / "sessions").create(workdir, MODEL)
-    gc.freeze()  # as after the SDK import in a real run
+    gc.freeze()  # as `piton -p` and the REPL do once the session is open
     stamps = [time.process_time()]
     async for event in agent.run("Check every file under src/, one at a time."):
         if isinstance(event, MessageDone):
@@ -329,7 +329,7 @@ def run_client(kind: str, url: str, steps: int, dump: Path | None = None) -> lis
 
 
 def windows(cpu: list[float]) -> tuple[float, float, float, float, float]:
-    """The first step (one-off costs: connecting, the SDK building its client and event types), then
+    """The first step (one-off costs: connecting, a client building its transport), then
     mean and median ms of steps 2-100 and of the last 100."""
     early, late = cpu[1:100], cpu[-100:]
     return (
@@ -376,7 +376,7 @@ def main() -> None:
         ("bare httpx2: json.dumps + POST + SSE json.loads (floor)", results["bare"]),
         ("bare httpx2, body pre-encoded", results["bare-encoded"]),
         ("SDK alone, body pre-encoded (AsyncAnthropic.post)", results["sdk"]),
-        ("Piton: agent + session log + provider + SDK", results["piton"]),
+        ("Piton: agent + session log + provider + HTTP", results["piton"]),
         ("Piton's own part: the two below", own),
         ("  agent loop + session log (scripted provider)", results["loop"]),
         ("  building the request body (replayed)", results["build"]),

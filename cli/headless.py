@@ -150,7 +150,7 @@ def _run(
         streams.stderr.write("piton: no prompt: pass one as an argument or on standard input\n")
         return 1
     # Start-up allocates a great deal and frees little: collecting it is wasted work. Collection resumes
-    # once the provider's transport is made (for the clouds, the SDK loaded and its heap frozen).
+    # once the session is open, with what start-up made frozen (see `_start`).
     collecting = provider is None and gc.isenabled()
     if collecting:
         gc.disable()
@@ -160,7 +160,7 @@ def _run(
 
             router = default_provider(options.run)
             router.check()  # before a session is created for a run that cannot start
-            router.prewarm(then=gc.enable if collecting else None)
+            router.prewarm()
             provider = router
         else:
             provider.check()
@@ -189,6 +189,11 @@ def _start(
     except (SessionError, SetupError) as e:
         streams.stderr.write(f"piton: {e}\n")
         return 1
+    if not gc.isenabled():  # disabled for start-up (`run_headless`)
+        # start-up's objects live as long as the run: left out of every later full collection, which
+        # would otherwise walk them all at each step of a long session
+        gc.freeze()
+        gc.enable()
     runtime = session.runtime
     writer = make_writer(options.output_format, streams.stdout, streams.stderr, options.verbose)
     if isinstance(writer, StreamJsonWriter):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -119,6 +120,8 @@ class ReplSessions:
             await self.host.leave()
             raise
         assert self.conversation is not None and self.runtime is not None
+        # what start-up loaded lives as long as the REPL: left out of every later full collection
+        gc.freeze()
         from piton.cli.welcome import welcome_lines
 
         for text, style in welcome_lines(self.runtime):

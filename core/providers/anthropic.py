@@ -237,13 +237,13 @@ class AnthropicProvider:
     async def _events(
         self, reply: Opened, acc: ReplyAccumulator, waited: Clock, deadline: float
     ) -> AsyncIterator[StreamEvent]:
-        """The reply's events as they arrive, each wait on the next bounded by the idle limit, and all
-        of them by the reply's deadline."""
+        """The reply's events as they arrive, each wait on the next chunk bounded by the idle limit,
+        and all of them by the reply's deadline."""
         import httpx2
 
         idle = self._waits.idle_s
         loop = asyncio.get_running_loop()
-        events = reply.events()
+        batches = reply.events()
         try:
             while True:
                 # after message_stop only the body's end is due, at once on a healthy connection;
@@ -252,7 +252,7 @@ class AnthropicProvider:
                 left = deadline - loop.time()
                 try:
                     async with asyncio.timeout(min(wait, left)):
-                        event = await waited.on(anext(events))
+                        batch = await waited.on(anext(batches))
                 except StopAsyncIteration:
                     return
                 except (TimeoutError, httpx2.TransportError) as e:
@@ -261,17 +261,16 @@ class AnthropicProvider:
                     if isinstance(e, TimeoutError) and left < wait:
                         raise self._too_long() from e
                     raise transport_failure(e, idle) from e
-                if event is None:
-                    continue
-                try:
-                    out = acc.feed(event)
-                except MalformedEvent as e:
-                    raise Retry(
-                        f"a malformed event ({e})",
-                        final=f"The API sent a malformed event: {e}",
-                        kind="stream",
-                    ) from e
-                if out is not None:
-                    yield out
+                for event in batch:
+                    try:
+                        out = acc.feed(event)
+                    except MalformedEvent as e:
+                        raise Retry(
+                            f"a malformed event ({e})",
+                            final=f"The API sent a malformed event: {e}",
+                            kind="stream",
+                        ) from e
+                    if out is not None:
+                        yield out
         finally:
-            await events.aclose()
+            await batches.aclose()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 from piton.core.providers import ProviderError
-from piton.core.providers.anthropic_events import sse_events
+from piton.core.providers.anthropic_events import sse_batches
 from piton.core.providers.cloud import custom_headers
 from piton.core.providers.failures import (
     DEFAULT_BASE_URL,
@@ -39,9 +39,9 @@ _ERROR_BODY_LIMIT = 64 * 1024  # an error page is read only this far: a proxy ma
 
 
 class Opened(Protocol):
-    """A reply whose response has started: its events, then `close`."""
+    """A reply whose response has started: its events in batches as they arrive, then `close`."""
 
-    def events(self) -> AsyncGenerator[Any | None, None]: ...
+    def events(self) -> AsyncGenerator[list[Any], None]: ...
 
     async def close(self) -> None: ...
 
@@ -100,8 +100,8 @@ class _SSEReply:
     def __init__(self, response: httpx2.Response) -> None:
         self._response = response
 
-    def events(self) -> AsyncGenerator[Any | None, None]:
-        return sse_events(self._response.aiter_lines())
+    def events(self) -> AsyncGenerator[list[Any], None]:
+        return sse_batches(self._response.aiter_bytes())
 
     async def close(self) -> None:
         await self._response.aclose()

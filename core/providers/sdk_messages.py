@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from piton.core.providers import ProviderError
-from piton.core.providers.anthropic_events import bedrock_events, sse_events
+from piton.core.providers.anthropic_events import bedrock_batches, sse_batches
 from piton.core.providers.cloud import Platform, make_client
 from piton.core.providers.credentials import NO_API_KEY
 from piton.core.providers.failures import Retry, StatusError, connection_failure, describe, status_failure
@@ -50,10 +50,10 @@ class _StreamReply:
         self._stream = stream
         self._bedrock = bedrock
 
-    def events(self) -> AsyncGenerator[Any | None, None]:
+    def events(self) -> AsyncGenerator[list[Any], None]:
         if self._bedrock:
-            return bedrock_events(self._stream)
-        return sse_events(self._stream.response.aiter_lines())
+            return bedrock_batches(self._stream)
+        return sse_batches(self._stream.response.aiter_bytes())
 
     async def close(self) -> None:
         await self._stream.close()

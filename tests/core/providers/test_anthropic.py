@@ -28,6 +28,7 @@ from piton.core.conversation.messages import (
 )
 from piton.core.providers import ModelRequest, ProviderError
 from piton.core.providers.anthropic import AnthropicProvider
+from piton.core.providers.anthropic_events import SSEDecoder
 from piton.core.providers.body import build_params
 from piton.core.providers.waits import Waits
 from piton.testing.script import (
@@ -523,3 +524,17 @@ def test_a_404_from_another_endpoint_names_it(fake_api: FakeAnthropicAPI) -> Non
     with pytest.raises(ProviderError) as err:
         stream_all(provider(fake_api), request())
     assert f"(from {fake_api.base_url}" in str(err.value) and "ANTHROPIC_BASE_URL" in str(err.value)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_events_decode_the_same_however_the_network_cuts_the_body(newline: str) -> None:
+    """A chunk may end anywhere (inside a field, between the CR and LF of a line end): the events are
+    those of the whole body at once, in order, for every line ending the standard allows."""
+    body = RECORDED.replace("\n", newline).encode()
+    whole = SSEDecoder().feed(body)
+    assert [event for event, _ in whole][:3] == ["message_start", "ping", "content_block_start"]
+    for cut in range(1, len(body)):
+        decoder = SSEDecoder()
+        assert decoder.feed(body[:cut]) + decoder.feed(body[cut:]) == whole, cut
+    decoder = SSEDecoder()
+    assert [e for i in range(len(body)) for e in decoder.feed(body[i : i + 1])] == whole
