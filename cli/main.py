@@ -65,23 +65,36 @@ def _exit_without_teardown() -> None:
 
 def _run_app(args: list[str]) -> int:
     """Everything else goes to the app's argument parser; the exit status (a `-p` run leaves here)."""
+    from piton.cli.command import expand_lists, quick_parse, run_command
+
+    expanded = expand_lists(args)
+    parsed = quick_parse(expanded)
     try:
-        from typer.exceptions import TyperException
-
-        from piton.cli.app import app, expand_lists
-
-        code = app(args=expand_lists(args), standalone_mode=False)
+        if parsed is not None:  # the usual command line: no need to load the parser
+            code: object = run_command(*parsed)
+        else:
+            code = _parse_and_run(expanded)
     except KeyboardInterrupt:  # Ctrl-C before the run started: nothing to save, nothing to show
         sys.stderr.write("piton: interrupted\n")
         return 130
-    except TyperException as e:  # a usage error: one line, not a framed box
-        message = e.format_message() if hasattr(e, "format_message") else str(e)
-        sys.stderr.write(f"piton: {' '.join(message.split())} (piton --help lists the options)\n")
-        return int(getattr(e, "exit_code", 2))
     code = code if isinstance(code, int) else 0
     if _print_mode(args):
         leave(code)
     return code
+
+
+def _parse_and_run(args: list[str]) -> object:
+    """The app's parser, for what `quick_parse` leaves to it: help, and usage errors in one line."""
+    from typer.exceptions import TyperException
+
+    from piton.cli.app import app
+
+    try:
+        return app(args=args, standalone_mode=False)
+    except TyperException as e:  # a usage error: one line, not a framed box
+        message = e.format_message() if hasattr(e, "format_message") else str(e)
+        sys.stderr.write(f"piton: {' '.join(message.split())} (piton --help lists the options)\n")
+        return int(getattr(e, "exit_code", 2))
 
 
 def _subcommand(args: list[str]) -> Callable[[list[str]], int] | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from piton.cli.app import expand_lists
+from piton.cli.command import expand_lists
 from piton.core.conversation.session import SessionStore, load_session
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
