@@ -1,7 +1,7 @@
 """Every option of the `piton` command, as data: its names, what it takes, its group in `--help`
 and its help line. The parser (`cli/app.py`) is built from this table, and so are the parse without
-typer (`cli/command.py`) and the fast path's scan (`cli/main.py`), so they cannot drift apart. Kept free of imports beyond the mode names:
-the fast path reads it before anything else is loaded."""
+typer (`cli/command.py`) and the fast path's scan (`cli/main.py`), so they cannot drift apart. Kept
+free of imports beyond the mode names: the fast path reads it before anything else is loaded."""
 
 from __future__ import annotations
 

@@ -19,14 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.buffer import Buffer
-from prompt_toolkit.patch_stdout import patch_stdout
 
 from piton.cli.clipboard import PastedImages
 from piton.cli.keys import bindings
 from piton.cli.message_turn import MessageTurns
 from piton.cli.questions import Check, Question, Questions
 from piton.cli.repl_sessions import ReplSessions
-from piton.cli.repl_view import PromptView, history_path, terminal_console
+from piton.cli.repl_view import PromptView, history_path, output_above_prompt, terminal_console
 from piton.cli.repl_view import ReplIO as ReplIO  # where the REPL reads and draws, for its callers
 from piton.cli.signals import Stopper, say
 from piton.cli.turns import SessionTotals, TurnDriver
@@ -380,7 +379,7 @@ def run_repl(options: RunOptions, *, verbose: bool = False, initial_prompt: str 
     repl = Repl(
         options, verbose=verbose, initial_prompt=initial_prompt, io=ReplIO(history_file=history_path())
     )
-    with patch_stdout(raw=True):
+    with output_above_prompt():
         try:
             return asyncio.run(repl.run())
         except KeyboardInterrupt:

@@ -9,12 +9,14 @@ modules have loaded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TextIO, cast
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.formatted_text import ANSI, FormattedText
@@ -271,3 +273,24 @@ def _pending_input(source: Input) -> bool:
         return bool(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
     except (OSError, ValueError, NotImplementedError):
         return False
+
+
+# how long output written above the prompt may wait to be drawn with what follows it: prompt_toolkit's
+# own 0.2 s held an answer back that long after the banner or the echoed message; the live area, not
+# these writes, carries what streams, so they are few and may go at once
+_WRITE_BATCH_S = 0.01
+
+
+@contextlib.contextmanager
+def output_above_prompt() -> Iterator[None]:
+    """`sys.stdout` and `sys.stderr` written above the prompt while the REPL runs (escape sequences
+    kept: Rich draws with them)."""
+    from prompt_toolkit.patch_stdout import StdoutProxy
+
+    with StdoutProxy(sleep_between_writes=_WRITE_BATCH_S, raw=True) as proxy:
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = cast(TextIO, proxy)
+        try:
+            yield
+        finally:
+            sys.stdout, sys.stderr = saved
