@@ -47,6 +47,7 @@ class AskUserQuestion(Tool[AskUserQuestionInput]):
     )
     input_model = AskUserQuestionInput
     kind = "question"
+    deferred = True  # a question now and then: loaded through ToolSearch when tool search is on
 
     def spec(self) -> dict[str, Any]:
         """The input the model sees: the answers are the user's to give, not a field it fills."""

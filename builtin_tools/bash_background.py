@@ -67,6 +67,7 @@ class BashOutput(Tool[BashOutputInput]):
     )
     input_model = BashOutputInput
     read_only = True  # it reads what the session's own command printed
+    deferred = True  # only once a command runs in the background
 
     async def run(self, args: BashOutputInput, ctx: ToolContext) -> ToolResult:
         found = _shell(ctx, args.bash_id)
@@ -107,6 +108,7 @@ class KillShell(Tool[KillShellInput]):
     )
     input_model = KillShellInput
     read_only = True  # it only stops what the session itself started
+    deferred = True  # only once a command runs in the background
 
     async def run(self, args: KillShellInput, ctx: ToolContext) -> ToolResult:
         found = _shell(ctx, args.shell_id)

@@ -68,6 +68,7 @@ class Memory(Tool[MemoryInput]):
     )
     input_model = MemoryInput
     read_only = True  # it writes only Piton's own memory folder, never the user's files
+    deferred = True  # notes are kept now and then, not every turn
 
     def __init__(self, root: Path) -> None:
         self.root = root

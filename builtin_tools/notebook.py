@@ -145,6 +145,7 @@ class NotebookEdit(FileTool[NotebookEditInput]):
     )
     input_model = NotebookEditInput
     kind = "edit"
+    deferred = True  # notebooks are rare: loaded through ToolSearch when tool search is on
 
     def run_sync(self, args: NotebookEditInput, ctx: ToolContext) -> ToolResult:
         path = writable(ctx, args.notebook_path)

@@ -33,6 +33,7 @@ class ExitPlanMode(Tool[ExitPlanModeInput]):
     input_model = ExitPlanModeInput
     read_only = True  # it changes nothing itself: the gate's question is the point
     kind = "plan"
+    deferred = True  # outside plan mode there is no plan to hand in; in plan mode it is sent up front
 
     def is_concurrency_safe(self, args: ExitPlanModeInput, ctx: ToolContext) -> bool:
         return False  # one question at a time, after whatever else the turn looks at

@@ -44,6 +44,7 @@ class TodoWrite(Tool[TodoWriteInput]):
     )
     input_model = TodoWriteInput
     read_only = True  # it touches nothing but the session's own list
+    deferred = True  # for long tasks only, as in Claude Code
 
     async def run(self, args: TodoWriteInput, ctx: ToolContext) -> ToolResult:
         todos = [t.model_dump() for t in args.todos]

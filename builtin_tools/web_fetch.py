@@ -105,6 +105,7 @@ class WebFetch(Tool[WebFetchInput]):
     )
     input_model = WebFetchInput
     kind = "other"
+    deferred = True  # most turns never go to the web
 
     def rule_content(self, args: WebFetchInput, ctx: ToolContext) -> str | None:
         host = _host(args.url)

@@ -36,6 +36,7 @@ class WebSearch(Tool[WebSearchInput]):
     )
     input_model = WebSearchInput
     kind = "other"
+    deferred = True  # most turns never go to the web
 
     def rule_content(self, args: WebSearchInput, ctx: ToolContext) -> str | None:
         return args.query

@@ -33,7 +33,7 @@ async def context(c: CommandContext, _: str) -> None:
     r = report(
         agent.meter,
         agent.config.system_prompt,
-        agent.tools.specs(),
+        agent.offered_tools()[0],  # what a request carries: deferred tools only once loaded
         agent.history,
         window=agent.context_window(),
         limit=agent.context_limit(),

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from piton.core.conversation.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from piton.core.conversation.results import part_text
 from piton.core.modes import is_reminder
 
 if TYPE_CHECKING:
@@ -86,10 +87,7 @@ def _block(text: str, info: str = "") -> str:
 
 def _result_text(block: ToolResultBlock) -> str:
     content = block.content
-    if isinstance(content, str):
-        text = content
-    else:
-        text = "\n".join(b.text if isinstance(b, TextBlock) else "[image]" for b in content)
+    text = content if isinstance(content, str) else "\n".join(part_text(b) for b in content)
     lines = text.splitlines()
     if len(lines) > _RESULT_LINES:
         lines = [*lines[:_RESULT_LINES], f"… {len(lines) - _RESULT_LINES} more lines"]

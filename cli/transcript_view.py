@@ -23,6 +23,7 @@ from piton.core.conversation.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from piton.core.conversation.results import part_text
 from piton.core.modes import is_reminder
 
 if TYPE_CHECKING:
@@ -67,11 +68,7 @@ def render(history: Sequence[Message], width: int, color: bool = True) -> str:
 
 def _result(block: ToolResultBlock) -> str:
     content = block.content
-    text = (
-        content
-        if isinstance(content, str)
-        else "\n".join(b.text if isinstance(b, TextBlock) else "[image]" for b in content)
-    )
+    text = content if isinstance(content, str) else "\n".join(part_text(b) for b in content)
     return "  ⎿  " + text.replace("\n", "\n     ")
 
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 from piton.core.activation import Activation
 from piton.core.agent_parts import AgentConfig, AgentParts, Blind
@@ -68,6 +69,7 @@ class Agent:
         self.observer = parts.observer
         self.prepare = parts.prepare
         self.agent_id = parts.agent_id
+        self.deferred = parts.deferred
         self.meter = ContextMeter()
         self.metrics = SessionMetrics()
         self.rules = TurnRules(self)
@@ -190,15 +192,17 @@ class Agent:
         await self.tools.refresh()  # tools that come and go (MCP servers') change between requests
         if (unpriced := self._unpriced_notice()) is not None:
             yield unpriced
+        tools, defers = self.offered_tools()
         request = ModelRequest(
             model=self.config.model,
             system=self.config.system_prompt,
             messages=self.history,
-            tools=self.tools.specs(),
+            tools=tools,
             thinking=self.config.thinking,
             max_tokens=self.config.max_output_tokens,
             cached_upto=self._sent,
             effort=self.config.effort,
+            tool_references=defers,
         )
         self._sent = len(self.history)
         try:
@@ -252,6 +256,14 @@ class Agent:
             async for event in self.provider.stream(dataclasses.replace(request, model=fallback)):
                 yield event
 
+    def offered_tools(self) -> tuple[Sequence[dict[str, Any]], bool]:
+        """The tool definitions the next request carries, and whether some are deferred (tool search)."""
+        if self.deferred is None:
+            return self.tools.specs(), False
+        mode = self.gate.permissions.mode if self.gate else "bypassPermissions"
+        window = self.context_window()
+        return self.deferred.specs(self.config.model, self.history, mode=str(mode), window=window)
+
     def max_output(self) -> int:
         return self.config.max_output_tokens or model_info(self.config.model).max_output_tokens
 
@@ -268,7 +280,7 @@ class Agent:
     def context_used(self) -> int:
         # below the limit, the meter may answer without loading its tokenizer
         return self.meter.used(
-            self.config.system_prompt, self.tools.specs(), self.history, limit=self.context_limit()
+            self.config.system_prompt, self.offered_tools()[0], self.history, limit=self.context_limit()
         )
 
     def count_usage(self, model: str, usage: Usage) -> None:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from piton.core.context.metrics import SessionMetrics
     from piton.core.context.result_store import ResultCapper
     from piton.core.conversation.usage import Usage
+    from piton.core.deferral import DeferredTools, ToolSearchMode
     from piton.core.hooks.session import Hooks
     from piton.core.safety.permissions import PermissionGate
     from piton.core.tools import ToolContext
@@ -42,6 +43,7 @@ class AgentConfig:
     max_budget_tokens: int | None = None  # the run stops before a request once it has used more tokens
     output_style: str | None = None  # a style's name (not Default): the model is reminded each turn
     prices: Mapping[str, Prices] = field(default_factory=dict)  # the session's own (`modelPrices`)
+    tool_search: ToolSearchMode | None = None  # None: every tool's definition goes in every request
 
 
 class Transcript(Protocol):
@@ -149,3 +151,4 @@ class AgentParts:
     observer: TurnObserver | None = None  # None: nothing watches (no telemetry)
     prepare: ActivationPreparer | None = None  # runs a skill's `!`cmd`` lines, inlines `@file`s
     agent_id: str | None = None  # a subagent's id (its stop is a SubagentStop)
+    deferred: DeferredTools | None = None  # the tools held back until ToolSearch loads them

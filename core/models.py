@@ -46,6 +46,7 @@ class ModelInfo:
     prices: Prices
     known: bool = True
     effort: bool = False  # takes `output_config.effort` (low ... max)
+    tool_search: bool = False  # takes deferred tools (`defer_loading`) and `tool_reference` blocks
     vendor: str = (
         "anthropic"  # whose model: Anthropic's, or an OpenAI-compatible endpoint's (`openai`, `ollama`…)
     )
@@ -202,7 +203,10 @@ def model_info(name: str, prices: Mapping[str, Prices] | None = None) -> ModelIn
     window = _WINDOW_1M if version >= (5, 0) else _WINDOW_200K
     max_tokens = _MAX_TOKENS if version >= (4, 0) else _SAFE_MAX_TOKENS
     effort = version >= (4, 6) or (family == "opus" and version >= (4, 5))
-    return ModelInfo(model_id, window, max_tokens, thinking, _prices(family, version), effort=effort)
+    # the API's tool search serves the 4.5 models and later (Haiku 4.5 included)
+    tool_search = version >= (4, 5)
+    listed = _prices(family, version)
+    return ModelInfo(model_id, window, max_tokens, thinking, listed, effort=effort, tool_search=tool_search)
 
 
 # Models going away, and the date the API stops serving them: people are told once per session. Kept

@@ -87,6 +87,7 @@ class ReadOnlyView(Tool[Any]):
         self.input_model = inner.input_model
         self.kind = inner.kind
         self.read_only = inner.read_only
+        self.deferred = inner.deferred
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
         return await self.inner.run(args, ctx)

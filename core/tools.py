@@ -86,6 +86,8 @@ class Tool(ABC, Generic[InputT]):
     input_model: type[InputT]
     read_only: bool = False  # every call only looks (read-only calls of one turn run side by side)
     kind: ToolKind = "other"
+    # rarely needed: with tool search on, its definition is sent only once ToolSearch has loaded it
+    deferred: bool = False
 
     @abstractmethod
     async def run(self, args: InputT, ctx: ToolContext) -> ToolResult: ...
@@ -117,12 +119,42 @@ class Tool(ABC, Generic[InputT]):
         return None
 
     def spec(self) -> dict[str, Any]:
-        schema = self.input_model.model_json_schema(by_alias=True)
-        schema.pop("title", None)
+        schema = lean_schema(self.input_model.model_json_schema(by_alias=True))
         return {"name": self.name, "description": self.description, "input_schema": schema}
 
 
 AnyTool = Tool[Any]
+
+_NULL = {"type": "null"}
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")  # names -> schemas
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_VALUES = ("items", "additionalProperties", "not", "contains")
+
+
+def lean_schema(node: Any) -> Any:
+    """A pydantic JSON schema as the model needs it. Every request carries every tool's schema, so
+    what only pydantic uses goes: titles (the model reads names and descriptions), and the `null`
+    branch of an optional field with its `default: null` (leaving the field out says the same, and
+    the input model still takes either). Only schema keywords are walked: a property named `title`,
+    or a default that holds one, stays."""
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: lean_schema(schema) for name, schema in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [lean_schema(schema) for schema in value]
+        else:
+            out[key] = lean_schema(value) if key in _SCHEMA_VALUES else value
+    variants = out.get("anyOf")
+    if isinstance(variants, list) and _NULL in variants and "default" in out and out["default"] is None:
+        rest = [v for v in variants if v != _NULL]
+        if len(rest) == 1 and isinstance(rest[0], dict):
+            out = {**rest[0], **{k: v for k, v in out.items() if k not in ("anyOf", "default")}}
+    return out
 
 
 class Gate(Protocol):
@@ -164,16 +196,24 @@ class ToolRegistry:
         self._tools: dict[str, AnyTool] = {}
         self._specs: list[dict[str, Any]] | None = None
         self._refreshers: list[Callable[[ToolRegistry], Awaitable[None]]] = []
+        self.version = 0  # counts the changes to the tools, for what is derived from them
+        # why a registered tool may not be called now (a deferred tool the model has not loaded)
+        self.held: Callable[[str], str | None] | None = None
         for tool in tools:
             self.register(tool)
 
     def register(self, tool: AnyTool) -> None:
         self._tools[tool.name] = tool
         self._specs = None
+        self.version += 1
 
     def unregister(self, name: str) -> None:
-        self._tools.pop(name, None)
-        self._specs = None
+        if self._tools.pop(name, None) is not None:
+            self._specs = None
+            self.version += 1
+
+    def get(self, name: str) -> AnyTool | None:
+        return self._tools.get(name)
 
     def on_refresh(self, hook: Callable[[ToolRegistry], Awaitable[None]]) -> None:
         """Run `hook` before each model request: tools that come and go (an MCP server's) are
@@ -206,6 +246,8 @@ class ToolRegistry:
             return Call(
                 block, answer=ToolResult.error(f"Unknown tool '{block.name}'. Available tools: {available}.")
             )
+        if self.held is not None and (why := self.held(block.name)) is not None:
+            return Call(block, tool, answer=ToolResult.error(why))
         if input_error is not None:
             error = f"The input for {block.name} was not valid JSON ({input_error}). Send it again."
             return Call(block, tool, answer=ToolResult.error(error))

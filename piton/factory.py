@@ -16,10 +16,11 @@ from piton.core.context.compaction import CompactionSettings, Compactor
 from piton.core.context.result_store import ResultCapper, ResultHandle, ToolResultStore
 from piton.core.conversation.messages import Message
 from piton.core.conversation.session import SessionLog
+from piton.core.deferral import TOOL_SEARCH, DeferredTools, ToolSearchMode
 from piton.core.models import model_info, resolve_alias
 from piton.core.providers import Provider
 from piton.core.safety.permissions import PermissionGate
-from piton.core.subagents import AgentType, tools_for
+from piton.core.subagents import AgentType, names, tools_for
 from piton.core.tools import AnyTool, ToolContext, ToolRegistry
 
 
@@ -48,13 +49,15 @@ class AgentFactory:
             if transcript is not None:
                 transcript.record("tool_result_handle", **handle.to_dict())
 
+        registry, deferred = _registry(tools, config.tool_search)
         parts = replace(
             parts,
             capper=ResultCapper(self.store, on_store=log_handle),
             compactor=Compactor(self.compaction, self.store),
             prepare=self.prepare,
+            deferred=deferred,
         )
-        agent = Agent(self.provider, ToolRegistry(tools), config, history=history, parts=parts)
+        agent = Agent(self.provider, registry, config, history=history, parts=parts)
         context, gate = agent.context, parts.gate or self.gate
         # WebFetch reads pages through a side request counted as this agent's, and opens a private
         # address only for a rule that names its host; the gate's rules may be swapped later
@@ -83,6 +86,8 @@ class AgentFactory:
             checkpoints=parent.context.checkpoints,  # a subagent's edits belong to the turn that asked
         )
         model = resolve_alias(agent_type.model) if agent_type.model else parent.config.model
+        # its own ToolSearch, over its own tools, unless its type refuses that tool
+        refused = names(TOOL_SEARCH, agent_type.disallowed_tools)
         same_model = model == parent.config.model
         config = replace(
             parent.config,
@@ -93,6 +98,7 @@ class AgentFactory:
             context_window=parent.config.context_window if same_model else None,
             max_output_tokens=parent.config.max_output_tokens if same_model else None,
             skills_listing="",
+            tool_search=None if refused else parent.config.tool_search,
         )
         # the parent's gate, not the factory's: a client's hooks wrap the main agent's after it is built
         gate = (parent.gate or self.gate).fork()
@@ -112,6 +118,21 @@ class AgentFactory:
             agent_id=agent_id,  # its end is a SubagentStop
         )
         return self.build(config, tools_for(agent_type, offered), parts)
+
+
+def _registry(
+    tools: Sequence[AnyTool], mode: ToolSearchMode | None
+) -> tuple[ToolRegistry, DeferredTools | None]:
+    """The agent's tools and, with tool search on, a ToolSearch of its own over them (a subagent
+    is handed its parent's, which searches the parent's tools)."""
+    if mode is None:
+        return ToolRegistry(tools), None
+    from piton.builtin_tools.tool_search import ToolSearch
+
+    registry = ToolRegistry(t for t in tools if t.name != TOOL_SEARCH)
+    deferred = DeferredTools(registry, mode)
+    registry.register(ToolSearch(deferred))
+    return registry, deferred
 
 
 def _reads_documents(model: str) -> bool:

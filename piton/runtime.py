@@ -44,7 +44,7 @@ from piton.session_setup import OpenedSession, claude_transcript, open_session
 from piton.setup_errors import SetupError as SetupError
 from piton.starting import apply_user_env
 from piton.starting import run_settings as run_settings
-from piton.tool_setup import check_names, chosen_tools, extension_tools, memory_tool
+from piton.tool_setup import check_names, chosen_tools, extension_tools, memory_tool, tool_search
 from piton.tool_setup import default_tools as default_tools
 
 if TYPE_CHECKING:
@@ -153,6 +153,7 @@ def _wire(
     sections = [memory.prompt_section(), attribution(settings), found.catalog.prompt_section(budget)]
     config = agent_config(options, settings, opened, secured.policy, sections, found.style)
     config.prices = {model: Prices(i, o) for model, (i, o) in settings.model_prices.items()}
+    config.tool_search = tool_search(provider, secured.gate.permissions)
     if options.effort is not None and not model_info(opened.model).effort:
         notices.append(f"--effort {options.effort}: {opened.model} takes no effort level; ignored")
     compaction = CompactionSettings(

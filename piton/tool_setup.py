@@ -1,5 +1,6 @@
 """The tools a session offers: the built-ins, the memory tool, Skill and Task (and SearchSkills when
-the listings have no room), narrowed by `--tools`, and a library caller's own beside them."""
+the listings have no room), narrowed by `--tools`, and a library caller's own beside them; and
+whether the rarely needed ones wait behind ToolSearch (tool search)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from piton.core.deferral import TOOL_SEARCH, ToolSearchMode, tool_search_mode
 from piton.core.listing import ranked
 from piton.core.project.settings import Settings
+from piton.core.safety.permissions import Permissions
 from piton.core.subagents import SubagentRunner
 from piton.core.tools import AnyTool
 from piton.setup_errors import SetupError
@@ -42,13 +45,14 @@ def memory_tool(cwd: Path, settings: Settings) -> AnyTool:
 
 def check_names(extra: list[AnyTool], offered: list[AnyTool]) -> None:
     """A caller's own tools may not take a name a tool of the session has (the built-ins, and
-    those offered beside them: memory, Skill, Task, SearchSkills)."""
+    those offered beside them: memory, Skill, Task, SearchSkills, ToolSearch)."""
     from piton.builtin_tools.memory import Memory
     from piton.builtin_tools.search_skills import SearchSkills
     from piton.builtin_tools.skill import Skill
     from piton.builtin_tools.task import Task
 
     taken = {tool.name for tool in offered} | {t.name for t in (Memory, SearchSkills, Skill, Task)}
+    taken.add(TOOL_SEARCH)
     for tool in extra:
         if tool.name in taken:
             raise SetupError(f"tool {tool.name}: a tool of that name is already offered")
@@ -86,3 +90,13 @@ def extension_tools(
         catalog_types = [("agent", t.name, t.description) for t in runner.types.values()]
         tools.append(SearchSkills(lambda query: catalog.search(query) + ranked(query, catalog_types)))
     return tools
+
+
+def tool_search(provider: object, permissions: Permissions) -> ToolSearchMode | None:
+    """Whether the session's rarely needed tools wait behind ToolSearch: as `ENABLE_TOOL_SEARCH` and
+    the API the requests go to say (`core/deferral.py`), unless a rule refuses ToolSearch itself (the
+    deferred tools could then never be loaded)."""
+    if any(rule.tool == TOOL_SEARCH and rule.specifier is None for rule in permissions.deny):
+        return None
+    # a provider that does not say where its requests go (a test's, a caller's own) gets every tool
+    return tool_search_mode(os.environ, getattr(provider, "platform", None))

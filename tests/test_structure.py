@@ -31,7 +31,7 @@ CORE_LAYERS: tuple[tuple[str, ...], ...] = (
     ("safety",),  # the boundary, auditable alone
     ("checkpoints", "project", "providers", "run_state", "shells"),
     ("tools",),  # the tool contract
-    ("activation_prep", "context", "hooks", "mcp"),
+    ("activation_prep", "context", "deferral", "hooks", "mcp"),
     ("agent_parts", "agent_view", "turn_rules", "tool_round"),  # what an agent is made of
     ("agent", "subagents"),
 )

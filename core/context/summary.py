@@ -15,8 +15,11 @@ from piton.core.context.result_store import ToolResultStore
 from piton.core.conversation.messages import (
     INTERRUPTED_REQUEST,
     ContentBlock,
+    DocumentBlock,
+    ImageBlock,
     Message,
     TextBlock,
+    ToolReferenceBlock,
     ToolResultBlock,
     ToolUseBlock,
 )
@@ -75,7 +78,7 @@ def _stub(block: ToolResultBlock, name: str, store: ToolResultStore | None) -> T
         )
         where = f"{handle.id} at {handle.path}"
     first = next((line.strip() for line in text.splitlines() if line.strip()), "(no text)")[:120]
-    images = 0 if isinstance(block.content, str) else sum(not isinstance(b, TextBlock) for b in block.content)
+    images = _media(block)
     held = f" It held {images} image(s) or PDF(s), not kept: read the file again to see it."
     dropped = held if images else ""
     stub = f"[{name} {_STUB_MARK}: {first} … The text is saved as {where}; Read it if needed.{dropped}]"
@@ -86,10 +89,16 @@ def _worth_clearing(block: object) -> TypeGuard[ToolResultBlock]:
     """A result not cleared yet, long enough that a stub saves something (or holding an image)."""
     if not isinstance(block, ToolResultBlock) or _STUB_MARK in _result_text(block):
         return False
-    has_image = not isinstance(block.content, str) and any(
-        not isinstance(b, TextBlock) for b in block.content
-    )
-    return has_image or len(_result_text(block)) >= _MIN_STUB_CHARS
+    if not isinstance(block.content, str) and any(isinstance(b, ToolReferenceBlock) for b in block.content):
+        return False  # it loaded tools (ToolSearch): a stub would unload them to save a few characters
+    return _media(block) > 0 or len(_result_text(block)) >= _MIN_STUB_CHARS
+
+
+def _media(block: ToolResultBlock) -> int:
+    """The images and PDFs a result holds."""
+    if isinstance(block.content, str):
+        return 0
+    return sum(isinstance(b, ImageBlock | DocumentBlock) for b in block.content)
 
 
 def stub_tool_results(

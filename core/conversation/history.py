@@ -202,6 +202,7 @@ class ApiMessages:
         self._starts: list[int] = []  # per sealed entry, where it starts in `_sealed`
         self._open = b""  # the last entry, encoded: a message of its role would still join it
         self._entry_at: list[int] = []  # per message, the entry of the last non-empty one up to it
+        self.references: set[str] = set()  # the tools its `tool_reference` blocks name
 
     def __len__(self) -> int:
         return len(self._roles)
@@ -223,6 +224,7 @@ class ApiMessages:
         self._last = history[-1] if history else None
 
     def _add(self, index: int, message: Message) -> None:
+        self.references.update(message.tool_references)
         blocks = message.wire_json()
         if not blocks:
             self._entry_at.append(self._entry_at[-1] if self._entry_at else -1)

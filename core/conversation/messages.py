@@ -106,7 +106,17 @@ class DocumentBlock(_Block):
     title: str | None = None
 
 
-ToolResultContent = Annotated[TextBlock | ImageBlock | DocumentBlock, Field(discriminator="type")]
+class ToolReferenceBlock(_Block):
+    """A deferred tool loaded by a tool result (ToolSearch's): the API shows the model the tool's
+    definition in its place, which must then be in the request's tools."""
+
+    type: Literal["tool_reference"] = "tool_reference"
+    tool_name: str
+
+
+ToolResultContent = Annotated[
+    TextBlock | ImageBlock | DocumentBlock | ToolReferenceBlock, Field(discriminator="type")
+]
 
 
 class ToolResultBlock(_Block):
@@ -175,6 +185,17 @@ class Message(BaseModel):
     @property
     def tool_results(self) -> list[ToolResultBlock]:
         return [b for b in self.content if isinstance(b, ToolResultBlock)]
+
+    @property
+    def tool_references(self) -> list[str]:
+        """The tools this message's results load (`tool_reference` blocks), by name."""
+        return [
+            part.tool_name
+            for block in self.content
+            if isinstance(block, ToolResultBlock) and not isinstance(block.content, str)
+            for part in block.content
+            if isinstance(part, ToolReferenceBlock)
+        ]
 
     def wire_content(self) -> list[dict[str, Any]]:
         """Content blocks as the API accepts them; computed once, since messages never change."""

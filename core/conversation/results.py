@@ -7,11 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from piton.core.activation import Activation
-from piton.core.conversation.messages import DocumentBlock, ImageBlock, TextBlock, ToolResultBlock
+from piton.core.conversation.messages import (
+    DocumentBlock,
+    ImageBlock,
+    TextBlock,
+    ToolReferenceBlock,
+    ToolResultBlock,
+)
 from piton.core.display import Display
 
 NO_OUTPUT = "(no output)"
-ResultPart = TextBlock | ImageBlock | DocumentBlock  # what a tool result may hold
+ResultPart = TextBlock | ImageBlock | DocumentBlock | ToolReferenceBlock  # what a tool result may hold
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,3 +41,12 @@ class ToolResult:
     @classmethod
     def error(cls, message: str) -> ToolResult:
         return cls(content=message, is_error=True, summary=message.splitlines()[0] if message else "")
+
+
+def part_text(part: ResultPart) -> str:
+    """A result's part as people read it: its text, or a word for what it holds."""
+    if isinstance(part, TextBlock):
+        return part.text
+    if isinstance(part, ToolReferenceBlock):
+        return f"[loaded the tool {part.tool_name}]"
+    return "[PDF]" if isinstance(part, DocumentBlock) else "[image]"

@@ -76,6 +76,11 @@ class ServerConfig:
         return self.url
 
     @property
+    def always_load(self) -> bool:
+        """Claude Code's `alwaysLoad: true`: its tools are sent up front even with tool search on."""
+        return self.raw.get("alwaysLoad") is True
+
+    @property
     def grant_where(self) -> str:
         return self.where or PROJECT_FILE
 

@@ -211,7 +211,10 @@ class Connection:
             cursor = page.next_cursor
             if cursor is None:
                 break
-        self.state.tools = tuple(McpTool(self.config.name, tool, self._caller) for tool in tools)
+        loaded = self.config.always_load
+        self.state.tools = tuple(
+            McpTool(self.config.name, tool, self._caller, deferred=not loaded) for tool in tools
+        )
         self._changed()
 
     async def _list_offers(self, client: Any, kinds: set[str]) -> None:

@@ -18,13 +18,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from piton.core.conversation.messages import Base64ImageSource, ImageBlock, TextBlock
-from piton.core.tools import ResultPart, Tool, ToolContext, ToolKind, ToolResult
+from piton.core.tools import Tool, ToolContext, ToolKind, ToolResult
 
 MAX_NAME = 64  # the Messages API's limit on a tool's name
 MAX_DESCRIPTION = 2048  # as Claude Code: a server's essay about a tool would crowd out the prompt
 _IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
+McpPart = TextBlock | ImageBlock  # what an MCP server's content becomes
 # (server, tool, arguments) -> the SDK's CallToolResult; raises `McpCallError`
 Caller = Callable[[str, str, dict[str, Any]], Awaitable[Any]]
 
@@ -67,9 +68,11 @@ class McpTool(Tool[McpInput]):
     input_model = McpInput
     kind: ToolKind = "other"
 
-    def __init__(self, server: str, remote: Any, caller: Caller) -> None:
-        """`remote` is the SDK's `Tool` as the server listed it."""
+    def __init__(self, server: str, remote: Any, caller: Caller, *, deferred: bool = True) -> None:
+        """`remote` is the SDK's `Tool` as the server listed it. An MCP tool waits behind ToolSearch
+        when tool search is on (servers list many tools), unless its server is `alwaysLoad`."""
         self.server = server
+        self.deferred = deferred
         self.remote_name: str = remote.name
         self.name = tool_name(server, remote.name)
         description = (
@@ -94,7 +97,7 @@ class McpTool(Tool[McpInput]):
         return convert(result)
 
 
-def _resource_text(resource: Any) -> list[ResultPart]:
+def _resource_text(resource: Any) -> list[McpPart]:
     uri, mime = str(resource.uri), getattr(resource, "mime_type", None)
     text = getattr(resource, "text", None)
     if isinstance(text, str):
@@ -106,7 +109,7 @@ def _resource_text(resource: Any) -> list[ResultPart]:
     return [TextBlock(text=f"[resource {uri}: {mime or 'binary'}, about {size:,} bytes, not shown]")]
 
 
-def _block(item: Any) -> list[ResultPart]:
+def _block(item: Any) -> list[McpPart]:
     kind = getattr(item, "type", None)
     if kind == "text":
         return [TextBlock(text=item.text)] if item.text else []
@@ -124,7 +127,7 @@ def _block(item: Any) -> list[ResultPart]:
     return [TextBlock(text=f"[content of type {kind} not shown]")]
 
 
-def content_blocks(items: list[Any]) -> list[ResultPart]:
+def content_blocks(items: list[Any]) -> list[McpPart]:
     """MCP content items (of a result, a prompt's messages) as blocks the API takes."""
     return [b for item in items for b in _block(item)]
 
@@ -142,4 +145,4 @@ def convert(result: Any) -> ToolResult:
     summary = first[:120] if is_error else f"{sum(len(t) for t in texts):,} characters"
     if all(isinstance(b, TextBlock) for b in blocks):
         return ToolResult("\n".join(texts), is_error=is_error, summary=summary)
-    return ToolResult(blocks, is_error=is_error, summary=summary)
+    return ToolResult([*blocks], is_error=is_error, summary=summary)

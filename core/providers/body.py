@@ -8,7 +8,12 @@ encoding each message once and each tool list and system prompt once.
 Cache breakpoints (at most 4, the API's limit): the end of the tool definitions (a session in
 another directory, with another system prompt, still reads them), the system prompt, the end of
 what the previous request sent, and the newest message. Fewer when there is no system prompt or
-marks coincide; none for a request with `cache=False`.
+marks coincide; none for a request with `cache=False`. The tools' mark goes on the last tool that is
+not deferred: the API keeps deferred definitions out of the cached prefix and refuses a mark on one.
+
+A `tool_reference` block goes as it is only to a request that takes them (`tool_references`) and
+carries the tool it names; otherwise it becomes a line of text, so that a history that loaded tools
+stays valid for any model and any list of tools.
 """
 
 from __future__ import annotations
@@ -84,6 +89,35 @@ def message_marks(
     return marks
 
 
+def tools_mark(tools: Sequence[dict[str, Any]]) -> int | None:
+    """Which tool definition carries the tools' cache breakpoint: the last one not deferred."""
+    return next((i for i in range(len(tools) - 1, -1, -1) if not tools[i].get("defer_loading")), None)
+
+
+def references_fit(request: ModelRequest, names: set[str]) -> bool:
+    """Whether `tool_reference` blocks naming `names` may go as they are in `request`."""
+    return not names or (request.tool_references and names <= {t.get("name") for t in request.tools})
+
+
+def _as_text(part: dict[str, Any], keep: set[str]) -> dict[str, Any]:
+    if part.get("type") != "tool_reference" or part.get("tool_name") in keep:
+        return part
+    return {"type": "text", "text": f"(The tool {part.get('tool_name')} was loaded here.)"}
+
+
+def _references_as_text(messages: list[dict[str, Any]], request: ModelRequest) -> None:
+    """Turn, in place, the `tool_reference` blocks `request` cannot carry into text."""
+    keep = {str(t.get("name")) for t in request.tools} if request.tool_references else set()
+    for index, entry in enumerate(messages):
+        blocks = [
+            {**b, "content": [_as_text(p, keep) for p in b["content"]]}
+            if b.get("type") == "tool_result" and isinstance(b.get("content"), list)
+            else b
+            for b in entry["content"]
+        ]
+        messages[index] = {"role": entry["role"], "content": blocks}  # copies: wire forms are shared
+
+
 def build_params(request: ModelRequest) -> dict[str, Any]:
     """The `messages.create` arguments for `request`, as data (what `BodyEncoder` encodes)."""
     params: dict[str, Any] = {"model": model_info(request.model).id, "max_tokens": _max_tokens(request)}
@@ -92,10 +126,12 @@ def build_params(request: ModelRequest) -> dict[str, Any]:
         params["system"] = [{**system, "cache_control": EPHEMERAL} if request.cache else system]
     if request.tools:
         tools = [dict(t) for t in request.tools]
-        if request.cache:
-            tools[-1]["cache_control"] = EPHEMERAL
+        if request.cache and (mark := tools_mark(tools)) is not None:
+            tools[mark]["cache_control"] = EPHEMERAL
         params["tools"] = tools
     messages = to_api_messages(request.messages)
+    if not references_fit(request, {n for m in request.messages for n in m.tool_references}):
+        _references_as_text(messages, request)
     marks = message_marks(
         request,
         len(messages),
@@ -129,6 +165,9 @@ class BodyEncoder:
 
     def encode(self, request: ModelRequest) -> bytes:
         messages = self._messages(request.messages)
+        if not references_fit(request, messages.references):
+            # tools loaded for another model or list of tools (rare): the whole body, rewritten
+            return encode_json({**build_params(request), "stream": True}).encode()
         marks = message_marks(request, len(messages), messages.entry_ending_at, messages.role)
         parts: list[bytes | memoryview] = [
             b'{"model":',
@@ -169,8 +208,8 @@ class BodyEncoder:
         if kept is not None and kept[0] is tools:
             return kept[1]
         encoded = [encode_json(tool).encode() for tool in tools]
-        if marked:
-            encoded[-1] = with_breakpoint(encoded[-1])
+        if marked and (mark := tools_mark(tools)) is not None:
+            encoded[mark] = with_breakpoint(encoded[mark])
         result = b"[" + b",".join(encoded) + b"]"
         if len(self._tools) >= _KEPT:
             self._tools.clear()

@@ -28,6 +28,7 @@ from piton.core.conversation.messages import (
     ImageBlock,
     Message,
     TextBlock,
+    ToolReferenceBlock,
     ToolResultBlock,
     ToolUseBlock,
 )
@@ -65,6 +66,9 @@ def _text_of(block: ToolResultBlock) -> tuple[str, list[ImageBlock]]:
         return block.content, []
     texts = [b.text for b in block.content if isinstance(b, TextBlock)]
     images = [b for b in block.content if isinstance(b, ImageBlock)]
+    # a ToolSearch result: these models get every tool's definition up front, so it only says which
+    loaded = [b.tool_name for b in block.content if isinstance(b, ToolReferenceBlock)]
+    texts += [f"(The tool {name} was loaded here.)" for name in loaded]
     if any(isinstance(b, DocumentBlock) for b in block.content):
         texts.append("(a PDF was attached here, which this model cannot read)")
     return "\n".join(texts), images

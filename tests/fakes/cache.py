@@ -7,6 +7,8 @@ The rules it applies are the documented ones:
 - Each block that carries `cache_control` is a breakpoint (at most 4). At each breakpoint the API
   looks for an entry at that block and then at up to ~20 blocks before it; the longest prefix found
   is read from the cache.
+- A tool marked `defer_loading` is left out of the prefix; a `tool_reference` that loads it counts
+  as its definition, where the reference is.
 - The prefix up to each breakpoint is written, if it is at least the minimum cacheable length
   (1,024 tokens here). Tokens after the hit and up to the last breakpoint that qualifies are cache
   writes; the rest is plain input.
@@ -21,6 +23,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from tests.fakes.tool_references import definitions, expanded
 
 LOOKBACK_BLOCKS = 20
 MIN_CACHEABLE_TOKENS = 1_024
@@ -43,10 +47,13 @@ def block_tokens(block: Any) -> int:
 
 
 def _blocks(body: dict[str, Any]) -> list[tuple[dict[str, Any], bool]]:
-    """Every block of the request in prefix order, each with whether it is a breakpoint."""
+    """Every block of the request in prefix order, each with whether it is a breakpoint. A deferred
+    tool is no part of the prefix: its definition counts where a `tool_reference` loads it."""
     out: list[tuple[dict[str, Any], bool]] = []
+    loaded = definitions(body)
     for tool in body.get("tools") or []:
-        out.append((tool, "cache_control" in tool))
+        if not tool.get("defer_loading"):
+            out.append((tool, "cache_control" in tool))
     system = body.get("system")
     if isinstance(system, str) and system:
         out.append(({"type": "text", "text": system}, False))
@@ -60,7 +67,7 @@ def _blocks(body: dict[str, Any]) -> list[tuple[dict[str, Any], bool]]:
         for index, block in enumerate(content or []):
             # the role starts each message: the same block under another role is another prefix
             keyed = {**block, "role": message["role"]} if index == 0 else block
-            out.append((keyed, "cache_control" in block))
+            out.append((expanded(keyed, loaded), "cache_control" in block))
     return out
 
 

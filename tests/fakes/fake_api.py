@@ -6,8 +6,12 @@ the API rejects (checked by `validate_request`, written independently of Piton's
 injectable HTTP errors with JSON bodies and `retry-after` headers, mid-stream `error` events, and the
 faults of a network or a server having a bad day: a stream cut cleanly or dropped, a connection
 reset, a stream gone silent (`Stall`), a request never answered (`NoAnswer`), an event of the wrong
-shape (`Malformed`). Silences end when the server stops, so no test leaves a thread waiting. Given a
-`PromptCache`, the usage it reports follows the API's prompt caching rules.
+shape (`Malformed`), a stream paused until the test resumes it (`Hold`). Silences end when the server
+stops, so no test leaves a thread waiting; a test waits for a request or a silence with
+`wait_for_requests` and `wait_for_silence` instead of sleeping. Given a
+`PromptCache`, the usage it reports follows the API's prompt caching rules. Deferred tools follow the
+tool search rules (`tool_references.py`): a script that has the model call a deferred tool no
+`tool_reference` loaded is refused, since the model never saw that tool.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ from piton.testing.script import (
     sse_events,
 )
 from tests.fakes.cache import PromptCache
+from tests.fakes.moments import Moments
+from tests.fakes.tool_references import uncallable
 from tests.fakes.validate import validate_request
 
 
@@ -82,7 +88,29 @@ class Malformed:
     event: dict[str, Any] = field(default_factory=lambda: {"type": "content_block_delta", "index": 0})
 
 
-Fault = Stall | Reset | Malformed
+@dataclass
+class Hold:
+    """`reply`, paused once the text it has sent holds each of `marks` in turn, until the test calls
+    `resume()` (or the server stops, which hangs up): the test acts while the answer is unfinished."""
+
+    reply: Reply
+    marks: tuple[str, ...]
+
+
+def _hold_points(events: list[tuple[str, dict[str, Any]]], marks: tuple[str, ...]) -> list[int]:
+    """For each mark, how many events are sent before the pause: the first point where the text
+    deltas sent so far hold the mark."""
+    points, text, pending = [], "", list(marks)
+    for index, (_, data) in enumerate(events, start=1):
+        text += data.get("delta", {}).get("text", "") if data.get("type") == "content_block_delta" else ""
+        while pending and pending[0] in text:
+            points.append(index)
+            pending.pop(0)
+    assert not pending, f"the reply never says {pending[0]!r}"
+    return points
+
+
+Fault = Stall | Reset | Malformed | Hold
 Answer = Reply | HttpError | RawSSE | NoAnswer | Fault
 ScriptItem = Answer | Callable[[dict[str, Any]], Answer]
 
@@ -126,12 +154,14 @@ class FakeAnthropicAPI:
         self._lock = threading.Lock()
         self._stopping = threading.Event()  # ends every silence
         self._silent: set[threading.Thread] = set()  # handlers inside one
+        self.moments = Moments()  # what the handlers tell a waiting test
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> FakeAnthropicAPI:
         self._stopping.clear()
+        self.moments.start()
         server = _Server(("127.0.0.1", 0), _Handler)
         server.daemon_threads = True
         server.fake = self  # type: ignore[attr-defined]
@@ -144,6 +174,7 @@ class FakeAnthropicAPI:
 
     def stop(self) -> None:
         self._stopping.set()
+        self.moments.stop()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -161,6 +192,7 @@ class FakeAnthropicAPI:
         thread = threading.current_thread()
         with self._lock:
             self._silent.add(thread)
+        self.moments.silence_began()
         try:
             deadline = time.monotonic() + seconds
             while (left := deadline - time.monotonic()) > 0:
@@ -172,6 +204,35 @@ class FakeAnthropicAPI:
         finally:
             with self._lock:
                 self._silent.discard(thread)
+
+    def hold(self) -> bool:
+        """Pause a handler until `resume()`; False when the server stops first."""
+        thread = threading.current_thread()
+        with self._lock:
+            self._silent.add(thread)
+        try:
+            return self.moments.hold()
+        finally:
+            with self._lock:
+                self._silent.discard(thread)
+
+    # -- for the test thread -------------------------------------------------------------------------
+    def wait_for_requests(self, count: int = 1) -> None:
+        """Until `count` requests have reached the server (the safety net: `CEILING_S`)."""
+        self.moments.wait_until(lambda: len(self.requests) >= count, f"request number {count}")
+
+    def wait_for_silence(self, count: int = 1) -> None:
+        """Until `count` silences have begun: a `Stall` paused, a `NoAnswer` or a `Hold` reached. The
+        client has its request then, and a reply that goes on no further for now."""
+        self.moments.wait_until(lambda: self.moments.silences >= count, f"silence number {count}")
+
+    def resume(self) -> None:
+        """Let the reply paused by a `Hold` go on (to its next mark, or to its end)."""
+        self.moments.release()
+
+    def record(self, recorded: Recorded) -> None:
+        self.requests.append(recorded)
+        self.moments.changed()
 
     def __enter__(self) -> FakeAnthropicAPI:
         return self.start()
@@ -199,6 +260,20 @@ class FakeAnthropicAPI:
     @property
     def bodies(self) -> list[dict[str, Any]]:
         return [r.body for r in self.requests]
+
+    def cached(self, item: Reply, body: dict[str, Any]) -> Reply:
+        """`item` with the usage the prompt cache gives `body`, when this server keeps one and the
+        script set none."""
+        if self.cache is None or item.input_tokens is not None:
+            return item
+        with self._lock:
+            usage = self.cache.apply(body)
+        return replace(
+            item,
+            input_tokens=usage.input_tokens,
+            cache_read_input_tokens=usage.cache_read_input_tokens,
+            cache_creation_input_tokens=usage.cache_creation_input_tokens,
+        )
 
     def _next(self, body: dict[str, Any]) -> Answer | None:
         with self._lock:
@@ -271,6 +346,22 @@ def _aws_message(fields: dict[str, str], payload: bytes) -> bytes:
     return message + struct.pack(">I", zlib.crc32(message))
 
 
+_BETA_PARAMS = {"context-management-2025-06-27": "context_management"}
+_SYSTEM_MESSAGES_BETA = "mid-conversation-system-2026-04-07"
+
+
+def _beta_features_checked(body: dict[str, Any], beta_header: str | None) -> dict[str, Any]:
+    """The body as the GA checks should see it once the betas the request names (`anthropic-beta`,
+    as Claude Code sends them) have taken what they allow: the `context_management` parameter, and
+    `role: "system"` messages between turns (outside the user/assistant alternation)."""
+    betas = {b.strip() for b in (beta_header or "").split(",")}
+    drop = {param for beta, param in _BETA_PARAMS.items() if beta in betas}
+    checked = {k: v for k, v in body.items() if k not in drop}
+    if _SYSTEM_MESSAGES_BETA in betas and isinstance(body.get("messages"), list):
+        checked["messages"] = [m for m in body["messages"] if m.get("role") != "system"]
+    return checked
+
+
 def _frame(name: str, data: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
@@ -327,7 +418,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         """`GET /v1/models/{id}` (what `piton doctor` asks): ids of the `claude-` family exist."""
         recorded = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, {})
-        self.fake.requests.append(recorded)
+        self.fake.record(recorded)
         path = self.path.split("?")[0]
         if not path.startswith("/v1/models/"):
             return self._reject(404, "not_found_error", f"Not found: {self.path}")
@@ -339,6 +430,22 @@ class _Handler(BaseHTTPRequestHandler):
         info = {"type": "model", "id": model, "display_name": model, "created_at": "2026-01-01T00:00:00Z"}
         return self._send_json(200, json.dumps(info).encode())
 
+    def _acceptable(self, platform: str, body: dict[str, Any], problem: tuple[int, str, str] | None) -> bool:
+        """Whether the API would take this request; when not, the error is sent."""
+        if problem is not None:
+            self._reject(*problem)
+        elif not (self._signed() if platform == "bedrock" else self._authorized()):
+            self._reject(401, "authentication_error", "invalid x-api-key")
+        elif platform == "anthropic" and not self.headers.get("anthropic-version"):
+            self._reject(400, "invalid_request_error", "anthropic-version: header is required")
+        elif invalid := validate_request(
+            _beta_features_checked(body, self.headers.get("anthropic-beta")), self.fake.issued
+        ):
+            self._reject(400, "invalid_request_error", invalid)
+        else:
+            return True
+        return False
+
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
@@ -348,22 +455,20 @@ class _Handler(BaseHTTPRequestHandler):
             return self._reject(400, "invalid_request_error", "request body is not valid JSON")
         platform, body, problem = _on_platform(self.path.split("?")[0], body)
         recorded = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-        self.fake.requests.append(recorded)
-        if problem is not None:
-            return self._reject(*problem)
-        if not (self._signed() if platform == "bedrock" else self._authorized()):
-            return self._reject(401, "authentication_error", "invalid x-api-key")
-        if platform == "anthropic" and not self.headers.get("anthropic-version"):
-            return self._reject(400, "invalid_request_error", "anthropic-version: header is required")
-        invalid = validate_request(body, self.fake.issued)
-        if invalid:
-            return self._reject(400, "invalid_request_error", invalid)
+        self.fake.record(recorded)
+        if not self._acceptable(platform, body, problem):
+            return None
         item = self.fake._next(body)
         if item is None:
             self.fake.unexpected.append(recorded)
             return self._reject(
                 400, "invalid_request_error", "fake API: no scripted response left for this request"
             )
+        scripted = getattr(item, "reply", item)  # a fault's reply, or the reply itself
+        if isinstance(scripted, Reply):
+            calls = [b.name for b in scripted.blocks if isinstance(b, ToolCall)]
+            if refused := uncallable(body, calls):
+                return self._reject(400, "invalid_request_error", refused)
         if isinstance(item, HttpError):
             return self._send_json(item.status, _error_body(item.error_type, item.message), item.headers)
         if isinstance(item, RawSSE):
@@ -373,48 +478,30 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return None
         fault: Fault | MidStreamError | DropStream | None = None
-        if isinstance(item, Stall | Reset | Malformed):
+        if isinstance(item, Stall | Reset | Malformed | Hold):
             fault, item = item, item.reply
         for block in item.blocks:
             if isinstance(block, ToolCall):
                 self.fake.issued[block.id] = _issued_content(item)
-        if self.fake.cache is not None and item.input_tokens is None:
-            with self.fake._lock:
-                usage = self.fake.cache.apply(body)
-            item = replace(
-                item,
-                input_tokens=usage.input_tokens,
-                cache_read_input_tokens=usage.cache_read_input_tokens,
-                cache_creation_input_tokens=usage.cache_creation_input_tokens,
-            )
+        item = self.fake.cached(item, body)
         events = sse_events(item, body.get("model", "claude"), _estimate_tokens(body))
         if not body.get("stream"):
             return self._send_json(200, json.dumps(_final_message(events)).encode())
-        frames = [(_aws_frame if platform == "bedrock" else _frame)(name, data) for name, data in events]
         fault = fault or item.fault
-        ending: Literal["complete", "drop", "reset"] = "complete"
-        if isinstance(fault, MidStreamError):
-            error = _error_body(fault.error_type, fault.message).decode()
-            last = (
-                _aws_exception(fault.error_type, fault.message)
-                if platform == "bedrock"
-                else f"event: error\ndata: {error}\n\n".encode()
-            )
-            frames = [*frames[: fault.after], last]
-        elif isinstance(fault, DropStream):
-            frames = frames[: fault.after]
-            ending = "complete" if fault.clean else "drop"
-        elif isinstance(fault, Reset):
-            frames, ending = frames[: fault.after], "reset"
-        elif isinstance(fault, Malformed):
-            frames.insert(fault.after, _frame(str(fault.event.get("type", "message")), fault.event))
-        stall = fault if isinstance(fault, Stall) else None
+        frames, ending = _faulted_frames(events, fault, platform)
         kind = (
             "application/vnd.amazon.eventstream"
             if platform == "bedrock"
             else "text/event-stream; charset=utf-8"
         )
-        self._stream(frames, ending=ending, delay_s=item.delay_s, stall=stall, content_type=kind)
+        self._stream(
+            frames,
+            ending=ending,
+            delay_s=item.delay_s,
+            stall=fault if isinstance(fault, Stall) else None,
+            holds=_hold_points(events, fault.marks) if isinstance(fault, Hold) else [],
+            content_type=kind,
+        )
 
     def _stream(
         self,
@@ -423,10 +510,12 @@ class _Handler(BaseHTTPRequestHandler):
         ending: Literal["complete", "drop", "reset"] = "complete",
         delay_s: float = 0.0,
         stall: Stall | None = None,
+        holds: list[int] | None = None,
         content_type: str = "text/event-stream; charset=utf-8",
     ) -> None:
-        """Send `frames` as a chunked SSE body, then end it: `complete` (the final chunk), `drop` (the
-        connection closed without it) or `reset` (a TCP reset)."""
+        """Send `frames` as a chunked SSE body, pausing before each index in `holds` until the test
+        resumes, then end it: `complete` (the final chunk), `drop` (the connection closed without
+        it) or `reset` (a TCP reset)."""
         self.send_response(200)
         self.send_header("content-type", content_type)
         self.send_header("transfer-encoding", "chunked")
@@ -435,6 +524,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             for index in range(len(frames) + 1):  # a stall may also come after the last event
+                if index in (holds or []) and not self.fake.hold():
+                    ending = "drop"  # the server stops: hang up rather than finish
+                    break
                 if stall is not None and index == min(stall.after, len(frames)):
                     ping = (lambda: self._chunk(PING)) if stall.ping_every else None
                     if not self.fake.wait_silently(stall.seconds, ping, stall.ping_every or 0.0):
@@ -462,6 +554,30 @@ class _Handler(BaseHTTPRequestHandler):
     def _chunk(self, frame: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
         self.wfile.flush()
+
+
+def _faulted_frames(
+    events: list[tuple[str, dict[str, Any]]],
+    fault: Fault | MidStreamError | DropStream | None,
+    platform: str,
+) -> tuple[list[bytes], Literal["complete", "drop", "reset"]]:
+    """The frames of `events` as `fault` changes them, and how the stream ends."""
+    frames = [(_aws_frame if platform == "bedrock" else _frame)(name, data) for name, data in events]
+    if isinstance(fault, MidStreamError):
+        error = _error_body(fault.error_type, fault.message).decode()
+        last = (
+            _aws_exception(fault.error_type, fault.message)
+            if platform == "bedrock"
+            else f"event: error\ndata: {error}\n\n".encode()
+        )
+        return [*frames[: fault.after], last], "complete"
+    if isinstance(fault, DropStream):
+        return frames[: fault.after], "complete" if fault.clean else "drop"
+    if isinstance(fault, Reset):
+        return frames[: fault.after], "reset"
+    if isinstance(fault, Malformed):
+        frames.insert(fault.after, _frame(str(fault.event.get("type", "message")), fault.event))
+    return frames, "complete"
 
 
 def _final_message(events: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:

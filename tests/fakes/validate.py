@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from piton.testing.script import sign
+from tests.fakes.tool_references import request_problem
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _PARAMS = {
@@ -101,8 +102,13 @@ def _check_block(where: str, block: dict[str, Any]) -> str | None:
         content = block.get("content")
         if content is not None and not isinstance(content, str):
             for j, part in enumerate(content):
-                if part.get("type") not in ("text", "image", "document"):
-                    return f"{where}.content.{j}: tool_result content must be text, image or document blocks"
+                if part.get("type") not in ("text", "image", "document", "tool_reference"):
+                    return (
+                        f"{where}.content.{j}: tool_result content must be text, image, document or "
+                        "tool_reference blocks"
+                    )
+                if part.get("type") == "tool_reference" and not isinstance(part.get("tool_name"), str):
+                    return f"{where}.content.{j}.tool_name: Field required"
                 if part.get("type") == "text" and (problem := _check_text(f"{where}.content.{j}", part)):
                     return problem
     return None
@@ -186,6 +192,8 @@ def validate_request(body: dict[str, Any], issued: dict[str, list[dict[str, Any]
             return f"tools.{i}.input_schema.type: Input should be 'object'"
     if (count := _count_cache_control(body)) > 4:
         return f"A maximum of 4 blocks with cache_control may be provided. Found {count}."
+    if problem := request_problem(body):
+        return problem
     messages = body["messages"]
     if not isinstance(messages, list) or not messages:
         return "messages: at least one message is required"

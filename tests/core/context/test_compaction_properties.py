@@ -23,6 +23,7 @@ from piton.core.conversation.messages import (
     ImageBlock,
     Message,
     TextBlock,
+    ToolReferenceBlock,
     ToolResultBlock,
     ToolUseBlock,
 )
@@ -144,3 +145,20 @@ def test_quoted_messages_survive_a_second_summary_even_with_closing_tags_inside(
     first = summary_message("one", ["alpha", tricky], 0, ["The task list as it stands:\n[pending] finish"])
     assert first.text.startswith(SUMMARY_HEADER) and "[pending] finish" in first.text
     assert user_messages([first, Message.user("beta")]) == ["alpha", tricky, "beta"]
+
+
+def test_clearing_old_results_keeps_the_tools_they_loaded() -> None:
+    search = ToolUseBlock(id="toolu_s", name="ToolSearch", input={"query": "select:WebFetch"})
+    loaded = ToolResultBlock(tool_use_id="toolu_s", content=[ToolReferenceBlock(tool_name="WebFetch")])
+    read = ToolUseBlock(id="toolu_r", name="Read", input={"file_path": "a.py"})
+    history = [
+        Message.user("go"),
+        Message(role="assistant", content=[search]),
+        Message(role="user", content=[loaded]),
+        Message(role="assistant", content=[read]),
+        Message(role="user", content=[ToolResultBlock(tool_use_id="toolu_r", content="x" * 1_000)]),
+        Message(role="assistant", content=[TextBlock(text="done")]),
+    ]
+    with tempfile.TemporaryDirectory() as root:
+        out, stubs = stub_tool_results(history, 0, FileResultStore(Path(root)))
+    assert list(stubs) == ["toolu_r"] and out[2] is history[2]

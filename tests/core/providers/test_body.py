@@ -18,6 +18,7 @@ from piton.core.conversation.messages import (
     Message,
     TextBlock,
     ThinkingBlock,
+    ToolReferenceBlock,
     ToolResultBlock,
     ToolUseBlock,
 )
@@ -172,3 +173,36 @@ def test_a_finished_conversation_is_let_go() -> None:
     encoder.encode(request([Message.user("a new one")]))
     gc.collect()
     assert ref() is None, "the encoder must not keep a history nobody else holds"
+
+
+DEFERRED = {"name": "WebFetch", "description": "Fetch a page", "input_schema": {"type": "object"}}
+LOADING = [
+    Message.user("read the page"),
+    Message(role="assistant", content=[ToolUseBlock(id="toolu_s", name="ToolSearch", input={})]),
+    Message(
+        role="user",
+        content=[ToolResultBlock(tool_use_id="toolu_s", content=[ToolReferenceBlock(tool_name="WebFetch")])],
+    ),
+]
+
+
+def test_the_tools_breakpoint_goes_on_the_last_tool_that_is_not_deferred() -> None:
+    tools = [TOOLS[0], {**DEFERRED, "defer_loading": True}]
+    sent = decoded(BodyEncoder(), request(LOADING, tools=tools, tool_references=True))
+    assert ["cache_control" in t for t in sent["tools"]] == [True, False]
+    assert sent == expected(request(LOADING, tools=tools, tool_references=True))
+    assert sent["messages"][-1]["content"][0]["content"] == [
+        {"type": "tool_reference", "tool_name": "WebFetch"}
+    ]
+
+
+def test_references_a_request_cannot_carry_become_text() -> None:
+    plain = [*TOOLS, DEFERRED]
+    for case in (
+        request(LOADING, tools=plain),  # a model without tool search: every tool, no references
+        request(LOADING, tools=TOOLS, tool_references=True),  # the tool is gone
+    ):
+        sent = decoded(BodyEncoder(), case)
+        assert sent == expected(case)
+        [part] = sent["messages"][-1]["content"][0]["content"]
+        assert part == {"type": "text", "text": "(The tool WebFetch was loaded here.)"}

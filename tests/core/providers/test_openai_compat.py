@@ -237,3 +237,24 @@ def test_the_context_window_comes_from_the_server(
         windows[model] = json.loads(done.stdout)["modelUsage"][model]["contextWindow"]
     assert windows == {"vllm:qwen3": 32768, "llamacpp:gemma": 8192, "vllm:unknown": 128_000}
     assert openai_server.model_lookups == ["qwen3", "gemma", "unknown"]  # once a run, no retries
+
+
+def test_a_tool_search_result_is_text_for_another_model() -> None:
+    from piton.core.conversation.messages import ToolReferenceBlock
+
+    loaded = ToolResultBlock(tool_use_id="call_1", content=[ToolReferenceBlock(tool_name="WebFetch")])
+    request = ModelRequest(
+        model="openai:gpt-5",
+        system="",
+        messages=[
+            Message.user("read the page"),
+            Message(role="assistant", content=[ToolUseBlock(id="call_1", name="ToolSearch", input={})]),
+            Message(role="user", content=[loaded]),
+        ],
+    )
+    messages = chat_messages(request)
+    assert messages[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "(The tool WebFetch was loaded here.)",
+    }
