@@ -99,6 +99,10 @@ class Repl:
         return self.sessions.runtime
 
     @property
+    def starting(self) -> bool:
+        return not self.sessions.started
+
+    @property
     def commands(self) -> Commands | None:
         return self.sessions.commands
 

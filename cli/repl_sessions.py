@@ -93,6 +93,12 @@ class ReplSessions:
         """Open the first session in the background: the prompt is up meanwhile."""
         self._ready = asyncio.ensure_future(self._start())
         self._ready.add_done_callback(_observed)
+        self._ready.add_done_callback(lambda _: self.host.redraw())  # the prompt's mark changes
+
+    @property
+    def started(self) -> bool:
+        """Whether the first session has finished starting: a message sent now goes at once."""
+        return self._ready is not None and self._ready.done()
 
     async def ready(self) -> Runtime:
         """The session, waiting for it to load if need be; a start-up that failed raises again."""

@@ -43,6 +43,7 @@ TYPED_AHEAD_S = 0.2  # keys read this soon after the first prompt started were t
 STYLE = Style.from_dict(
     {
         "prompt": "bold ansicyan",
+        "starting": "ansibrightblack",
         "live": "",
         "thinking": "italic ansibrightblack",
         "spinner": "ansiyellow",
@@ -83,6 +84,11 @@ class Shown(Protocol):
     @property
     def runtime(self) -> Runtime | None:
         """The session, once it has loaded."""
+        ...
+
+    @property
+    def starting(self) -> bool:
+        """Whether the first session is still starting (a message sent now would wait for it)."""
         ...
 
     @property
@@ -150,7 +156,11 @@ class PromptView:
         if question is not None:
             parts.append(("class:question", question.text))
             return FormattedText(parts)
-        parts.append(("class:prompt", "❯ "))
+        if self.shown.starting:
+            # keys may be typed ahead, but the prompt's mark waits until a message would go at once
+            parts.append(("class:starting", "… "))
+        else:
+            parts.append(("class:prompt", "❯ "))
         return FormattedText(parts)
 
     def toolbar(self) -> FormattedText:
