@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from piton.core.conversation.messages import Message, encode_json
 from piton.core.models import model_info
@@ -26,7 +25,6 @@ from piton.core.tools import AnyTool, ToolRegistry
 TOOL_SEARCH = "ToolSearch"
 DEFAULT_AUTO_PERCENT = 10  # Claude Code's `auto`: defer once the deferrable tools pass 10% of the window
 CHARS_PER_TOKEN = 2.5  # how Claude Code sizes tool definitions against that share
-_FIRST_PARTY_HOST = "api.anthropic.com"
 _FALSY = ("0", "false", "no", "off")
 
 
@@ -41,14 +39,14 @@ class ToolSearchMode:
 def tool_search_mode(env: Mapping[str, str], platform: str | None) -> ToolSearchMode | None:
     """`ENABLE_TOOL_SEARCH` as Claude Code reads it; None: every tool is sent. Unset or true: defer;
     `auto` or `auto:N`: defer past N% (default 10) of the window, `auto:0` always, `auto:100` never;
-    false: never. Only Anthropic's own API gets deferred tools (Bedrock and Vertex want a beta header
-    of their own) and, unless the variable is set, only at its own address: a proxy may not pass
-    `tool_reference` blocks on."""
+    false: never. Only Anthropic's Messages API gets deferred tools (Bedrock and Vertex want a beta
+    header of their own), at its own address or a gateway's: a gateway that cannot pass
+    `tool_reference` blocks on answers 400, and that error says to set the variable to false."""
     if platform != "anthropic":
         return None
     value = env.get("ENABLE_TOOL_SEARCH", "").strip().lower()
     if not value:
-        return ToolSearchMode() if _first_party(env.get("ANTHROPIC_BASE_URL")) else None
+        return ToolSearchMode()
     if value == "auto" or value.startswith("auto:"):
         percent = _percent(value.removeprefix("auto").removeprefix(":"))
         return None if percent >= 100 else ToolSearchMode(percent or None)
@@ -60,10 +58,6 @@ def _percent(text: str) -> int:
         return max(0, min(100, int(text))) if text else DEFAULT_AUTO_PERCENT
     except ValueError:  # as Claude Code: a value it cannot read is the default share
         return DEFAULT_AUTO_PERCENT
-
-
-def _first_party(base_url: str | None) -> bool:
-    return not base_url or urlsplit(base_url).hostname == _FIRST_PARTY_HOST
 
 
 class _References:

@@ -68,6 +68,9 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
         monkeypatch.setenv(name, DEAD_URL)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    # scripted replies call every tool directly, as a model that was sent every definition would;
+    # tool search's own tests (tests/cli/test_tool_search.py) run with the default, which defers
+    monkeypatch.setenv("ENABLE_TOOL_SEARCH", "false")
     network.escapes.clear()
     yield
     if network.escapes:

@@ -139,6 +139,9 @@ def status_failure(error: StatusError, base_url: str = DEFAULT_BASE_URL) -> Exce
         if kind == "not_found" and base_url.rstrip("/") != DEFAULT_BASE_URL:
             # a gateway or proxy that lacks the endpoint answers 404 as a wrong model id does
             hint = f" (from {base_url}: is ANTHROPIC_BASE_URL right, and the model id? see --model)"
+        if kind == "invalid_request" and ("tool_reference" in final or "defer_loading" in final):
+            # a gateway that cannot pass tool search on: the one setting that gets past it
+            hint = " (a gateway without tool search: set ENABLE_TOOL_SEARCH=false)"
         return ProviderError(f"{final}{hint}", kind=kind, status=status)
     return Retry(
         f"{status} {error_type or error.reason or 'error'}",

@@ -2,8 +2,8 @@
 tools most turns use, a deferred tool is found, loaded and called, the cached prefix survives its
 loading, and whatever waits behind ToolSearch (MCP tools included) stays reachable and listed.
 
-The fake API runs on 127.0.0.1, which is not Anthropic's own address: as with Claude Code, tool
-search is then on only when `ENABLE_TOOL_SEARCH` says so, as these tests do."""
+The rest of the suite turns tool search off (its scripts call every tool directly); these tests run
+with `ENABLE_TOOL_SEARCH` unset, as a user's run would."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ FIRST_REQUEST_BYTES = 14_000
 def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropicAPI]:
     with FakeAnthropicAPI(cache=PromptCache()) as fake:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
-        monkeypatch.setenv("ENABLE_TOOL_SEARCH", "true")
+        monkeypatch.delenv("ENABLE_TOOL_SEARCH")  # the default: on
         yield fake
         assert not fake.unexpected and not fake.rejections, fake.rejections
 

@@ -22,9 +22,9 @@ WINDOW = 200_000
 @pytest.mark.parametrize(
     ("env", "platform", "mode"),
     [
-        ({}, "anthropic", ToolSearchMode()),  # Anthropic's API at its own address: on by default
+        ({}, "anthropic", ToolSearchMode()),  # Anthropic's API: on by default
         ({"ANTHROPIC_BASE_URL": "https://api.anthropic.com"}, "anthropic", ToolSearchMode()),
-        ({"ANTHROPIC_BASE_URL": "http://127.0.0.1:8080"}, "anthropic", None),  # a proxy: off unless asked
+        ({"ANTHROPIC_BASE_URL": "http://127.0.0.1:8080"}, "anthropic", ToolSearchMode()),  # a gateway too
         (
             {"ANTHROPIC_BASE_URL": "http://127.0.0.1:8080", "ENABLE_TOOL_SEARCH": "true"},
             "anthropic",

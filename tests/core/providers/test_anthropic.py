@@ -538,3 +538,15 @@ def test_events_decode_the_same_however_the_network_cuts_the_body(newline: str) 
         assert decoder.feed(body[:cut]) + decoder.feed(body[cut:]) == whole, cut
     decoder = SSEDecoder()
     assert [e for i in range(len(body)) for e in decoder.feed(body[i : i + 1])] == whole
+
+
+def test_a_gateway_refusing_tool_search_is_told_how_to_turn_it_off(fake_api: FakeAnthropicAPI) -> None:
+    fake_api.add(
+        HttpError(400, "invalid_request_error", "messages.1.content.0: unknown type 'tool_reference'")
+    )
+    with pytest.raises(ProviderError) as caught:
+        stream_all(provider(fake_api), request())
+    assert str(caught.value) == (
+        "API error 400: messages.1.content.0: unknown type 'tool_reference'"
+        " (a gateway without tool search: set ENABLE_TOOL_SEARCH=false)"
+    )
