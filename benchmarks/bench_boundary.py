@@ -1,10 +1,10 @@
 """What the trust boundary costs, each next to the unguarded way measured in the same run: opening a
 file with no symlink followed against a plain open, an atomic Write (temp file, fsync, rename)
 against writing in place, ripgrep inside the read-only sandbox against ripgrep run directly, and the
-guard's snapshot and restore around a command (including the walk for planted settings files)
+guard's snapshot and restore around a command (including the check for planted settings files)
 against the command alone, and a command left running in the background from start to end (its
-held folders, the walks for settings files before and after, its stricter sandbox) against the
-command alone.
+held folders, the checks for settings files before and after, its stricter sandbox) against the
+command alone. Per-command costs against a bare bwrap are benchmarks/bench_sandbox.py's.
 
     python benchmarks/bench_boundary.py [files]    (default 50,000 generated files, kept in /var/tmp)
 """

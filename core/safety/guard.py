@@ -20,8 +20,9 @@ from pathlib import Path
 from piton.core.safety import pinned
 from piton.core.safety.gitconfig import git_dirs
 from piton.core.safety.guard_fs import empty, parent_fd, parents_unchanged, remove, sweep
-from piton.core.safety.guarded import GIT_PROTECTED, GUARDED_DIRS, code_paths, deep_settings
+from piton.core.safety.guarded import GIT_PROTECTED, GUARDED_DIRS, code_paths
 from piton.core.safety.policy import SETTINGS_DIRS, SETTINGS_FILES, SandboxPolicy, real
+from piton.core.safety.settings_index import settings_below
 
 _LEFT_TO_GIT = ("modules", "worktrees")  # folders git itself creates: pinned when present, never removed
 _MAX_KEPT_BYTES = 1 << 20  # guarded files are small; a bigger one is compared by its status only
@@ -76,9 +77,9 @@ class Snapshot:
     taken_ns: int = 0
 
 
-# The settings files below each set of roots as the last command left them: one walk per command
-# (after it) instead of two. Only commands can add one (the file tools refuse to write them), and
-# a file someone else adds meanwhile is told apart by its change time.
+# The settings files below each set of roots as the last command left them: looked for once per
+# command (after it), where the tree changed (`settings_index`). Only commands can add one (the file
+# tools refuse to write them), and a file someone else adds meanwhile is told apart by its change time.
 _known_deep: dict[tuple[Path, ...], set[Path]] = {}
 
 
@@ -117,7 +118,7 @@ def snapshot(policy: SandboxPolicy) -> Snapshot:
     snap.roots = policy.roots
     snap.taken_ns = time.time_ns()
     if policy.roots not in _known_deep:
-        _known_deep[policy.roots] = deep_settings(policy.roots)
+        _known_deep[policy.roots] = settings_below(policy.roots)
     snap.deep_settings = set(_known_deep[policy.roots])
     for path in sorted(snap.deep_settings):
         snap.states.setdefault(path, _state(path))
@@ -147,7 +148,7 @@ def restore(before: Snapshot) -> list[str]:
     """Put back each guarded path a command changed; say what was done."""
     notes: list[str] = []
     if before.roots:
-        found, notes = sweep(before.roots, before.deep_settings, before.taken_ns)
+        found, notes = sweep(settings_below(before.roots), before.deep_settings, before.taken_ns)
         _known_deep[before.roots] = found
     for path, was in before.states.items():
         now = _state(path)

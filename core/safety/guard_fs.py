@@ -13,7 +13,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from piton.core.safety import pinned
-from piton.core.safety.guarded import deep_settings
 from piton.core.safety.policy import real
 
 
@@ -114,14 +113,14 @@ def _replaced(path: Path, was: Mapping[Path, int], since_ns: int) -> bool:
 
 
 def sweep(
-    roots: tuple[Path, ...], known: set[Path], since_ns: int, *, replaced: Mapping[Path, int] | None = None
+    found: set[Path], known: set[Path], since_ns: int, *, replaced: Mapping[Path, int] | None = None
 ) -> tuple[set[Path], list[str]]:
-    """Remove the settings files below `roots` that are not in `known` and were made or changed
-    since `since_ns`, and with `replaced` (the known files' inodes), known ones since replaced: a
-    command left running cannot change one in place, so that is a new file under the old name, the
-    folder above renamed away. Return the files now known (a new one that could not be removed is
-    not: it is tried again next time) and what was done."""
-    found = deep_settings(roots)
+    """Of the settings files `found` below the roots (`settings_index.settings_below`), remove those
+    not in `known` that were made or changed since `since_ns`, and with `replaced` (the known files'
+    inodes), known ones since replaced: a command left running cannot change one in place, so that
+    is a new file under the old name, the folder above renamed away. Return the files now known (a
+    new one that could not be removed is not: it is tried again next time) and what was done."""
+    found = set(found)
     notes = []
     for path in sorted(found):
         if path in known and (replaced is None or not _replaced(path, replaced, since_ns)):

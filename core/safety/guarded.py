@@ -1,5 +1,6 @@
 """Which places the guard protects in each project root: what the sandbox binds read-only, pins in
-place, or holds still for a command left running, and where settings files lie deeper in the tree.
+place, or holds still for a command left running (settings files deeper in the tree are found by
+`settings_index`).
 
 Inside a writable project, git's hooks and config and the settings files must not change: a hook
 runs at the user's next commit, a config can name a program for any git command, and settings grant
@@ -14,12 +15,14 @@ is held still by `lasting`. Only queries here: nothing is changed on disk.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 from piton.core.safety import gitconfig
 from piton.core.safety.gitconfig import git_dirs
-from piton.core.safety.policy import SETTINGS_DIRS, SETTINGS_FILES, SandboxPolicy, is_settings_dir, real
+from piton.core.safety.policy import SETTINGS_DIRS, SETTINGS_FILES, SandboxPolicy, real
+from piton.core.safety.settings_index import settings_below
 
 # What of a git directory the sandbox binds read-only (and the guard keeps) where it exists
 GIT_PROTECTED = ("hooks", "config", "commondir", "modules", "worktrees", "config.worktree")
@@ -56,6 +59,14 @@ def _between(path: Path, roots: tuple[Path, ...]) -> list[Path]:
     return []
 
 
+def _plain_folder(path: Path) -> bool:
+    """A folder, not a symlink to one (one lstat)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def pinned_dirs(
     policy: SandboxPolicy, protected: list[Path] | None = None, also: Sequence[Path] = ()
 ) -> list[Path]:
@@ -69,7 +80,7 @@ def pinned_dirs(
     folders: list[Path] = []
 
     def add(folder: Path) -> None:
-        if folder not in folders and folder.is_dir() and not folder.is_symlink() and policy.in_roots(folder):
+        if folder not in folders and _plain_folder(folder) and policy.in_roots(folder):
             folders.append(folder)
 
     for root in policy.roots:
@@ -111,36 +122,8 @@ def lasting_read_only(policy: SandboxPolicy) -> list[Path]:
     if policy.mode != "workspace-write":
         return []
     places = held_places(policy)
-    for path in sorted(deep_settings(policy.roots)):
+    for path in sorted(settings_below(policy.roots)):
         folder = real(path) if path.is_symlink() else path.parent
         if folder.is_dir() and policy.in_roots(folder) and folder not in places:
             places.append(folder)
     return places
-
-
-def deep_settings(roots: tuple[Path, ...]) -> set[Path]:
-    """The settings files anywhere below the project roots (`sub/.piton/settings.json`): a session
-    started in that folder would read them. A settings folder that is a symlink counts as the
-    symlink itself when a settings file lies where it leads. One pass over the tree's folders,
-    `.git` skipped."""
-    found: set[Path] = set()
-    stack = list(roots)
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = os.scandir(folder)
-        except OSError:
-            continue
-        with entries:
-            for entry in entries:
-                settings = folder not in roots and is_settings_dir(entry.name)
-                if settings and entry.is_symlink():
-                    if any(os.path.exists(Path(entry.path) / f) for f in SETTINGS_FILES):
-                        found.add(Path(entry.path))
-                    continue
-                if not entry.is_dir(follow_symlinks=False) or entry.name == ".git":
-                    continue
-                if settings:
-                    found.update(p for f in SETTINGS_FILES if os.path.lexists(p := Path(entry.path) / f))
-                stack.append(Path(entry.path))
-    return found

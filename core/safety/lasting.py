@@ -16,13 +16,13 @@ import asyncio
 import os
 import time
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
 from piton.core.safety import gitconfig
 from piton.core.safety.guard_fs import inodes, make, sweep
-from piton.core.safety.guarded import GUARDED_DIRS, deep_settings, held_places
+from piton.core.safety.guarded import GUARDED_DIRS, held_places
 from piton.core.safety.policy import SETTINGS_DIRS, SETTINGS_FILES, SandboxPolicy
+from piton.core.safety.settings_index import settings_below
 
 
 class GuardError(Exception):
@@ -97,7 +97,7 @@ class LastingGuard:
                 self._roots, self._known, self._since_ns, self._inodes = (), set(), time.time_ns(), {}
             added = tuple(r for r in roots if r not in self._roots)
             if added:
-                found = await asyncio.to_thread(deep_settings, added)
+                found = await asyncio.to_thread(settings_below, added)
                 self._known |= found
                 self._inodes |= inodes(found)
                 self._roots += added
@@ -108,16 +108,17 @@ class LastingGuard:
         async with self._sweeping:
             if not self._roots:
                 return []
-            roots, known, since = self._roots, self._known, self._since_ns
-            self._known, notes = await asyncio.to_thread(
-                partial(sweep, roots, known, since, replaced=self._inodes)
-            )
+            self._known, notes = await asyncio.to_thread(self._sweep)
             return notes
+
+    def _sweep(self) -> tuple[set[Path], list[str]]:
+        found = settings_below(self._roots)
+        return sweep(found, self._known, self._since_ns, replaced=self._inodes)
 
     def sweep_now(self) -> None:
         """The last sweep, without a loop to wait in (at exit)."""
         if self._roots:
-            self._known, _ = sweep(self._roots, self._known, self._since_ns, replaced=self._inodes)
+            self._known, _ = self._sweep()
 
     @staticmethod
     async def appeared(policy: SandboxPolicy, held: frozenset[Path]) -> set[Path]:

@@ -16,6 +16,7 @@ no syntactic check can know every file a command will read.
 
 from __future__ import annotations
 
+import functools
 import shlex
 from dataclasses import dataclass
 
@@ -177,7 +178,20 @@ def _simple(part: Part) -> Reading:
 
 
 def classify(command: str) -> Reading:
-    """What `command` does, judged command by command (see the module's docstring)."""
+    """What `command` does, judged command by command (see the module's docstring). A Bash call
+    asks three times (plan mode, concurrency, the sandbox it gets): short lines are remembered."""
+    return _remembered(command) if len(command) <= _REMEMBERED_CHARS else _classify(command)
+
+
+_REMEMBERED_CHARS = 4096  # a long line (a heredoc) is judged afresh rather than kept
+
+
+@functools.lru_cache(maxsize=256)
+def _remembered(command: str) -> Reading:
+    return _classify(command)
+
+
+def _classify(command: str) -> Reading:
     parts = exact_parts(command)
     if not parts or not effect(command).complete:
         return _UNKNOWN  # not exact, or it runs what cannot be read: never a plain look

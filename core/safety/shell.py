@@ -47,7 +47,8 @@ def clean_output(text: str) -> str:
 
 def _script(command: str, cwd_fd: int) -> str:
     # The trap is set before the command is parsed, so even `exit` or a syntax error report the cwd.
-    return f'trap \'printf "%s\\0" "$(pwd -P)" >&{cwd_fd} 2>/dev/null\' EXIT\n{command}'
+    # `pwd` writes straight to the descriptor (a newline, then the NUL): `$(pwd -P)` would fork.
+    return f"trap '{{ pwd -P; printf \"\\0\"; }} >&{cwd_fd} 2>/dev/null' EXIT\n{command}"
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:
@@ -73,9 +74,9 @@ def _read_reported_cwd(fd: int) -> Path | None:
             data += chunk
     os.close(fd)
     records = data.split(b"\0")
-    if len(records) < 2 or not records[-2].startswith(b"/"):
+    if len(records) < 2 or not records[-2].startswith(b"/") or not records[-2].endswith(b"\n"):
         return None
-    return Path(os.fsdecode(records[-2]))
+    return Path(os.fsdecode(records[-2][:-1]))  # pwd's own newline off (a name may end in one too)
 
 
 async def spawn(launch: Launch, cwd: Path, *fds: int) -> asyncio.subprocess.Process:

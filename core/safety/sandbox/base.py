@@ -46,14 +46,16 @@ def command_env(environ: Mapping[str, str], policy: SandboxPolicy) -> dict[str, 
 @dataclass(slots=True)
 class Launch:
     """How to start one sandboxed command: the argv and its environment, the file descriptors the
-    sandbox reads (handed to the child with `pass_fds`), what the child does before it execs (enter
-    the command's cgroup), and what is undone once it has ended. `close()` exactly once, after the
-    process has exited (or failed to start); `started()` may close the descriptors earlier."""
+    sandbox reads (handed to the child with `pass_fds`), and what is undone once it has ended (the
+    command's cgroup removed). `close()` exactly once, after the process has exited (or failed to
+    start); `started()` may close the descriptors earlier."""
 
     argv: list[str]
     env: dict[str, str] | None = None  # None: the launcher's own environment
     pass_fds: tuple[int, ...] = ()
-    preexec: Callable[[], None] | None = None  # runs in the child between fork and exec
+    # runs in the child between fork and exec. None from every sandbox here: a preexec_fn makes
+    # Python fork the whole process instead of using vfork (the cgroup is entered by the argv)
+    preexec: Callable[[], None] | None = None
     cleanups: list[Callable[[], None]] = field(default_factory=list)
 
     def started(self) -> None:

@@ -14,7 +14,6 @@ sized tmpfs mounts (`/dev` itself read-only, so nothing fills it).
 from __future__ import annotations
 
 import os
-import stat
 import subprocess
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from piton.core.safety.policy import SandboxPolicy, real
 from piton.core.safety.sandbox import limits as _limits
 from piton.core.safety.sandbox import seccomp
 from piton.core.safety.sandbox.base import BASH, OPT_OUT, Launch, command_env
+from piton.core.safety.sandbox.hidden import Present
 from piton.core.safety.sandbox.limits import Limits
 from piton.core.safety.sandbox.locate import Bwrap, inspect, locate_bwrap
 
@@ -60,6 +60,7 @@ class BwrapSandbox:
             else:
                 self._missing = found
         self.executable = self.binary.path if self.binary else ""
+        self._secrets = Present(policy.credential_targets())
 
     def unavailable_reason(self) -> str | None:
         if self._missing:
@@ -149,7 +150,8 @@ class BwrapSandbox:
         for root in self.policy.roots:
             # bound even when read-only: a project under /tmp would vanish under the private /tmp
             args += ["--bind" if root in writable else "--ro-bind", str(root), str(root)]
-        protected = protected_paths(self.policy)
+        # nothing of a read-only root needs binding read-only again
+        protected = protected_paths(self.policy) if writable else []
         lasting = lasting_read_only(self.policy) if self.policy.lasting else []
         # a mount point cannot be renamed or replaced, nor can the folders above a protected place.
         # Not those above a settings folder deeper in the tree: one a running command made could be
@@ -159,16 +161,11 @@ class BwrapSandbox:
         for folder in pinned_dirs(self.policy, protected, also=held):
             args += ["--bind", str(folder), str(folder)]
         for path in protected:
-            target = real(path)
-            if os.path.lexists(path) and target.exists():
+            if os.path.lexists(path) and (target := real(path)).exists():
                 args += ["--ro-bind", str(target), str(target)]
         for place in lasting:  # last: whole folders over the pins inside them
             args += ["--ro-bind", str(place), str(place)]
-        for secret in dict.fromkeys(self.policy.credential_targets()):
-            try:  # one stat each; a folder Piton may not even look into (another user's) needs no hiding
-                is_dir = stat.S_ISDIR(os.stat(secret).st_mode)
-            except OSError:
-                continue
+        for secret, is_dir in self._secrets():
             args += (
                 [*self._tmpfs(_SMALL_TMPFS), "--tmpfs", secret]
                 if is_dir
@@ -193,6 +190,7 @@ class BwrapSandbox:
             fd = seccomp.program_fd() if self._filtered() else None
             prefix = _limits.ulimit_prefix(self.limits, memory=not (group and group.limits_memory))
             argv = self._argv(prefix + script, cwd, fd)
+            argv = group.wrap(argv) if group is not None else argv
         except BaseException:
             if fd is not None:
                 os.close(fd)
@@ -203,6 +201,5 @@ class BwrapSandbox:
             argv,
             {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},  # for bwrap itself; the command's is in argv
             pass_fds=() if fd is None else (fd,),
-            preexec=group.enter if group else None,
             cleanups=[group.remove] if group else [],
         )

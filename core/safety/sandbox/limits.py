@@ -138,6 +138,10 @@ def ulimit_prefix(
 class _Hierarchy:
     parent: Path  # where per-command groups are made
     files: tuple[str, ...]  # the limit files a group there has: pids.max, memory.max
+    # the file a process enters a group through: v1's `tasks` moves the writing thread alone, which
+    # the kernel does without the lock (and its wait for an RCU grace period, ~10 ms) that moving a
+    # whole process takes; v2 moves only whole processes, through `cgroup.procs`
+    entry: str = "cgroup.procs"
 
 
 def _mounts() -> list[tuple[str, str, str]]:
@@ -220,7 +224,7 @@ def hierarchies() -> tuple[_Hierarchy, ...]:
             parent = Path(point) / path.lstrip("/")
             if _usable(parent, ("pids.max",)):
                 _remove_stale(parent)
-                return (_Hierarchy(parent, ("pids.max",)),)
+                return (_Hierarchy(parent, ("pids.max",), "tasks"),)
     return ()
 
 
@@ -271,22 +275,31 @@ def _sweep(wait_s: float = 0.0) -> None:
 atexit.register(_sweep, 2.0)
 
 
+# Moves the shell (one thread) into each group through the entry file named before `--`, then runs
+# what follows in its place: the launcher spawns this instead of running Python code between fork
+# and exec (a `preexec_fn`), which would force a full fork of Piton's process where a vfork does. A
+# group that cannot be entered stops the command: it never runs without its limits.
+_ENTER = (
+    'while [ "$1" != -- ]; do echo 0 >"$1" || { echo "piton: cannot enter the cgroup $1" >&2; exit 125; }; '
+    'shift; done; shift; exec "$@"'
+)
+_SH = "/bin/sh"  # a fixed place no command can write (never a PATH lookup)
+
+
 @dataclass(slots=True)
 class CommandGroup:
     """One command's cgroup (one per hierarchy in use): made before it starts, entered by the
-    child before it runs bwrap, removed after it ends."""
+    process that runs bwrap before it does, removed after it ends."""
 
     groups: list[Path]
     limits_memory: bool
+    entries: tuple[str, ...] = ()  # the file each group is entered through (`_Hierarchy.entry`)
 
-    def enter(self) -> None:
-        """In the child, after fork: move this process (and so all it starts) into the groups."""
-        for group in self.groups:
-            fd = os.open(group / "cgroup.procs", os.O_WRONLY)
-            try:
-                os.write(fd, b"0")
-            finally:
-                os.close(fd)
+    def wrap(self, argv: list[str]) -> list[str]:
+        """`argv` run by a process that first moves itself (and so all it starts) into the groups."""
+        names = self.entries or ("cgroup.procs",) * len(self.groups)
+        files = [str(group / name) for group, name in zip(self.groups, names, strict=True)]
+        return [_SH, "-c", _ENTER, "piton-cgroup", *files, "--", *argv]
 
     def remove(self) -> None:
         """After the command: usually empty at once; a survivor (bubblewrap's sandbox init can miss
@@ -302,12 +315,14 @@ def command_group(limits: Limits) -> CommandGroup | None:
         return None
     _sweep()
     groups: list[Path] = []
+    entries: list[str] = []
     memory = False
     try:
         for hierarchy in hierarchies():
             group = hierarchy.parent / f"piton-{os.getpid()}-{next(_counter)}"
             group.mkdir()
             groups.append(group)
+            entries.append(hierarchy.entry)
             if "pids.max" in hierarchy.files and limits.processes is not None:
                 (group / "pids.max").write_text(str(limits.processes))
             if "memory.max" in hierarchy.files and limits.memory is not None:
@@ -318,4 +333,4 @@ def command_group(limits: Limits) -> CommandGroup | None:
     except OSError:
         CommandGroup(groups, memory).remove()
         return None
-    return CommandGroup(groups, memory) if groups else None
+    return CommandGroup(groups, memory, tuple(entries)) if groups else None

@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
@@ -209,10 +210,11 @@ def test_a_cgroup_v2_group_holds_both_limits_and_the_memory_rlimit_is_left_to_it
         assert (group / "memory.oom.group").read_text() == "1"
         script = launch.argv[-1]
         assert "ulimit -u 300\n" in script and "ulimit -d" not in script  # the group limits memory
-        assert launch.preexec is not None and launch.cleanups
+        assert launch.preexec is None and launch.cleanups  # no Python between fork and exec
         (group / "cgroup.procs").write_text("")
-        launch.preexec()  # what the child does before it execs bwrap: enter the group
-        assert (group / "cgroup.procs").read_text() == "0"
+        entry = launch.argv[: launch.argv.index("--") + 1]  # what runs before bwrap: enter the group
+        assert subprocess.run([*entry, "true"], check=False).returncode == 0
+        assert (group / "cgroup.procs").read_text() == "0\n"
     finally:
         launch.started()
         shutil.rmtree(group)
