@@ -1,8 +1,10 @@
-"""Tool speed: Grep over a large tree against raw ripgrep, the sandbox's cost per Bash call against a
-plain `bash -c true`, three read-only Bash calls of one reply through the agent against the same
-calls run one by one, and Read of a 100,000-line file against a bare Python read of the same lines.
+"""Tool speed: Glob and Grep over large trees against raw ripgrep and Edit of a 50 MB file against
+`sed -i`, in CPU time (benchmarks/tool_scale.py); the sandbox's cost per Bash call against a plain
+`bash -c true`; three read-only Bash calls of one reply through the agent against the same calls run
+one by one; and Read of a 100,000-line file against a bare Python read of the same lines.
 
-    python benchmarks/bench_tools.py [files]      (default 50,000 generated files, kept in /var/tmp)
+    python benchmarks/bench_tools.py [files ...]  (default trees of 50,000 and 200,000 generated files,
+                                                   kept in /var/tmp)
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,10 +22,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.tool_scale import CpuMeter, Row, edit_rows, search_rows  # noqa: E402
 from piton.builtin_tools.bash import Bash, BashInput  # noqa: E402
-from piton.builtin_tools.grep import Grep  # noqa: E402
 from piton.builtin_tools.read import Read  # noqa: E402
-from piton.builtin_tools.ripgrep import rg_path  # noqa: E402
 from piton.core.conversation.messages import ToolUseBlock  # noqa: E402
 from piton.core.safety.policy import SandboxPolicy  # noqa: E402
 from piton.core.safety.sandbox import NoSandbox, make_sandbox  # noqa: E402
@@ -70,26 +70,6 @@ def tool_call(tool: Any, ctx: ToolContext, **tool_input: Any) -> Any:
     result = asyncio.run(ToolRegistry([tool]).call(block, ctx))
     assert not result.is_error, result.content
     return result
-
-
-def grep_rows(files: int) -> list[tuple[str, float, float]]:
-    root = tree(files)
-    ctx = ToolContext(cwd=root, session_id="bench", policy=SandboxPolicy.create("workspace-write", root))
-    rg = [rg_path(), "--no-config", "--hidden", "--glob=!.git"]
-    rows = []
-    for label, tool_input, raw in (
-        ("files_with_matches", {"pattern": "NEEDLE_TOKEN"}, ["-l", "NEEDLE_TOKEN", str(root)]),
-        (
-            "content, -n",
-            {"pattern": "NEEDLE_TOKEN", "output_mode": "content"},
-            ["-n", "NEEDLE_TOKEN", str(root)],
-        ),
-        ("count", {"pattern": "def function", "output_mode": "count"}, ["-c", "def function", str(root)]),
-    ):
-        ours = median_ms(functools.partial(tool_call, Grep(), ctx, **tool_input))
-        base = median_ms(functools.partial(subprocess.run, [*rg, *raw], capture_output=True, check=True))
-        rows.append((label, base, ours))
-    return rows
 
 
 def shell_rows(calls: int = 30) -> list[tuple[str, float]]:
@@ -178,28 +158,40 @@ def read_rows() -> list[tuple[str, float, float]]:
     return rows
 
 
+def print_cpu_rows(title: str, rows: list[Row]) -> None:
+    print(f"{title}\n")
+    print(f"{'call':<30} {'floor':<32} {'floor CPU':>9} {'tool CPU':>9} {'ratio':>6} {'tool wall':>9}")
+    for label, floor_label, floor, ours, wall in rows:
+        print(f"{label:<30} {floor_label:<32} {floor:>9.1f} {ours:>9.1f} {ours / floor:>6.2f} {wall:>9.1f}")
+    print()
+
+
 def main() -> None:
-    files = int(sys.argv[1]) if len(sys.argv) > 1 else 50_000
-    print(f"Grep over {files:,} files (median of {REPEATS}, ms)\n")
-    print(f"{'mode':<20} {'raw rg':>9} {'Grep tool':>10} {'ratio':>6}")
-    for label, base, ours in grep_rows(files):
-        print(f"{label:<20} {base:>9.1f} {ours:>10.1f} {ours / base:>6.2f}")
-    print("\nOne shell command, start to finish (mean of 30 calls, ms)\n")
-    rows = shell_rows()
-    base = rows[0][1]
+    sizes = [int(arg) for arg in sys.argv[1:]] or [50_000, 200_000]
+    meter = CpuMeter()
+    try:
+        if not meter.counts_sandbox:
+            print("(no cpuacct cgroup of our own: CPU run inside the sandbox is not counted)\n")
+        for files in sizes:
+            rows = search_rows(meter, tree(files))
+            print_cpu_rows(f"Search over {files:,} files (CPU ms, median of 5)", rows)
+        print_cpu_rows("Edit of a 50 MB file (CPU ms, median of 5)", edit_rows(meter))
+    finally:
+        meter.close()
+    print("One shell command, start to finish (mean of 30 calls, ms)\n")
+    shells = shell_rows()
     print(f"{'runner':<30} {'ms/call':>8} {'overhead':>9}")
-    for label, ms in rows:
-        print(f"{label:<30} {ms:>8.1f} {ms - base:>+9.1f}")
+    for label, ms in shells:
+        print(f"{label:<30} {ms:>8.1f} {ms - shells[0][1]:>+9.1f}")
     print("\nRead-only Bash calls of one reply, `sleep 1; echo n`, through the agent (median of 3, ms)\n")
-    rows = concurrency_rows()
-    base = rows[0][1]
+    calls = concurrency_rows()
     print(f"{'calls':<36} {'ms':>8} {'ratio':>6}")
-    for label, ms in rows:
-        print(f"{label:<36} {ms:>8.0f} {ms / base:>6.2f}")
+    for label, ms in calls:
+        print(f"{label:<36} {ms:>8.0f} {ms / calls[0][1]:>6.2f}")
     print(f"\nRead of a 100,000-line file (median of {REPEATS}, ms)\n")
     print(f"{'range':<22} {'bare Python':>12} {'Read tool':>10} {'ratio':>6}")
-    for label, base, ours in read_rows():
-        print(f"{label:<22} {base:>12.1f} {ours:>10.1f} {ours / base:>6.2f}")
+    for label, bare, ours in read_rows():
+        print(f"{label:<22} {bare:>12.1f} {ours:>10.1f} {ours / bare:>6.2f}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Planning an exact-text edit: where old_string is in a file's text, and what new_string becomes
 there, so that the file keeps its line endings and stray bytes and an edit undone gives back the
-very bytes it replaced.
+very bytes it replaced. And the lines around a place in the text, as Read shows them.
 
 The model sees a file as Read shows it: lines split at \\n with the \\r of a CRLF ending removed,
 and a byte that is not UTF-8 shown as U+FFFD. It writes old_string and new_string in that view;
@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from piton.builtin_tools.files import lines_of, numbered
+from piton.core.conversation.messages import valid_text
 
 _MAX_LISTED = 10
 _STRAY = "[\udc80-\udcff]+"  # bytes a UTF-8 file could not decode, as surrogateescape carries them
@@ -33,6 +34,20 @@ class Plan:
     span: int  # how long the first replacement is
     count: int  # how many replacements
     removed: str  # the text the first replacement took out, exactly as it was
+    style: str | None = None  # the file's line endings before the edit, as far as known
+    new: str = ""  # what took the place of each occurrence of `removed` (an exact match)
+    loose: tuple[tuple[int, int, str], ...] = ()  # or each loose match: (start, end, what took its place)
+
+    def replacements(self, before: str) -> Iterator[tuple[int, int, int]]:
+        """Each replacement in order, as (start, end) in `before` and the length of its new text;
+        found one at a time, so a diff that stops early never looks for the rest."""
+        if self.loose:
+            yield from ((start, end, len(new)) for start, end, new in self.loose)
+            return
+        start = self.index
+        for _ in range(self.count):
+            yield start, start + len(self.removed), len(self.new)
+            start = before.find(self.removed, start + len(self.removed))
 
 
 def newline_style(text: str) -> str | None:
@@ -62,27 +77,83 @@ def _line_numbers(text: str, needle: str) -> list[int]:
     return numbers
 
 
+# in a longer file than this, only the lines that hold one of old_string's words are compared
+_COMPARED_LINES = 20_000
+_WORDS = 4  # the longest words of old_string's first line looked for
+_WORD = re.compile(r"\w+")
+
+
 def _closest(text: str, old: str) -> str:
     """Where the model probably meant: the line most like the first line of old_string."""
     first = next((line.strip() for line in old.splitlines() if line.strip()), "")
-    lines = lines_of(text)
-    if not first or not lines:
+    if not first or not text:
+        return ""
+    if text.count("\n") <= _COMPARED_LINES:
+        starts, lines = _line_starts(text), lines_of(text)
+        candidates = list(zip(starts, lines, strict=False))
+    else:
+        candidates = _lines_with_words(text, first)
+    if not candidates:
         return ""
     matcher = difflib.SequenceMatcher(None, b=first)
     rough = []
-    for i, line in enumerate(lines):
+    for i, (_, line) in enumerate(candidates):
         matcher.set_seq1(line.strip()[:500])
         rough.append((matcher.quick_ratio(), i))
     exact = []
     for _, i in sorted(rough, reverse=True)[:20]:  # quick_ratio is an upper bound: rank the best exactly
-        matcher.set_seq1(lines[i].strip()[:500])
+        matcher.set_seq1(candidates[i][1].strip()[:500])
         exact.append((matcher.ratio(), -i))
     ratio, negative = max(exact)
-    best = -negative
     if ratio < 0.5:
         return ""
-    around = "\n".join(numbered(lines[i], i + 1) for i in range(max(0, best - 2), min(len(lines), best + 3)))
-    return f" The most similar text is near line {best + 1}:\n{around}"
+    start = candidates[-negative][0]
+    number = text.count("\n", 0, start) + 1
+    return f" The most similar text is near line {number}:\n{around(text, start, 0, 2)}"
+
+
+def _line_starts(text: str) -> list[int]:
+    return [0, *(m.end() for m in re.finditer("\n", text))]
+
+
+def _lines_with_words(text: str, first: str) -> list[tuple[int, str]]:
+    """The lines of a long text that hold one of the longest words of `first` (a word on more than
+    _COMPARED_LINES lines narrows nothing and is passed over), as (start, line): a bounded number
+    of lines, found at the speed of str.find."""
+    words = sorted(set(_WORD.findall(first)), key=lambda word: (-len(word), word))[:_WORDS]
+    starts: set[int] = set()
+    for word in words:
+        found: list[int] = []
+        at = text.find(word)
+        while at >= 0 and len(found) <= _COMPARED_LINES:
+            found.append(text.rfind("\n", 0, at) + 1)
+            end = text.find("\n", at)
+            at = text.find(word, end) if end >= 0 else -1
+        if len(found) <= _COMPARED_LINES:
+            starts.update(found)
+    lines = []
+    for start in sorted(starts)[:_COMPARED_LINES]:
+        end = text.find("\n", start)
+        lines.append((start, text[start : end if end >= 0 else len(text)].removesuffix("\r")))
+    return lines
+
+
+def around(text: str, index: int, span: int, context: int = 3) -> str:
+    """Numbered lines around text[index:index+span] as Read shows them, to show the model what an
+    edit left behind: only those lines are split out of the text, however long it is."""
+    first = text.count("\n", 0, index)
+    last = first + text.count("\n", index, index + span)
+    start = text.rfind("\n", 0, index) + 1
+    for _ in range(min(context, first)):
+        start = text.rfind("\n", 0, start - 1) + 1
+    end = text.find("\n", index + span)
+    for _ in range(context):
+        end = text.find("\n", end + 1) if end >= 0 else -1
+    shown = lines_of(text[start : end + 1 if end >= 0 else len(text)])
+    top = first - min(context, first)
+    return valid_text(
+        "\n".join(numbered(line, top + n + 1) for n, line in enumerate(shown[: last + context + 1 - top]))
+    )
 
 
 def _ending_at(text: str, index: int) -> str:
@@ -170,16 +241,18 @@ def plan_edit(
     # \n of a \r\n alone (that would leave its \r behind)
     count = 0 if style == "mixed" and _bare_newline(old) else text.count(old)
     if count == 0:
-        return _plan_loose(text, old, new, replace_all, path, removed)
+        return _plan_loose(text, old, new, replace_all, path, removed, style)
     if count > 1 and not replace_all:
         raise EditError(_ambiguous(path, count, _line_numbers(text, old)))
     index = text.find(old)
     new = _restored(new, removed) or _in_style(new, old, text, index, style)
     new_text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    return Plan(new_text, index, len(new), count, old)
+    return Plan(new_text, index, len(new), count, old, style, new=new)
 
 
-def _plan_loose(text: str, old: str, new: str, replace_all: bool, path: Path, removed: Sequence[str]) -> Plan:
+def _plan_loose(
+    text: str, old: str, new: str, replace_all: bool, path: Path, removed: Sequence[str], style: str | None
+) -> Plan:
     """old_string is not in the text as given: look for it with either line ending at each line
     end (a file with mixed endings) and stray bytes where it shows U+FFFD."""
     matches, kinds = _loose_matches(text, old)
@@ -188,16 +261,23 @@ def _plan_loose(text: str, old: str, new: str, replace_all: bool, path: Path, re
     if len(matches) > 1 and not replace_all:
         raise EditError(_ambiguous(path, len(matches), [text.count("\n", 0, m.start()) + 1 for m in matches]))
     pieces: list[str] = []
+    replaced: list[tuple[int, int, str]] = []
     position = 0
     for match in matches if replace_all else matches[:1]:
-        pieces += [
-            text[position : match.start()],
-            _restored(new, removed) or _filled(new, match, kinds, text),
-        ]
+        replaced.append(
+            (match.start(), match.end(), _restored(new, removed) or _filled(new, match, kinds, text))
+        )
+        pieces += [text[position : match.start()], replaced[-1][2]]
         position = match.end()
     first = matches[0]
     return Plan(
-        "".join(pieces) + text[position:], first.start(), len(pieces[1]), len(pieces) // 2, first.group()
+        "".join(pieces) + text[position:],
+        first.start(),
+        len(replaced[0][2]),
+        len(replaced),
+        first.group(),
+        style,
+        loose=tuple(replaced),
     )
 
 

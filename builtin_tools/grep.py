@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from piton.builtin_tools.files import PathTool, policy_of, readable, require_regular
-from piton.builtin_tools.ripgrep import RgOutput, RipgrepMissing, mtime, rg_path, run_rg, search_sandbox
+from piton.builtin_tools.ripgrep import (
+    RgOutput,
+    RipgrepMissing,
+    newest_first,
+    rg_path,
+    run_rg,
+    search_sandbox,
+)
 from piton.core.safety.policy import PolicyError
 from piton.core.tools import ToolContext, ToolResult
 
@@ -80,8 +89,6 @@ class Grep(PathTool[GrepInput]):
             argv.append("--ignore-case")
         if args.multiline:
             argv += ["--multiline", "--multiline-dotall"]
-        if args.glob:
-            argv += ["--glob", args.glob]
         if args.type:
             argv += ["--type", args.type]
         return [*argv, "--regexp", args.pattern, "--", target]
@@ -105,7 +112,10 @@ class Grep(PathTool[GrepInput]):
         try:
             rg = rg_path(policy.roots)
             sandbox = search_sandbox(policy, base, rg)
-            out = await run_rg(self._argv(args, str(target)), cwd=base, rg=rg, sandbox=sandbox)
+            include = [args.glob] if args.glob else []
+            out = await run_rg(
+                self._argv(args, str(target)), cwd=base, rg=rg, sandbox=sandbox, include=include
+            )
         except RipgrepMissing as e:
             return ToolResult.error(str(e))
         if out.code == 2 and not out.text:
@@ -117,26 +127,47 @@ class Grep(PathTool[GrepInput]):
     def _format(self, args: GrepInput, ctx: ToolContext, base: Path, out: RgOutput) -> ToolResult:
         allowed = policy_of(ctx).listing_filter(base)
         if args.output_mode == "files_with_matches":
-            entries = sorted((p for p in out.paths() if allowed(p)), key=mtime, reverse=True)
-            summary = f"{len(entries)} file{'s' * (len(entries) != 1)}"
+            files = newest_first(list(filter(allowed, out.paths())))
+            text, summary = "\n".join(files), f"{len(files)} file{'s' * (len(files) != 1)}"
         else:
-            records = [(p, rest.removesuffix("\r")) for p, rest in out.records() if not p or allowed(p)]
-            entries = [f"{p}:{rest}" if p else rest for p, rest in records]
+            # the model reads lines as Read shows them: without the \r of a CRLF ending
+            kept = _kept(out.text.replace("\r\n", "\n"), allowed)
+            found = kept.count("\0")  # one a line that names its file (a `--` between groups does not)
             if args.output_mode == "count":
-                total = sum(int(rest) for p, rest in records if rest.isdigit())
-                summary = (
-                    f"{total} match{'es' * (total != 1)} in {len(records)} file{'s' * (len(records) != 1)}"
-                )
+                total = sum(map(int, _COUNT.findall(kept)))
+                summary = f"{total} match{'es' * (total != 1)} in {found} file{'s' * (found != 1)}"
             else:
-                summary = f"{sum(1 for p, _ in records if p)} lines"
-        if not entries:
+                summary = f"{found} lines"
+            text = kept.replace("\0", ":").removesuffix("\n")
+        if not text:
             return ToolResult("No matches found", summary="no matches")
-        if args.head_limit is not None and len(entries) > args.head_limit:
-            hidden = len(entries) - args.head_limit
-            entries = [
-                *entries[: args.head_limit],
-                f"(... {hidden:,} more; raise head_limit or narrow the search)",
-            ]
+        text, hidden = _head(text, args.head_limit)
+        if hidden:
+            text += f"\n(... {hidden:,} more; raise head_limit or narrow the search)"
         if out.code == 2 and out.error:  # some files could not be searched; say which
-            entries.append(f"(Some files could not be searched: {out.error.splitlines()[0]})")
-        return ToolResult("\n".join(entries), summary=summary)
+            text += f"\n(Some files could not be searched: {out.error.splitlines()[0]})"
+        return ToolResult(text, summary=summary)
+
+
+# ripgrep's --null lines: the file's path, a NUL, then the rest (`12:text`, `12-text` or a count)
+_PATH = re.compile(r"^([^\0\n]*)\0", re.MULTILINE)
+_COUNT = re.compile(r"\0(\d+)$", re.MULTILINE)
+
+
+def _kept(text: str, allowed: Callable[[str], bool]) -> str:
+    """ripgrep's lines without those of files the policy hides: one verdict a file, not a line."""
+    hidden = {path for path in set(_PATH.findall(text)) if not allowed(path)}
+    if not hidden:
+        return text
+    return "\n".join(line for line in text.split("\n") if line.partition("\0")[0] not in hidden)
+
+
+def _head(text: str, limit: int | None) -> tuple[str, int]:
+    """The first `limit` lines of `text`, and how many lines were left out."""
+    if limit is None:
+        return text, 0
+    lines = text.split("\n", limit)
+    if len(lines) <= limit:
+        return text, 0
+    rest = lines.pop()
+    return "\n".join(lines), rest.count("\n") + 1

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import os
 import shlex
 import sysconfig
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -21,18 +23,36 @@ from piton.core.safety.policy import SandboxPolicy, real
 from piton.core.safety.sandbox import Launch, Sandbox, make_sandbox
 
 RG_TIMEOUT_S = 60.0
-_BASE_ARGS = ("--no-config", "--color=never", "--hidden", "--glob=!.git", "--null")
+_BASE_ARGS = ("--no-config", "--color=never", "--hidden", "--null")
+# after any glob of the caller's: of rg's globs the last that matches wins, and a caller's `*` or
+# `**/*` matches the `.git` folder itself, which would bring it back
+_EXCLUDED = ("--glob=!.git",)
 
 
 class RipgrepMissing(Exception):
     pass
 
 
-def mtime(path: str) -> float:
+def _mtime_ns(path: str) -> int:
     try:
-        return os.stat(path).st_mtime
+        return os.lstat(path).st_mtime_ns
+    except OSError:  # gone since it was listed: the oldest
+        return 0
+
+
+def newest_first(paths: list[str], limit: int | None = None) -> list[str]:
+    """`paths` most recently modified first (ties in the order given), the first `limit` of them.
+    One lstat a path: what ripgrep listed is no symbolic link, and one put there since is not
+    followed."""
+    try:
+        times = [os.lstat(p).st_mtime_ns for p in paths]
     except OSError:
-        return 0.0
+        times = [_mtime_ns(p) for p in paths]
+    if limit is None:
+        order = sorted(range(len(paths)), key=times.__getitem__, reverse=True)
+    else:  # the same as sorting and cutting (ties stay in order), without sorting them all
+        order = heapq.nlargest(limit, range(len(paths)), key=times.__getitem__)
+    return [paths[i] for i in order]
 
 
 _SYSTEM_DIRS = ("/usr/bin", "/usr/local/bin", "/bin", "/opt/homebrew/bin")
@@ -70,36 +90,51 @@ class RgOutput:
     text: str
     error: str
 
-    def paths(self) -> list[str]:
-        """For --files and -l: rg's --null ends each path with a NUL and nothing else."""
-        return [p for p in self.text.split("\0") if p]
-
-    def records(self) -> list[tuple[str, str]]:
-        """For content and -c: one (path, rest) per line; separator lines (`--`) have no path."""
-        out = []
-        for line in self.text.split("\n"):
-            if line:
-                path, sep, rest = line.partition("\0")
-                out.append((path, rest) if sep else ("", line))
-        return out
+    def paths(self, prefix: str = "") -> list[str]:
+        """For --files and -l: rg's --null ends each path with a NUL and nothing else. Each with
+        `prefix` put before it (joined as one string: no work per path here)."""
+        if not self.text.strip("\0"):
+            return []
+        return (prefix + self.text.removesuffix("\0").replace("\0", "\0" + prefix)).split("\0")
 
 
-async def run_rg(args: list[str], cwd: Path, *, rg: str, sandbox: Sandbox | None) -> RgOutput:
-    """The ripgrep at `rg` with `args` in `cwd`: inside `sandbox` (a read-only one) when given.
-    Exit code 0 is matches, 1 none, 2 an error; anything else (127: the sandbox could not run it)
-    is reported as 2."""
+def _output_file() -> int:
+    """A file for ripgrep's output, read once it is done: from a pipe, each file's lines would wake
+    the event loop once (ripgrep writes a searched file's results as they come), which costs more
+    than the search itself when every file matches. In memory where the system can."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("rg-output", os.MFD_CLOEXEC)
+    import tempfile
+
+    with tempfile.TemporaryFile() as spool:  # its name is gone already; the copy of its fd keeps it
+        return os.dup(spool.fileno())
+
+
+def _read_back(fd: int) -> bytes:
+    with open(fd, "rb", closefd=False) as f:
+        f.seek(0)
+        return f.read()
+
+
+async def run_rg(
+    args: list[str], cwd: Path, *, rg: str, sandbox: Sandbox | None, include: Sequence[str] = ()
+) -> RgOutput:
+    """The ripgrep at `rg` with `args` in `cwd`: inside `sandbox` (a read-only one) when given, and
+    only over files that match one of the globs `include` (ripgrep's syntax). Exit code 0 is
+    matches, 1 none, 2 an error; anything else (127: the sandbox could not run it) is reported as 2."""
     # rg anchors globs at its working directory; from / that keeps it out of /proc and /sys
     system = ["--glob=!/proc", "--glob=!/sys"] if str(cwd) == "/" else []
-    argv = [rg, *_BASE_ARGS, *system, *args]
+    argv = [rg, *_BASE_ARGS, *(f"--glob={glob}" for glob in include), *_EXCLUDED, *system, *args]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}  # no secrets to find
     launch = sandbox.launch("exec " + shlex.join(argv), cwd) if sandbox is not None else Launch(argv, env)
+    output = _output_file()
     try:
         process = await asyncio.create_subprocess_exec(
             *launch.argv,
             cwd=cwd,
             env=launch.env,
             stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
+            stdout=output,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
             pass_fds=launch.pass_fds,
@@ -107,13 +142,15 @@ async def run_rg(args: list[str], cwd: Path, *, rg: str, sandbox: Sandbox | None
         )
         launch.started()
         try:
-            out, err = await asyncio.wait_for(process.communicate(), RG_TIMEOUT_S)
+            _, err = await asyncio.wait_for(process.communicate(), RG_TIMEOUT_S)
         except BaseException:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             await process.wait()
             raise
+        out = _read_back(output)
     finally:
+        os.close(output)
         launch.close()
     code = process.returncode or 0
     error = err.decode("utf-8", "replace").strip()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from piton.builtin_tools.edit import whole_diff
 from piton.builtin_tools.edit_plan import newline_style
 from piton.builtin_tools.files import (
     UTF8,
@@ -15,7 +16,6 @@ from piton.builtin_tools.files import (
     read_existing,
     remember,
     require_fresh_read,
-    unified_diff,
     writable,
 )
 from piton.core.display import FileDiff
@@ -45,7 +45,7 @@ class Write(FileTool[WriteInput]):
     def preview(self, args: WriteInput, ctx: ToolContext) -> str | None:
         path = writable(ctx, args.file_path)
         existing = read_existing(path)
-        return unified_diff(path, decode(existing[0])[0] if existing else "", args.content)
+        return whole_diff(path, decode(existing[0])[0] if existing else "", args.content)
 
     def run_sync(self, args: WriteInput, ctx: ToolContext) -> ToolResult:
         path = writable(ctx, args.file_path)
@@ -75,5 +75,5 @@ class Write(FileTool[WriteInput]):
         return ToolResult(
             f"{verb} {path} ({lines} lines).",
             summary=f"{verb.lower()}, {lines} lines",
-            display=FileDiff(str(path), unified_diff(path, before, args.content)),
+            display=FileDiff(str(path), whole_diff(path, before, args.content)),
         )
