@@ -67,14 +67,16 @@ def _translate(pattern: str) -> str:
         elif ch == "?":
             out.append("[^/]")
         elif ch == "[":
-            close = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^") else i + 1)
+            # a `]` first in the class (after its negation, if any) is one of its characters
+            first = i + 1 + (pattern[i + 1 : i + 2] in ("!", "^"))
+            close = pattern.find("]", first + 1)
             if close < 0:
                 out.append(re.escape(ch))
             else:
                 body = pattern[i + 1 : close]
                 if body[:1] in ("!", "^"):
                     body = "^" + body[1:]
-                out.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
+                out.append("[" + body.replace("\\", "\\\\").replace("[", "\\[") + "]")
                 i = close
         else:
             out.append(re.escape(ch))
@@ -85,7 +87,9 @@ def _translate(pattern: str) -> str:
 @lru_cache(maxsize=512)
 def compile_glob(pattern: str) -> re.Pattern[str]:
     """A regex matching whole `/`-separated paths against `pattern`."""
-    return re.compile("|".join(f"(?:{_translate(p)})" for p in _braces(pattern)) + r"\Z", re.DOTALL)
+    # the end anchor holds for every alternative, not only the last
+    alternatives = "|".join(f"(?:{_translate(p)})" for p in _braces(pattern))
+    return re.compile(f"(?:{alternatives})\\Z", re.DOTALL)
 
 
 def glob_match(pattern: str, path: str) -> bool:

@@ -28,6 +28,19 @@ from piton.core.safety.globs import glob_match
         ("[a-c]x", "bx", True),
         (".env*", ".env.local", True),
         ("a**b", "axxb", True),  # not a path wildcard: an ordinary star
+        # every alternative of a brace group is anchored at the end, not only the last one
+        ("{src,lib}/*", "src/a.py", True),
+        ("{src,lib}/*", "src/web/x.py", False),
+        ("{src,lib}/*", "lib/web/x.py", False),
+        ("{docs,*.md}", "docs/secret/key", False),
+        # a `]` first in a class is one of its characters
+        ("[]a].txt", "].txt", True),
+        ("[]a].txt", "a.txt", True),
+        ("[]a].txt", "b.txt", False),
+        ("[!]a].txt", "b.txt", True),
+        ("[!]a].txt", "].txt", False),
+        ("[]", "[]", True),  # no closing bracket: both literal
+        ("[[]x", "[x", True),
         ("a**b", "a/b", False),
         ("file (1).txt", "file (1).txt", True),  # regex metacharacters are literal
         ("a+b.txt", "aab.txt", False),
