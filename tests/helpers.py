@@ -3,13 +3,60 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Coroutine
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+# The longest a test waits for something that happens far sooner: a safety net against a hang, never
+# a measure. Generous, since on a loaded machine (a CI runner busy with other jobs) starting one
+# `piton` can take a minute.
+CEILING_S = 300.0
+_POLL_S = 0.02  # how often a condition no event announces is looked at again
+
+
+def wait_until(condition: Callable[[], object], what: str, ceiling: float = CEILING_S) -> None:
+    """Until `condition()` holds; fails naming `what` when it has not after `ceiling` seconds."""
+    deadline = time.monotonic() + ceiling
+    while not condition():
+        assert time.monotonic() < deadline, f"no {what} within {ceiling:.0f} s"
+        time.sleep(_POLL_S)
+
+
+def processes_with(marker: str) -> list[int]:
+    """The processes whose command line holds `marker` (a sandbox's own included); a test gives its
+    commands a marker of their own (a random sleep length), so as to find them and only them."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline.replace(b"\0", b" "):
+            found.append(int(pid))
+    return found
+
+
+async def eventually(
+    condition: Callable[[], object | Awaitable[object]], what: str, ceiling: float = CEILING_S
+) -> None:
+    """`wait_until` inside an event loop, which goes on running meanwhile; `condition` may be a
+    coroutine function."""
+    deadline = time.monotonic() + ceiling
+    while not await _holds(condition):
+        assert time.monotonic() < deadline, f"no {what} within {ceiling:.0f} s"
+        await asyncio.sleep(_POLL_S)
+
+
+async def _holds(condition: Callable[[], object | Awaitable[object]]) -> bool:
+    result = condition()
+    return bool(await result) if inspect.isawaitable(result) else bool(result)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -40,7 +87,7 @@ def stream_all(provider: Any, request: Any) -> list[Any]:
 PITON = str(Path(sys.executable).with_name("piton"))
 
 
-def piton(cwd: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def piton(cwd: Path, *args: str, timeout: float = CEILING_S) -> subprocess.CompletedProcess[str]:
     """The installed `piton` with `args`, in `cwd`, with no input, its output captured."""
     return subprocess.run(
         [PITON, *args], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout

@@ -30,6 +30,7 @@ from piton.testing.script import ToolCall, reply
 from piton.trajectory import build, context_totals
 from tests.adversarial.conftest import piton
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import CEILING_S
 
 PITON = str(Path(sys.executable).with_name("piton"))
 INSTRUCTION = 'Fix the failing test in /app; "quotes", $HOME and `ticks` stay as they are.\n'
@@ -44,7 +45,7 @@ def harbor_exec(command: str, cwd: Path, env: dict[str, str]) -> subprocess.Comp
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=CEILING_S,
         check=False,
     )
 

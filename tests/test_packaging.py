@@ -28,6 +28,7 @@ import pytest
 from piton import __version__
 from piton.testing.script import reply
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import CEILING_S
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("core", "cli", "builtin_tools", "skills")  # top-level folders installed as piton.<name>
@@ -62,7 +63,7 @@ def run(
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=CEILING_S,
         check=False,
     )
 

@@ -23,7 +23,7 @@ from opentelemetry.util.types import AnyValue
 
 from piton.testing.script import Reply, Text, ToolCall
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import PITON
+from tests.helpers import CEILING_S, PITON
 
 
 def _metrics(reader: InMemoryMetricReader) -> dict[str, list[Any]]:
@@ -187,7 +187,7 @@ def test_piton_p_exports_over_otlp_when_turned_on(
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=CEILING_S,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "said hi\n"
@@ -227,7 +227,7 @@ def test_off_by_default_and_nothing_loaded(fake_api: FakeAnthropicAPI, project: 
         cwd=project,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=CEILING_S,
         env={k: v for k, v in os.environ.items() if "TELEMETRY" not in k},
     )
     assert done.returncode == 0, done.stderr

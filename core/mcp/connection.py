@@ -260,6 +260,10 @@ class Connection:
                 prompts_list_changed=wanted["prompts"],
                 resources_list_changed=wanted["resources"],
             ) as subscription:
+                # no replay: a change made before the server acknowledged is fetched now, once
+                self._stale.update(kind for kind, on in wanted.items() if on)
+                if self._stale:
+                    self._list_changed.set()
                 async for _ in subscription:
                     pass  # each event also reaches `_on_message`
 

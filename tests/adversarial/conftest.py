@@ -15,11 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import CEILING_S
+
 PITON = str(Path(sys.executable).with_name("piton"))
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- adversarial-secret"
 
 
-def piton(*args: str, cwd: Path, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+def piton(*args: str, cwd: Path, timeout: float = CEILING_S) -> subprocess.CompletedProcess[str]:
     """`piton` as a user runs it, in `cwd`, with no standard input."""
     return subprocess.run(
         [PITON, *args],

@@ -21,6 +21,7 @@ import pytest
 from piton.testing.script import ToolCall, reply
 from tests.adversarial.conftest import SECRET, piton
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import CEILING_S
 
 pytestmark = pytest.mark.sandbox
 
@@ -73,12 +74,14 @@ def results(body: dict[str, Any]) -> dict[str, str]:
 
 def bash(command: str, cwd: Path) -> None:
     subprocess.run(
-        ["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=20
+        ["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=CEILING_S
     )
 
 
 def git(*args: str, cwd: Path) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=20, check=True)
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=CEILING_S, check=True
+    )
     return done.stdout
 
 
@@ -123,7 +126,7 @@ def test_a_deny_rule_sees_rm_however_it_is_run(
     harmless = ToolCall("Bash", {"command": "echo rm target00 && grep -c keep target00"})
     fake_api.add(reply(*calls, harmless), reply("done"))
     args = ("--permission-mode", "bypassPermissions", "--disallowedTools", "Bash(rm:*)")
-    done = piton("-p", "clean up", *args, cwd=project, timeout=180)
+    done = piton("-p", "clean up", *args, cwd=project)
     assert done.returncode == 0, done.stderr
     seen = results(fake_api.bodies[1])
     slipped = [
@@ -183,3 +186,26 @@ def test_an_explore_subagents_shell_asks_before_it_reads_env(
     refused = "plan mode allows only read-only" if mode == "plan" else "nobody can approve it"
     assert refused in seen[spawn.id] and "did not permit" in seen[spawn.id], "refused, so never run"
     assert SECRET not in json.dumps(fake_api.bodies) and SECRET not in done.stdout
+
+
+def test_a_brace_allow_rule_covers_only_what_each_alternative_names(
+    fake_api: FakeAnthropicAPI, tmp_path: Path
+) -> None:
+    """`Write({src,lib}/*)` allows a file directly in src/ or lib/, never one deeper: every
+    alternative of the group is matched to the end of the path (it once held for the last alone)."""
+    project = tmp_path / "project"
+    (project / "src" / "web").mkdir(parents=True)
+    fake_api.add(
+        reply("Writing.", ToolCall("Write", {"file_path": str(project / "src" / "ok.py"), "content": "1\n"})),
+        reply(
+            "And deeper.",
+            ToolCall("Write", {"file_path": str(project / "src" / "web" / "app.py"), "content": "2\n"}),
+        ),
+        reply("Done."),
+    )
+    done = piton("-p", "write them", "--allowedTools", "Write({src,lib}/*)", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert (project / "src" / "ok.py").read_text() == "1\n"
+    assert not (project / "src" / "web" / "app.py").exists()
+    results = [b for m in fake_api.bodies[-1]["messages"] for b in m["content"] if b["type"] == "tool_result"]
+    assert not results[0].get("is_error") and results[1].get("is_error")

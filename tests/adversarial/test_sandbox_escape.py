@@ -106,7 +106,7 @@ def test_a_planted_bwrap_never_runs_from_piton_itself(
     (place / "ws" / "tracked.txt").write_text("x\n")
     subprocess.run(["git", "init", "-q", str(place / "ws")], check=True)
     fake_api.add(reply(ToolCall("Bash", {"command": "touch ~/pwned; echo exit=$?"})), reply("Done."))
-    done = piton("-p", "go", "--allowedTools", "Bash", cwd=place / "ws", timeout=60)
+    done = piton("-p", "go", "--allowedTools", "Bash", cwd=place / "ws")
     assert done.returncode == 0, done.stderr
     assert not planted.exists(), "a planted bwrap ran"
     assert not (place / "home" / "pwned").exists()
@@ -336,7 +336,7 @@ def test_limits_come_from_the_users_settings_and_not_the_projects(
         '{"sandbox": {"limits": {"fileSize": "unlimited", "processes": "unlimited"}}}'
     )
     fake_api.add(reply(ToolCall("Bash", {"command": "yes | head -c 5M > big; ulimit -f"})), reply("Done."))
-    done = piton("-p", "go", "--allowedTools", "Bash", cwd=place / "ws", timeout=60)
+    done = piton("-p", "go", "--allowedTools", "Bash", cwd=place / "ws")
     assert done.returncode == 0, done.stderr
     assert (place / "ws" / "big").stat().st_size == MiB
     assert "1024" in str(fake_api.bodies[1]["messages"][-1])  # ulimit -f: KiB

@@ -15,7 +15,7 @@ import pytest
 from piton.testing.script import Reply, Text, ToolCall
 from piton.testing.scripted import ScriptedProvider
 from tests.fakes.fake_api import FakeAnthropicAPI, Stall
-from tests.helpers import piton
+from tests.helpers import CEILING_S, piton
 
 
 def _run(coro: Any) -> Any:
@@ -207,15 +207,15 @@ def test_interrupt_ends_the_turn_with_a_result_and_the_session_goes_on(
         Stall(Reply([Text("a long story " * 40)], chunk=10), after=6, seconds=30), Reply([Text("short")])
     )
 
+    async def interrupt_once_silent(agent: Agent) -> None:
+        await asyncio.to_thread(fake_api.wait_for_silence)  # the story has begun, and pauses
+        await agent.interrupt()
+
     async def go() -> tuple[list[Any], list[Any]]:
         async with Agent(AgentOptions(cwd=project, builtin_tools=[])) as agent:
-            first: list[Any] = []
-            async for message in agent.query("tell a story"):
-                first.append(message)
-                if len(first) == 1:  # init: the reply is streaming now
-                    asyncio.get_running_loop().call_later(
-                        0.5, lambda: asyncio.ensure_future(agent.interrupt())
-                    )
+            stopper = asyncio.ensure_future(interrupt_once_silent(agent))
+            first = [m async for m in agent.query("tell a story")]
+            await stopper
             second = [m async for m in agent.query("shorter")]
             return first, second
 
@@ -320,7 +320,7 @@ def _example(name: str, project: Path, *args: str) -> subprocess.CompletedProces
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=CEILING_S,
     )
 
 

@@ -29,6 +29,7 @@ from claude_agent_sdk import (
 
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI, Stall
+from tests.helpers import CEILING_S
 
 PITON = Path(sys.executable).parent / "piton"
 T = TypeVar("T")
@@ -76,14 +77,14 @@ def test_query_one_shot_returns_the_answer(fake_api: FakeAnthropicAPI, project: 
 
 
 def test_client_multi_turn_with_an_interrupt(fake_api: FakeAnthropicAPI, project: Path) -> None:
-    fake_api.add(reply("Paris."), Stall(reply("a long story"), after=3, seconds=30), reply("Lyon."))
+    fake_api.add(reply("Paris."), Stall(reply("a long story"), after=3, seconds=CEILING_S), reply("Lyon."))
 
     async def talk() -> tuple[ResultMessage, ResultMessage, ResultMessage]:
         async with ClaudeSDKClient(options(project)) as client:
             await client.query("Capital of France?")
             first = await last_result(client)
             await client.query("Tell me a long story.")
-            await asyncio.sleep(1.0)  # the reply has begun and stalls
+            await asyncio.to_thread(fake_api.wait_for_silence)  # the reply has begun and stalls
             await client.interrupt()
             stopped = await last_result(client)
             await client.query("Another city?")

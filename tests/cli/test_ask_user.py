@@ -64,17 +64,17 @@ def test_the_user_answers_with_numbers_and_in_their_own_words(project: Path) -> 
         await s.type("set up the service" + ENTER)
         await s.until(lambda: s.repl.question is not None)
         assert "[Database] Which database" in s.screen and "2. SQLite — a file, nothing to run" in s.screen
-        await s.type("1,2" + ENTER, pause=0.3)  # one choice only: said, and asked again
+        await s.type("1,2" + ENTER)  # one choice only: said, and asked again
         await s.until(lambda: "Choose one number" in s.screen)
-        await s.type(ENTER, pause=0.3)
+        await s.type(ENTER)
         assert s.repl.question is not None  # an empty line is no answer
-        await s.type("\x15" + "2" + ENTER, pause=0.3)
+        await s.type("\x15" + "2" + ENTER)
         await s.until(lambda: "[Scope]" in s.screen and s.repl.question is not None)
-        await s.type("1, 3" + ENTER, pause=0.3)
+        await s.type("1, 3" + ENTER)
         await s.until(lambda: "SQLite, with login" in s.screen)
         await s.type("and the store?" + ENTER)
         await s.until(lambda: s.repl.question is not None)
-        await s.type("a document store" + ENTER, pause=0.3)
+        await s.type("a document store" + ENTER)
         await s.until(lambda: "A document store, then." in s.screen)
 
     s = run(project, provider, script, tools=default_tools())
@@ -160,9 +160,9 @@ def test_a_number_that_is_no_option_is_asked_again(project: Path) -> None:
     async def script(s: Session) -> None:
         await s.type("go" + ENTER)
         await s.until(lambda: s.repl.question is not None)
-        await s.type("5" + ENTER, pause=0.3)
+        await s.type("5" + ENTER)
         await s.until(lambda: "Choose numbers from 1 to 2" in s.screen)
-        await s.type("\x15" + "1" + ENTER, pause=0.3)
+        await s.type("\x15" + "1" + ENTER)
         await s.until(lambda: "Ok." in s.screen)
 
     run(project, provider, script, tools=default_tools())

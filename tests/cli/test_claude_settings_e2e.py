@@ -14,6 +14,7 @@ import pytest
 
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import CEILING_S
 
 PITON = str(Path(sys.executable).with_name("piton"))
 
@@ -24,7 +25,7 @@ def piton(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[st
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=CEILING_S,
         check=False,
         cwd=cwd,
     )

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import CEILING_S
 
 PITON = str(Path(sys.executable).with_name("piton"))
 SERVER = str(Path(__file__).parents[1] / "fixtures" / "mcp_server.py")
@@ -18,7 +19,12 @@ SERVER = str(Path(__file__).parents[1] / "fixtures" / "mcp_server.py")
 
 def doctor(project: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [PITON, "doctor"], cwd=project, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=90
+        [PITON, "doctor"],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=CEILING_S,
     )
 
 

@@ -6,7 +6,6 @@ import io
 import json
 import os
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from piton.core.providers import ProviderError
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
 from tests.fakes.tools import Boom, Probe
+from tests.helpers import wait_until
 
 
 def run(
@@ -213,15 +213,15 @@ def test_a_terminal_devnull_or_closed_stdin_is_not_read() -> None:
 
 def test_a_slow_pipe_is_waited_for_with_a_note_on_stderr() -> None:
     read_fd, write_fd = os.pipe()
+    err = io.StringIO()
 
-    def late_writer() -> None:
-        time.sleep(0.3)
+    def late_writer() -> None:  # the data comes once Piton has said it waits for it
+        wait_until(lambda: "waiting" in err.getvalue(), "note on stderr")
         os.write(write_fd, b"late data")
         os.close(write_fd)
 
     writer = threading.Thread(target=late_writer)
     writer.start()
-    err = io.StringIO()
     with open(read_fd, encoding="utf-8") as stdin:
         assert read_prompt("q", stdin, err, patience_s=0.05) == "q\n\nlate data"
     writer.join()

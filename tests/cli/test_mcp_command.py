@@ -12,6 +12,7 @@ from typing import Any
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
 from tests.cli.test_repl import ENTER, Session, drive
+from tests.helpers import CEILING_S
 
 PITON = str(Path(sys.executable).with_name("piton"))
 SERVER = str(Path(__file__).parents[1] / "fixtures" / "mcp_server.py")
@@ -23,7 +24,7 @@ def mcp(*args: str) -> subprocess.CompletedProcess[str]:
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=CEILING_S,
         check=False,
     )
 
@@ -105,9 +106,9 @@ def test_the_mcp_command_in_the_repl_shows_servers_tools_and_errors(project: Pat
     provider = ScriptedProvider(reply(ToolCall("mcp__fixture__echo", {"text": "x"})), reply("done"))
 
     async def script(s: Session) -> None:
-        await s.type("hello" + ENTER, pause=0.3)
+        await s.type("hello" + ENTER)
         await s.idle()
-        await s.type("/mcp" + ENTER, pause=0.3)
+        await s.type("/mcp" + ENTER)
         await s.until(lambda: "tools: echo (read-only)" in s.screen)
 
     session = asyncio.run(drive(project, provider, script, mcp_config=[json.dumps(config)]))

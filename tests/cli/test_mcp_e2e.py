@@ -5,6 +5,7 @@ that nobody approved, which never starts."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -13,14 +14,22 @@ from typing import Any
 
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import CEILING_S
 
 PITON = str(Path(sys.executable).with_name("piton"))
+HOUR_MS = 3_600_000
 SERVER = str(Path(__file__).parents[1] / "fixtures" / "mcp_server.py")
 
 
-def piton(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def piton(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [PITON, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, check=False
+        [PITON, *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=CEILING_S,
+        check=False,
+        env={**os.environ, **env},
     )
 
 
@@ -43,8 +52,8 @@ def test_the_model_calls_a_server_tool_and_the_result_reaches_the_next_request(
 ) -> None:
     fake_api.add(reply("Asking.", ToolCall("mcp__fixture__echo", {"text": "ping"})), reply("Done."))
     bad = {"command": str(project / "no-such-server")}
-    started = time.monotonic()
-    done = piton("-p", "q", "--mcp-config", config(fixture=fixture(), broken=bad))
+    # a run held up by the failed server until the start limit would outlast the test's ceiling
+    done = piton("-p", "q", "--mcp-config", config(fixture=fixture(), broken=bad), MCP_TIMEOUT=str(HOUR_MS))
     assert (done.returncode, done.stdout) == (0, "Done.\n"), done.stderr
     first, second = fake_api.bodies
     names = [t["name"] for t in first["tools"]]
@@ -54,7 +63,6 @@ def test_the_model_calls_a_server_tool_and_the_result_reaches_the_next_request(
     assert not result.get("is_error")
     [failure] = [line for line in done.stderr.splitlines() if "broken" in line]
     assert "MCP server broken failed" in failure and "not found" in failure
-    assert time.monotonic() - started < 20
 
 
 def test_an_unapproved_project_server_never_starts(fake_api: FakeAnthropicAPI, project: Path) -> None:

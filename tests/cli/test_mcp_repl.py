@@ -39,7 +39,7 @@ def test_prompts_and_resources_at_the_prompt(project: Path) -> None:
             "/mcp__fixture__review app.py speed",
             "hi @fixture:test://greeting",
         ):
-            await s.type(line + ENTER, pause=0.3)
+            await s.type(line + ENTER)
             await s.idle()
         await s.until(lambda: len(s.history) == 4)
 

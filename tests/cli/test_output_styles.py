@@ -130,7 +130,7 @@ def test_output_style_in_the_repl_switches_and_saves_it(project: Path) -> None:
         await s.type("/output-style" + ENTER)
         await s.until(lambda: s.repl.question is not None)
         assert "● 1. Default" in s.screen and "Pirate [project] — Talks like a pirate" in s.screen
-        await s.type("2" + ENTER, pause=0.3)
+        await s.type("2" + ENTER)
         await s.until(lambda: "Output style: Pirate" in s.screen)
         assert s.repl.runtime is not None and s.repl.runtime.log.session_id == session
         await s.type("/output-style nonesuch" + ENTER)

@@ -6,7 +6,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,14 @@ from piton.core.conversation.history import is_valid
 from piton.core.conversation.messages import INTERRUPTED_REQUEST
 from piton.core.conversation.session import SessionStore, load_session
 from piton.testing.script import HttpError, MidStreamError, Thinking, ToolCall, reply
-from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.fakes.fake_api import FakeAnthropicAPI, Hold, Stall
+from tests.helpers import CEILING_S
 
 PITON = str(Path(sys.executable).with_name("piton"))
 
 
 def piton(
-    *args: str, stdin: str | None = None, timeout: float = 60, **popen: Any
+    *args: str, stdin: str | None = None, timeout: float = CEILING_S, **popen: Any
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [PITON, *args],
@@ -161,7 +161,7 @@ def test_a_missing_api_key_says_what_to_do(
 def test_an_interrupt_mid_answer_exits_130_and_leaves_a_valid_session(
     fake_api: FakeAnthropicAPI, project: Path, sig: signal.Signals
 ) -> None:
-    fake_api.add(reply("word " * 400, chunk=5, delay_s=0.01))
+    fake_api.add(Stall(reply("word " * 400, chunk=5), after=20, seconds=CEILING_S))
     proc = subprocess.Popen(
         [PITON, "-p", "write a long answer"],
         stdin=subprocess.DEVNULL,
@@ -169,12 +169,9 @@ def test_an_interrupt_mid_answer_exits_130_and_leaves_a_valid_session(
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 30
-    while not fake_api.requests and time.monotonic() < deadline:
-        time.sleep(0.02)
-    time.sleep(0.3)  # well into the stream
+    fake_api.wait_for_silence()  # well into the stream, which goes no further until the signal
     proc.send_signal(sig)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=CEILING_S)
     assert proc.returncode == 128 + sig  # as a shell reports it: 130 for Ctrl-C, 143 for SIGTERM
     assert out == "" and "interrupted" in err and "Traceback" not in err
     session_id = SessionStore().latest(project)
@@ -190,8 +187,8 @@ def test_without_print_the_missing_repl_is_explained(project: Path) -> None:
 
 
 def test_a_reader_that_goes_away_ends_the_run_quietly(fake_api: FakeAnthropicAPI, project: Path) -> None:
-    # the reply streams slowly, so the reader is gone well before the next line is written
-    fake_api.add(reply("a slow answer", delay_s=0.05))
+    # the reply waits for the reader to be gone before it goes on to the next line
+    fake_api.add(Hold(reply("a slow answer"), marks=("a",)))
     proc = subprocess.Popen(
         [PITON, "-p", "q", "--output-format", "stream-json"],
         stdin=subprocess.DEVNULL,
@@ -202,8 +199,9 @@ def test_a_reader_that_goes_away_ends_the_run_quietly(fake_api: FakeAnthropicAPI
     assert proc.stdout is not None and proc.stderr is not None
     first = proc.stdout.readline()
     proc.stdout.close()  # like `| head -1`
+    fake_api.resume()
     err = proc.stderr.read()
-    proc.wait(timeout=30)
+    proc.wait(timeout=CEILING_S)
     assert json.loads(first)["subtype"] == "init"
     assert proc.returncode == 141
     assert err == ""

@@ -28,6 +28,7 @@ from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
 from tests.cli.test_repl import ENTER, Session, run
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import CEILING_S
 
 PITON = str(Path(sys.executable).with_name("piton"))
 PLAN = "## Plan\n\n1. Write `notes.txt` with the **summary**\n2. Run the tests"
@@ -119,7 +120,12 @@ def test_exit_plan_mode_outside_plan_mode_asks_nothing(project: Path) -> None:
 
 def piton(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [PITON, *args], cwd=project, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60
+        [PITON, *args],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=CEILING_S,
     )
 
 

@@ -18,6 +18,7 @@ from piton.core.conversation.session import SessionStore, load_session
 from piton.testing.script import HttpError, ToolCall, reply
 from tests.cli.test_piton_command import PITON
 from tests.fakes.fake_api import FakeAnthropicAPI, Stall
+from tests.helpers import CEILING_S
 
 NO_KEY = "piton: ANTHROPIC_API_KEY is not set. Export your key (export ANTHROPIC_API_KEY=sk-ant-...) and run again.\n"
 
@@ -38,7 +39,7 @@ def run_traced(*args: str, stdin: str | None = None) -> subprocess.CompletedProc
         stdin=None if stdin is not None else subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=CEILING_S,
         check=False,
     )
 
@@ -122,7 +123,7 @@ def test_a_long_answer_piped_to_a_file_is_complete(
                 stdin=subprocess.DEVNULL,
                 stdout=sink,
                 stderr=subprocess.PIPE,
-                timeout=60,
+                timeout=CEILING_S,
                 check=False,
             ).returncode
         assert code == 0
@@ -136,14 +137,16 @@ def test_a_long_answer_piped_to_a_file_is_complete(
 
 def test_exit_codes_and_the_session_survive_the_fast_exit(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(reply("first answer"))
-    ok = subprocess.run([PITON, "-p", "one"], capture_output=True, text=True, timeout=60, check=False)
+    ok = subprocess.run([PITON, "-p", "one"], capture_output=True, text=True, timeout=CEILING_S, check=False)
     assert (ok.returncode, ok.stdout, ok.stderr) == (0, "first answer\n", "")
     session_id = SessionStore().latest(project)
     assert session_id is not None
     loaded = load_session(SessionStore().project_dir(project) / f"{session_id}.jsonl", session_id)
     assert [m.text for m in loaded.messages] == ["one", "first answer"] and loaded.warnings == []
     fake_api.add(HttpError(400, "invalid_request_error", "bad"))
-    failed = subprocess.run([PITON, "-p", "two"], capture_output=True, text=True, timeout=60, check=False)
+    failed = subprocess.run(
+        [PITON, "-p", "two"], capture_output=True, text=True, timeout=CEILING_S, check=False
+    )
     assert failed.returncode == 1 and failed.stderr.startswith("piton: API error 400: bad")
 
 
@@ -156,7 +159,7 @@ def test_api_time_is_the_wait_on_the_api(fake_api: FakeAnthropicAPI, project: Pa
     """A reply that takes half a second counts as half a second of API time, within the run's."""
     fake_api.add(Stall(reply("quick"), after=1, seconds=0.5))
     done = subprocess.run(
-        [PITON, "-p", "hi", "--output-format", "json"], capture_output=True, text=True, timeout=60
+        [PITON, "-p", "hi", "--output-format", "json"], capture_output=True, text=True, timeout=CEILING_S
     )
     result = result_of(done.stdout)
     assert result["result"] == "quick"
@@ -169,7 +172,7 @@ def test_help_shows_the_options_in_their_groups() -> None:
 
     env = {**os.environ, "COLUMNS": "200"}  # wide enough that no option's name is cut
     done = subprocess.run(
-        [str(PITON), "--help"], capture_output=True, text=True, timeout=60, check=False, env=env
+        [str(PITON), "--help"], capture_output=True, text=True, timeout=CEILING_S, check=False, env=env
     )
     assert done.returncode == 0, done.stderr
     panels = re.findall(r"╭─ (.+?) ─", done.stdout)

@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 import io
 import re
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.input import PipeInput, create_pipe_input
+from prompt_toolkit.input.vt100_parser import Vt100Parser
+from prompt_toolkit.key_binding import KeyPress
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
@@ -23,27 +26,61 @@ from piton.core.options import RunOptions
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
 from tests.fakes.tools import Probe
+from tests.helpers import CEILING_S
 
 ENTER, ESC, CTRL_C, CTRL_D = "\r", "\x1b", "\x03", "\x04"
+PROMPT = "❯ "  # and what was entered at it: the REPL echoes each line so
 
 
 class Session:
     """A running REPL and the keys to drive it."""
 
-    def __init__(self, repl: Repl, send: Callable[[str], None], console: Console) -> None:
+    def __init__(self, repl: Repl, pipe: PipeInput, console: Console) -> None:
         self.repl = repl
-        self.send = send
+        self.pipe = pipe
         self.console = console
+        self.sent = 0  # key presses sent so far
+        self.pressed = 0  # key presses the prompt has handled so far
+        self._counting = False
 
-    async def until(self, condition: Callable[[], bool], within: float = 10) -> None:
+    def send(self, text: str) -> None:
+        self.pipe.send_text(text)
+
+    async def until(self, condition: Callable[[], bool], within: float = CEILING_S) -> None:
         deadline = time.monotonic() + within
         while not condition():
             assert time.monotonic() < deadline, f"timed out; the screen shows:\n{self.screen}"
             await asyncio.sleep(0.02)
 
-    async def type(self, text: str, pause: float = 0.05) -> None:
+    async def type(self, text: str) -> None:
+        """Send keys and wait until the prompt has handled each (a lone Esc once it has told it from
+        the start of a sequence); a line entered at the prompt, until the REPL has echoed it."""
+        await self.until(lambda: self.repl.session is not None)
+        assert self.repl.session is not None
+        keys = self.repl.session.app.key_processor
+        if not self._counting:
+            keys.after_key_press += self._pressed
+            self._counting = True
+        line = self.repl.session.default_buffer.text + text.removesuffix(ENTER)
+        echoed = (
+            text.endswith(ENTER)
+            and line.strip() != ""
+            and line.isprintable()  # a single line, as typed
+            and self.repl.runtime is not None
+            and not self.repl.asking
+        )
+        echoes = self._echoes()
+        self.sent += len(key_presses(text))
         self.send(text)
-        await asyncio.sleep(pause)
+        await self.until(lambda: self.pressed >= self.sent and not keys.key_buffer and not keys.input_queue)
+        if echoed:
+            await self.until(lambda: self._echoes() > echoes)
+
+    def _pressed(self, _: object) -> None:
+        self.pressed += 1
+
+    def _echoes(self) -> int:
+        return sum(line.startswith(PROMPT) for line in self.screen.split("\n"))
 
     async def idle(self) -> None:
         await self.until(lambda: self.repl.idle)
@@ -56,6 +93,15 @@ class Session:
     def history(self) -> list[Any]:
         assert self.repl.runtime is not None
         return self.repl.runtime.agent.history
+
+
+def key_presses(text: str) -> list[KeyPress]:
+    """The keys `text` is, read as the prompt reads its input (a lone Esc at the end included)."""
+    found: list[KeyPress] = []
+    parser = Vt100Parser(found.append)
+    parser.feed(text)
+    parser.flush()
+    return found
 
 
 async def drive(
@@ -79,7 +125,7 @@ async def drive(
             tools=tools if tools is not None else [Probe("Echo", read_only=True), Probe("Shell")],
             io=ReplIO(input=pipe, output=DummyOutput(), console=console, history_file=history_file),
         )
-        session = Session(repl, pipe.send_text, console)
+        session = Session(repl, pipe, console)
         task = asyncio.ensure_future(repl.run())
         await session.until(lambda: repl.runtime is not None if loaded else repl.session is not None)
         try:
@@ -181,7 +227,7 @@ def test_esc_interrupts_a_slow_answer_and_the_next_prompt_works(project: Path) -
                 or (s.repl.renderer is not None and "word" in str(s.repl.renderer.live()))
             )
         )
-        await s.type(ESC, pause=0.3)
+        await s.type(ESC)
         await s.idle()
         await s.type("again" + ENTER)
         await s.idle()
@@ -217,16 +263,19 @@ def test_esc_before_the_session_has_loaded_puts_the_message_back(
 ) -> None:
     provider = ScriptedProvider(reply("Only now."))
     started = asyncio.Event()
+    typed = threading.Event()
 
     def slow_provider() -> ScriptedProvider:
-        time.sleep(1.0)  # loading takes a while (the SDK import, a large project)
+        # loading takes a while (a large project, a slow disk): here, until the keys are in
+        assert typed.wait(CEILING_S)
         return provider
 
     async def script(s: Session) -> None:
         assert s.repl.runtime is None
-        await s.type("first" + ENTER, pause=0.2)
-        await s.type("second" + ENTER, pause=0.2)
-        await s.type(ESC, pause=0.3)
+        await s.type("first" + ENTER)
+        await s.type("second" + ENTER)
+        await s.type(ESC)
+        typed.set()
         await s.until(lambda: s.repl.runtime is not None)
         assert s.repl.session is not None and s.repl.session.default_buffer.text == "first\n\nsecond"
         assert provider.requests == [] and not s.repl.busy
@@ -245,7 +294,7 @@ def test_ctrl_c_twice_on_an_empty_prompt_exits(project: Path) -> None:
     async def script(s: Session) -> None:
         await s.type(CTRL_C)
         assert not s.repl.exiting
-        await s.type(CTRL_C, pause=0.2)
+        await s.type(CTRL_C)
 
     s = run(project, ScriptedProvider(), script)
     assert s.repl.exiting
@@ -321,7 +370,7 @@ def test_shift_tab_cycles_the_permission_mode(project: Path) -> None:
     async def script(s: Session) -> None:
         assert s.repl.runtime is not None and s.repl.runtime.agent.gate is not None
         for _ in range(3):
-            await s.type("\x1b[Z", pause=0.2)
+            await s.type("\x1b[Z")
             seen.append(s.repl.runtime.agent.gate.permissions.mode)
 
     run(project, ScriptedProvider(), script)
@@ -331,7 +380,7 @@ def test_shift_tab_cycles_the_permission_mode(project: Path) -> None:
 def slash(project: Path, *commands: str, provider: ScriptedProvider | None = None) -> Session:
     async def script(s: Session) -> None:
         for command in commands:
-            await s.type(command + ENTER, pause=0.3)
+            await s.type(command + ENTER)
             await s.idle()
 
     return run(project, provider or ScriptedProvider(), script)
@@ -380,12 +429,12 @@ def test_clear_and_resume_switch_sessions(project: Path) -> None:
         await s.idle()
         assert s.repl.runtime is not None
         first = s.repl.runtime.log.session_id
-        await s.type("/clear" + ENTER, pause=0.3)
+        await s.type("/clear" + ENTER)
         await s.until(lambda: s.repl.runtime is not None and s.repl.runtime.log.session_id != first)
         assert s.history == []
         await s.type("/resume" + ENTER)
         await s.until(lambda: s.repl.question is not None)
-        await s.type("1" + ENTER, pause=0.3)
+        await s.type("1" + ENTER)
         await s.until(lambda: s.repl.runtime is not None and s.repl.runtime.log.session_id == first)
         await s.type("continue" + ENTER)
         await s.idle()
@@ -501,7 +550,7 @@ def test_compact_context_stats_and_the_status_line(project: Path) -> None:
         assert s.repl.runtime is not None
         lines.append(status_line(s.repl.runtime, s.repl.totals))
         for command in ("/context", "/compact keep the failing tests", "/stats"):
-            await s.type(command + ENTER, pause=0.3)
+            await s.type(command + ENTER)
             await s.idle()
 
     s = run(project, provider, script)
@@ -543,7 +592,7 @@ def test_skills_run_as_slash_commands_complete_and_are_listed(project: Path) -> 
         )
         offered.extend(c.text for c in found)
         for line in ("/greet Ada", "/skills", "/memory"):
-            await s.type(line + ENTER, pause=0.3)
+            await s.type(line + ENTER)
             await s.until(lambda: len(s.history) == 2)
             await s.idle()
 
@@ -594,7 +643,7 @@ def test_a_skill_typed_during_a_turn_runs_as_a_turn_of_its_own(project: Path) ->
     async def script(s: Session) -> None:
         await s.type("first" + ENTER)
         await s.until(lambda: s.repl.busy)
-        await s.type("/greet Ada" + ENTER, pause=0.3)
+        await s.type("/greet Ada" + ENTER)
         await s.type("thanks" + ENTER)
         await s.until(lambda: len(s.history) == 6)
         await s.idle()
@@ -636,9 +685,9 @@ def test_cost_after_clear_is_the_new_sessions(project: Path) -> None:
         await s.type("hello" + ENTER)
         await s.idle()
         assert s.repl.totals.by_model
-        await s.type("/clear" + ENTER, pause=0.3)
+        await s.type("/clear" + ENTER)
         await s.until(lambda: "(a new session" in s.screen)
-        await s.type("/cost" + ENTER, pause=0.3)
+        await s.type("/cost" + ENTER)
         await s.idle()
 
     s = run(project, ScriptedProvider(reply("Hi.")), script)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import time
+import secrets
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -14,11 +14,11 @@ from typing import Any
 import pexpect
 import pytest
 
-from piton.testing.script import ToolCall, reply
+from piton.testing.script import Reply, ToolCall, reply
 from tests.cli.test_repl_resize import Terminal
 from tests.cli.test_repl_terminal import PITON, PROMPT, expect_text, spawn
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import piton
+from tests.helpers import CEILING_S, piton, processes_with, wait_until
 
 pytestmark = pytest.mark.sandbox
 
@@ -35,11 +35,22 @@ def asks_about(term: Terminal, command: str) -> bool:
     )
 
 
-def beats(beat: Path) -> bool:
-    """Whether a file a loop rewrites every 0.1 s still changes."""
-    before = beat.read_text()
-    time.sleep(0.6)
-    return beat.read_text() != before
+def heartbeat() -> tuple[str, str]:
+    """A loop that rewrites `beat` ten times a second, and the marker that finds its processes (its
+    sleep's length, this test's own)."""
+    marker = f"sleep 0.1{secrets.randbelow(10**6):06d}"
+    return f"while :; do date +%s%N > beat; {marker}; done", marker
+
+
+def beats(beat: Path) -> None:
+    """Until the loop rewrites `beat` once more: it runs."""
+    before = beat.read_text() if beat.exists() else None
+    wait_until(lambda: beat.exists() and beat.read_text() != before, f"new write to {beat}")
+
+
+def stopped(marker: str) -> None:
+    """Until no process of the loop is left: none can write any more."""
+    wait_until(lambda: not processes_with(marker), f"end of the processes running {marker!r}")
 
 
 def user_texts(body: dict[str, Any]) -> str:
@@ -51,27 +62,31 @@ def test_background_shells_outlive_their_turn_are_listed_and_die_with_the_sessio
     fake_api: FakeAnthropicAPI, project: Path
 ) -> None:
     beat = project / "beat"
-    serve = "echo serving; while :; do date +%s%N > beat; sleep 0.1; done"
+    loop, marker = heartbeat()
+    serve = f"echo serving; {loop}"
+    build = "until [ -e built ]; do sleep 0.05; done; echo built"  # ends when the test says so
     fake_api.add(
         reply(
             "Starting both.",
             ToolCall("Bash", {"command": serve, "run_in_background": True}),
-            ToolCall("Bash", {"command": "sleep 2; echo built", "run_in_background": True}),
+            ToolCall("Bash", {"command": build, "run_in_background": True}),
         ),
         reply("Both are running."),
         reply("The server is still up."),
     )
-    child = pexpect.spawn(PITON, cwd=str(project), env=terminal_env(), encoding="utf-8", dimensions=(40, 100))
+    child = pexpect.spawn(
+        PITON, cwd=str(project), env=terminal_env(), encoding="utf-8", timeout=CEILING_S, dimensions=(40, 100)
+    )
     term = Terminal(child, 40, 100)
     try:
         term.pump(lambda: term.shows("/help"), "welcome")
         child.send("start the server and the build\r")
-        for command in ("echo serving", "sleep 2; echo built"):
+        for command in ("echo serving", build):
             term.pump(partial(asks_about, term, command), f"the question about {command}")
             child.send("1\r")
         term.pump(lambda: term.shows("Both are running.") and term.shows("2 shells"), "two shells counted")
-        assert beats(beat)  # the turn is over; the server runs on
-
+        beats(beat)  # the turn is over; the server runs on
+        (project / "built").touch()
         term.pump(lambda: term.shows("Background shell bash_2 completed"), "the end told at the prompt")
         term.pump(lambda: term.shows("1 shell") and not term.shows("2 shells"), "one shell counted")
         child.send("/bashes\r")
@@ -89,7 +104,7 @@ def test_background_shells_outlive_their_turn_are_listed_and_die_with_the_sessio
         child.send("/bashes kill bash_1\r")
         term.pump(lambda: term.shows("Killed bash_1"), "the kill")
         term.pump(lambda: not term.shows("1 shell"), "no shell counted")
-        assert not beats(beat)
+        stopped(marker)
         child.send("\x04")
         child.expect(pexpect.EOF)
     finally:
@@ -100,14 +115,9 @@ def test_background_shells_outlive_their_turn_are_listed_and_die_with_the_sessio
 
 def test_leaving_the_repl_kills_a_background_shell(fake_api: FakeAnthropicAPI, project: Path) -> None:
     beat = project / "beat"
+    loop, marker = heartbeat()
     fake_api.add(
-        reply(
-            "Starting it.",
-            ToolCall(
-                "Bash",
-                {"command": "while :; do date +%s%N > beat; sleep 0.1; done", "run_in_background": True},
-            ),
-        ),
+        reply("Starting it.", ToolCall("Bash", {"command": loop, "run_in_background": True})),
         reply("It runs."),
     )
     child = spawn(project)
@@ -116,13 +126,12 @@ def test_leaving_the_repl_kills_a_background_shell(fake_api: FakeAnthropicAPI, p
     child.send("1\r")
     expect_text(child, "It runs.")
     child.expect_exact(PROMPT)
-    assert beats(beat)
+    beats(beat)
     child.send("/exit\r")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
-    time.sleep(0.3)
-    assert not beats(beat)
+    stopped(marker)
 
 
 def test_a_print_run_kills_its_background_shells_when_it_ends(
@@ -131,10 +140,15 @@ def test_a_print_run_kills_its_background_shells_when_it_ends(
     """`piton -p` ends with its answer: a shell the model left running ends with it, in text and in
     stream-json, where the tool result carries the shell's id."""
     beat = project / "beat"
-    loop = "while :; do date +%s%N > beat; sleep 0.1; done"
+    loop, marker = heartbeat()
+
+    def once_it_runs(body: dict[str, Any]) -> Reply:  # the run may end only once the shell is up
+        beats(beat)
+        return reply("Started.")
+
     fake_api.add(
         reply("Starting it.", ToolCall("Bash", {"command": loop, "run_in_background": True})),
-        reply("Started."),
+        once_it_runs,
     )
     done = piton(
         project, "-p", "start it", "--allowedTools", "Bash", "--output-format", "stream-json", "--verbose"
@@ -148,4 +162,4 @@ def test_a_print_run_kills_its_background_shells_when_it_ends(
         if block["type"] == "tool_result"
     ]
     assert "running in the background with ID: bash_1" in str(results[0]["content"])
-    assert beat.exists() and not beats(beat)
+    stopped(marker)

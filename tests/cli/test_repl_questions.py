@@ -51,7 +51,7 @@ def test_esc_at_a_permission_question_stops_the_turn(project: Path) -> None:
     async def script(s: Session) -> None:
         await s.type("clean" + ENTER)
         await s.until(lambda: s.repl.question is not None)
-        await s.type(ESC, pause=0.3)
+        await s.type(ESC)
         await s.idle()
         assert s.repl.question is None and len(provider.requests) == 1  # no request after the Esc
         await s.type("something else" + ENTER)
@@ -77,7 +77,7 @@ def test_a_question_outside_a_turn_is_answered_no_by_esc(project: Path) -> None:
         session_id = s.repl.runtime.log.session_id
         await s.type("/resume" + ENTER)
         await s.until(lambda: s.repl.question is not None)
-        await s.type(ESC, pause=0.3)
+        await s.type(ESC)
         await s.idle()
         assert s.repl.question is None and s.repl.runtime.log.session_id == session_id
 
@@ -92,15 +92,14 @@ def test_esc_stops_a_shell_command_and_what_it_started(project: Path) -> None:
     spinner: list[str] = []
 
     async def script(s: Session) -> None:
-        await s.type(f"!sleep 0.5; sleep 30; touch {marker.name}" + ENTER)
+        # what is not stopped runs for an hour: far beyond the test's ceiling
+        await s.type(f"!sleep 0.5; sleep 3600; touch {marker.name}" + ENTER)
         await s.until(lambda: s.repl.busy)
-        await s.type("queued message" + ENTER, pause=0.5)
+        await s.type("queued message" + ENTER)
         assert s.repl.renderer is not None
         spinner.append("".join(text for _, text in s.repl.renderer.live()))
-        started = time.monotonic()
         await s.type(ESC)
-        await s.until(lambda: not s.repl.busy, within=3)
-        spinner.append(f"{time.monotonic() - started:.1f}")
+        await s.until(lambda: not s.repl.busy)
         await s.until(
             lambda: s.repl.session is not None and "queued message" in s.repl.session.default_buffer.text
         )
@@ -109,8 +108,7 @@ def test_esc_stops_a_shell_command_and_what_it_started(project: Path) -> None:
         await s.idle()
 
     s = run(project, provider, script)
-    assert "Running !sleep 0.5; sleep 30" in spinner[0] and "esc to interrupt" in spinner[0]
-    assert float(spinner[1]) < 2.5
+    assert "Running !sleep 0.5; sleep 3600" in spinner[0] and "esc to interrupt" in spinner[0]
     assert "Interrupted; the command and what it started were stopped" in s.screen
     assert "stopped it" in provider.requests[0].messages[0].text
     time.sleep(0.3)

@@ -18,7 +18,8 @@ import pytest
 
 from piton.testing.script import reply
 from tests.cli.test_repl_terminal import PITON, PROMPT
-from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.fakes.fake_api import FakeAnthropicAPI, Hold
+from tests.helpers import CEILING_S
 
 ROWS, COLUMNS = 40, 100
 SPINNER = "esc to interrupt"
@@ -42,14 +43,29 @@ class Terminal(pyte.HistoryScreen):
         super().__init__(columns, rows, history=10_000)
         self.child = child
         self.stream = pyte.Stream(self)
+        self.position_requests = 0  # the cursor position reports asked for so far
 
     def write_process_input(self, data: str) -> None:
         self.child.send(data)
+
+    def report_device_status(self, mode: int) -> None:
+        if mode == 6:  # where the cursor is: prompt_toolkit asks as it draws anew (a start, a resize)
+            self.position_requests += 1
+        super().report_device_status(mode)
 
     def resize_both(self, rows: int, columns: int) -> None:
         # The pty and the screen change together, as a terminal window does: SIGWINCH follows.
         self.resize(rows, columns)
         self.child.setwinsize(rows, columns)
+
+    def resize_and_redraw(self, rows: int, columns: int, shown: str) -> None:
+        """Resize, then feed the screen until the program has drawn its live area anew at the new
+        size (it erases it and asks where the cursor is first), `shown` in it again."""
+        asked = self.position_requests
+        self.resize_both(rows, columns)
+        self.pump(
+            lambda: self.position_requests > asked and self.shows(shown), f"redraw at {columns} columns"
+        )
 
     def rows(self) -> list[str]:
         """Every row, scrollback first, without trailing blanks."""
@@ -59,32 +75,18 @@ class Terminal(pyte.HistoryScreen):
     def dump(self) -> str:
         return "\n".join(f"{i:4d}|{row}" for i, row in enumerate(self.rows()))
 
-    def pump(self, until: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    def pump(self, until: Callable[[], bool], what: str, timeout: float = CEILING_S) -> None:
         """Feed the screen what the child writes until `until()` holds for it."""
         deadline = time.monotonic() + timeout
         while not until():
             if time.monotonic() > deadline:
-                raise AssertionError(f"no {what} within {timeout:.0f}s; the screen:\n{self.dump()}")
+                raise AssertionError(f"no {what} within {timeout:.0f} s; the screen:\n{self.dump()}")
             try:
                 self.stream.feed(self.child.read_nonblocking(65536, timeout=0.05))
             except pexpect.TIMEOUT:
                 continue
             except pexpect.EOF as e:
                 raise AssertionError(f"piton exited before {what}; the screen:\n{self.dump()}") from e
-
-    def settle(self, quiet: float = 0.5, timeout: float = 30.0) -> None:
-        """Feed the screen until the child has written nothing for `quiet` seconds: while it works,
-        the spinner turns ten times a second, so a silence means the turn is over."""
-        deadline = time.monotonic() + timeout
-        last = time.monotonic()
-        while time.monotonic() - last < quiet:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"piton never fell quiet; the screen:\n{self.dump()}")
-            try:
-                self.stream.feed(self.child.read_nonblocking(65536, timeout=0.05))
-            except pexpect.TIMEOUT:
-                continue
-            last = time.monotonic()
 
     def shows(self, text: str) -> bool:
         return any(text in row for row in self.display)
@@ -100,7 +102,11 @@ class Terminal(pyte.HistoryScreen):
 def test_resizing_while_an_answer_streams_leaves_no_stale_rows(
     fake_api: FakeAnthropicAPI, project: Path, exported: bool
 ) -> None:
-    fake_api.add(reply("\n\n".join(PARAGRAPHS), chunk=8, delay_s=0.01))
+    # the last width is no multiple of a word's 8 columns: text laid out at a stale width splits words
+    # at the screen's edge, and the last paragraph's words go missing
+    resizes = (("p01w020", 60), ("p03w020", 90), ("p04w040", 69))
+    # the answer pauses after each of these words until the terminal has been resized and redrawn
+    fake_api.add(Hold(reply("\n\n".join(PARAGRAPHS), chunk=8), marks=tuple(word for word, _ in resizes)))
     # Whether or not the shell exports COLUMNS and LINES (at the starting size), the width must come
     # from the terminal and follow its resizes.
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
@@ -108,7 +114,7 @@ def test_resizing_while_an_answer_streams_leaves_no_stale_rows(
         env.update(COLUMNS=str(COLUMNS), LINES=str(ROWS))
     env["TERM"] = "xterm-256color"
     child = pexpect.spawn(
-        PITON, cwd=str(project), env=env, encoding="utf-8", timeout=30, dimensions=(ROWS, COLUMNS)
+        PITON, cwd=str(project), env=env, encoding="utf-8", timeout=CEILING_S, dimensions=(ROWS, COLUMNS)
     )
     term = Terminal(child, ROWS, COLUMNS)
     try:
@@ -116,14 +122,13 @@ def test_resizing_while_an_answer_streams_leaves_no_stale_rows(
         child.send(f"{QUESTION}\r")
         # Each resize lands while the live area holds several rows of an unfinished paragraph.
         streaming: list[bool] = []
-        # the last width is no multiple of a word's 8 columns: text laid out at a stale width
-        # splits words at the screen's edge, and the last paragraph's words go missing
-        for shown, columns in (("p01w020", 60), ("p03w020", 90), ("p04w040", 69)):
+        for held, (shown, columns) in enumerate(resizes, start=1):
+            fake_api.wait_for_silence(held)
             term.pump(partial(term.shows, shown), shown)
             streaming.append(term.shows(SPINNER))
-            term.resize_both(ROWS, columns)
+            term.resize_and_redraw(ROWS, columns, shown)
+            fake_api.resume()
         term.pump(lambda: term.shows(LAST_WORD) and term.idle(), "end of the answer")
-        term.settle()
         rows, screen = term.rows(), term.dump()
     finally:
         child.close(force=True)

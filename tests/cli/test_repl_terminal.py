@@ -11,6 +11,7 @@ import pexpect
 
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI, Stall
+from tests.helpers import CEILING_S
 
 PITON = str(Path(sys.executable).with_name("piton"))
 PROMPT = "❯ "
@@ -25,7 +26,7 @@ def expect_text(child: pexpect.spawn[str], text: str) -> None:
 def spawn(project: Path, **extra_env: str) -> pexpect.spawn[str]:
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "40", **extra_env}
     child = pexpect.spawn(
-        PITON, cwd=str(project), env=env, encoding="utf-8", timeout=30, dimensions=(40, 100)
+        PITON, cwd=str(project), env=env, encoding="utf-8", timeout=CEILING_S, dimensions=(40, 100)
     )
     child.expect_exact(PROMPT)
     return child
@@ -72,7 +73,7 @@ def test_without_a_terminal_the_repl_points_to_print_mode(project: Path) -> None
 def test_a_session_that_cannot_open_is_one_line_and_exit_1(project: Path) -> None:
     env = {**os.environ, "TERM": "xterm-256color"}
     child = pexpect.spawn(
-        PITON, ["--resume", "no-such-session"], cwd=str(project), env=env, encoding="utf-8", timeout=30
+        PITON, ["--resume", "no-such-session"], cwd=str(project), env=env, encoding="utf-8", timeout=CEILING_S
     )
     child.expect(pexpect.EOF)
     child.close()
@@ -86,7 +87,7 @@ def test_missing_credentials_are_said_on_the_first_screen(project: Path) -> None
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env.update(TERM="xterm-256color", ANTHROPIC_BASE_URL="http://127.0.0.1:9")
     child = pexpect.spawn(
-        PITON, cwd=str(project), env=env, encoding="utf-8", timeout=30, dimensions=(40, 100)
+        PITON, cwd=str(project), env=env, encoding="utf-8", timeout=CEILING_S, dimensions=(40, 100)
     )
     child.expect_exact(PROMPT)
     expect_text(child, "ANTHROPIC_API_KEY")  # before anything was typed
@@ -198,7 +199,7 @@ def test_a_message_typed_before_the_prompt_is_drawn_is_sent(
     fake_api.add(reply("Typed ahead and answered."))
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "40"}
     child = pexpect.spawn(
-        PITON, cwd=str(project), env=env, encoding="utf-8", timeout=30, dimensions=(40, 100)
+        PITON, cwd=str(project), env=env, encoding="utf-8", timeout=CEILING_S, dimensions=(40, 100)
     )
     child.send("quick question\r")  # at once: the prompt is not drawn yet
     expect_text(child, "Typed ahead and answered.")

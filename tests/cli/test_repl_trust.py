@@ -29,7 +29,7 @@ def start(project: Path, answer: str | None) -> Session:
             await s.type(answer + ENTER)
         await s.until(lambda: s.repl.runtime is not None)
         assert s.repl.question is None
-        await s.type("/status" + ENTER, pause=0.3)
+        await s.type("/status" + ENTER)
         await s.idle()
 
     return run(project, ScriptedProvider(), script, loaded=False)

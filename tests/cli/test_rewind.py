@@ -33,7 +33,7 @@ def two_turns(project: Path) -> ScriptedProvider:
 
 async def rewind(s: Session, number: str, choice: str, *, esc_esc: bool = False) -> None:
     if esc_esc:
-        await s.type(ESC, pause=0.2)
+        await s.type(ESC)
         await s.type(ESC)
     else:
         await s.type("/rewind" + ENTER)

@@ -14,13 +14,19 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage,
 from piton.core.conversation.session import SessionStore
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import CEILING_S
 
 PITON = str(Path(sys.executable).with_name("piton"))
 
 
 def piton(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [PITON, *args], cwd=project, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60
+        [PITON, *args],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=CEILING_S,
     )
 
 

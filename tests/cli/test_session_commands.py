@@ -106,7 +106,7 @@ def test_vim_switches_the_prompt_to_vi_keys_and_back(project: Path) -> None:
         await s.type("/vim" + ENTER)
         await s.until(lambda: "Vi keys are on" in s.screen)
         modes.append(s.repl.session.app.editing_mode)
-        await s.type("hello" + ESC, pause=0.3)  # typed in insert mode, then Esc: vi's, not /rewind
+        await s.type("hello" + ESC)  # typed in insert mode, then Esc: vi's, not /rewind
         await s.type("0x" + ENTER)  # normal mode: delete the first character, then send
         await s.until(lambda: "Hi." in s.screen)
         await s.type("/vim" + ENTER)
@@ -135,7 +135,7 @@ def test_a_hash_line_appends_to_the_memory_file_chosen(project: Path) -> None:
         await s.until(lambda: s.screen.count("Saved to") == 2)
         await s.type("# not this one" + ENTER)
         await s.until(lambda: s.repl.question is not None)
-        await s.type(ESC, pause=0.3)
+        await s.type(ESC)
         await s.until(lambda: "Not saved." in s.screen)
         await s.type("go on" + ENTER)
         await s.until(lambda: "Noted." in s.screen)

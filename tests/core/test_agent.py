@@ -32,7 +32,7 @@ from piton.testing.script import RedactedThinking, Thinking, ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
 from tests.fakes.tools import Boom, NoOp, Probe, forever, make_agent
 from tests.fakes.validate import history_problem
-from tests.helpers import collect
+from tests.helpers import CEILING_S, collect
 
 
 def result_of(events: list[Any]) -> Result:
@@ -99,7 +99,7 @@ def test_read_only_calls_of_one_turn_run_concurrently() -> None:
     def waits_for(other: str, me: str) -> Any:
         async def action(_: str) -> str:
             started[me].set()
-            await asyncio.wait_for(started[other].wait(), timeout=5)
+            await asyncio.wait_for(started[other].wait(), timeout=CEILING_S)
             return f"{me} saw {other}"
 
         return action

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -75,10 +75,12 @@ def named_once(output: str, paths: list[Path]) -> None:
 
 def test_piton_skills_lists_the_rest_and_names_each_hostile_file_once(project: Path) -> None:
     listed, bad = corpus(project)
-    started = time.monotonic()
-    done = piton("skills")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = piton("skills")  # a FIFO read that waited for a writer would outlast the test's ceiling
     assert done.returncode == 0 and done.stderr == "", done.stderr
-    assert time.monotonic() - started < 20
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # the CPU time it took, however busy the machine: far from what unbounded YAML would take
+    assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime < 20
     for name in listed:
         assert re.search(rf"^  {name}  \[", done.stdout, re.MULTILINE), name
     skipped = done.stdout.split("\nSkipped\n", 1)[1]
@@ -250,7 +252,7 @@ def test_a_fifo_where_settings_or_memory_belong_does_not_hang_the_start(
     write(project / "AGENTS.md", "Read @notes.md first.")
     fake_api.add(reply("Fine."))
     try:
-        done = piton("-p", "hi", timeout=30)
+        done = piton("-p", "hi")
     except subprocess.TimeoutExpired:
         pytest.fail("piton waited for a writer to a FIFO")
     assert (done.returncode, done.stdout) == (0, "Fine.\n")

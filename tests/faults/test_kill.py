@@ -15,6 +15,7 @@ import pytest
 from piton.testing.script import ToolCall, reply
 from tests.cli.test_piton_command import PITON
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import CEILING_S
 
 SIZE = 10 * 1024 * 1024
 
@@ -68,7 +69,7 @@ def test_a_kill_during_write_leaves_the_old_file_or_the_new_one(
         time.sleep(delay)
         process.send_signal(signal.SIGKILL)
     finally:
-        process.wait(timeout=30)
+        process.wait(timeout=CEILING_S)
     data = target.read_bytes()
     assert data in (old, new.encode()), f"a torn file of {len(data):,} bytes"
     assert writing, "the run ended before the write was seen under way"

@@ -24,13 +24,13 @@ conversation: a prompt, a Read call, its result, an answer):
 from __future__ import annotations
 
 import json
+import os
 import re
 import resource
 import shutil
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from piton.core.conversation.session import SessionStore, load_session
 from piton.testing.script import Reply, ToolCall, reply
 from tests.cli.test_piton_command import PITON, piton, user_texts
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import CEILING_S
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -159,7 +160,7 @@ def reads_three_files(b_asked: threading.Event) -> Any:
         if me == "b":
             b_asked.set()
         elif done == 1:
-            b_asked.wait(30)
+            b_asked.wait(CEILING_S)  # a waits longer than that for an answer: see its API_TIMEOUT_MS
         if done < 3:
             call = ToolCall("Read", {"file_path": f"{me}{done + 1}.txt"}, id=f"toolu_{me}{done + 1}")
             return reply(call)
@@ -184,12 +185,11 @@ def test_two_continues_of_one_session_at_once_fork_and_lose_nothing(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "API_TIMEOUT_MS": str(round(2 * CEILING_S * 1000))},
     )
-    deadline = time.monotonic() + 30
-    while len(fake_api.requests) < 3 and time.monotonic() < deadline:  # a is waiting on its second step
-        time.sleep(0.02)
+    fake_api.wait_for_requests(3)  # a is waiting on its second step
     b = piton("-p", "writer b: read b1.txt to b3.txt", "--continue", "--output-format", "json")
-    a_out, a_err = a.communicate(timeout=60)
+    a_out, a_err = a.communicate(timeout=CEILING_S)
     assert (a.returncode, a_err) == (0, "")
     assert b.returncode == 0
     a_result, b_result = json.loads(a_out), json.loads(b.stdout)
@@ -261,7 +261,7 @@ def test_the_repl_continues_a_session_in_use_in_a_new_one(project: Path) -> None
         s = run(project, provider, script, continue_latest=True)
     finally:
         holder.kill()
-        holder.wait(timeout=10)
+        holder.wait(timeout=CEILING_S)
     assert s.repl.runtime is not None
     fork = s.repl.runtime.log.session_id
     assert fork != log.session_id

@@ -18,8 +18,6 @@ import subprocess
 import sys
 import termios
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,11 +27,11 @@ from piton.core.conversation.messages import INTERRUPTED_REQUEST, Message
 from piton.core.conversation.session import SessionStore, load_session
 from piton.testing.script import ToolCall, reply
 from tests.cli.test_piton_command import PITON, piton
-from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.fakes.fake_api import FakeAnthropicAPI, Stall
+from tests.helpers import CEILING_S, processes_with, wait_until
 
 SIGNALS = [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT]
 IDS = [s.name for s in SIGNALS]
-SLOW = "word " * 400  # about 20 s at this pace: the signal always comes mid-stream
 # run a program with the terminal on its stdin as its controlling terminal, as a login shell has it
 CONTROLLING = (
     "import fcntl, os, sys, termios; os.setsid(); fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
@@ -41,11 +39,10 @@ CONTROLLING = (
 )
 
 
-def wait_for(condition: Callable[[], object], what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
+def stalling() -> Stall:
+    """A long answer that stops after its first words and goes no further while the test runs: a
+    signal sent once the fake API is silent (`wait_for_silence`) always comes mid-stream."""
+    return Stall(reply("word " * 400, chunk=5), after=20, seconds=CEILING_S)
 
 
 def stopped_session(
@@ -82,29 +79,15 @@ def start(*args: str) -> subprocess.Popen[str]:
 def test_print_mode_stopped_mid_answer(
     fake_api: FakeAnthropicAPI, project: Path, sig: signal.Signals
 ) -> None:
-    fake_api.add(reply(SLOW, chunk=5, delay_s=0.05))
+    fake_api.add(stalling())
     proc = start("-p", "write a long answer")
-    wait_for(lambda: fake_api.requests, "the request")
-    time.sleep(0.3)  # well into the stream
+    fake_api.wait_for_silence()
     proc.send_signal(sig)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=CEILING_S)
     assert out == ""
     session_id, messages = stopped_session(project, proc.returncode, err, sig)
     assert [m.text for m in messages] == ["write a long answer", INTERRUPTED_REQUEST]
     resumes(fake_api, session_id)
-
-
-def sleepers(marker: str) -> list[int]:
-    """Processes whose command line holds `marker` (the sandbox's own included)."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmdline.replace(b"\0", b" "):
-            found.append(int(pid))
-    return found
 
 
 @pytest.mark.sandbox
@@ -116,15 +99,15 @@ def test_print_mode_stopped_while_a_command_sleeps(
     call = ToolCall("Bash", {"command": f"touch started; {marker}"})
     fake_api.add(reply("Running it.", call))
     proc = start("-p", "run it", "--allowedTools", "Bash")
-    wait_for(lambda: (project / "started").exists(), "the command to start")
+    wait_until(lambda: (project / "started").exists(), "start of the command")
     proc.send_signal(sig)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=CEILING_S)
     assert out == ""
     session_id, messages = stopped_session(project, proc.returncode, err, sig)
     assert [m.role for m in messages] == ["user", "assistant", "user", "user"]
     [result] = messages[2].content
     assert result.type == "tool_result" and result.tool_use_id == call.id and result.is_error
-    wait_for(lambda: not sleepers(marker), "the command to be gone", timeout=10)
+    wait_until(lambda: not processes_with(marker), "end of the command")
     resumes(fake_api, session_id)
 
 
@@ -155,7 +138,7 @@ class Screen:
                 self.text += data.decode("utf-8", "replace")
 
     def wait_for(self, text: str) -> None:
-        wait_for(lambda: text in self.text, repr(text))
+        wait_until(lambda: text in self.text, repr(text))
 
     def hang_up(self) -> None:
         """Close the terminal, as closing its window does: the kernel sends SIGHUP."""
@@ -186,16 +169,13 @@ def start_in_terminal(*args: str, stderr: int = subprocess.PIPE) -> tuple[subpro
 
 
 def test_print_mode_whose_terminal_closes_mid_answer(fake_api: FakeAnthropicAPI, project: Path) -> None:
-    fake_api.add(
-        reply("first part.", ToolCall("Glob", {"pattern": "*.md"})), reply(SLOW, chunk=5, delay_s=0.05)
-    )
+    fake_api.add(reply("first part.", ToolCall("Glob", {"pattern": "*.md"})), stalling())
     proc, screen = start_in_terminal("-p", "look and answer", "--output-format", "stream-json")
     try:
         screen.wait_for('"type": "user"')  # lines are going to the terminal
-        wait_for(lambda: len(fake_api.requests) == 2, "the second request")
-        time.sleep(0.3)
+        fake_api.wait_for_silence()  # the second answer has begun
         screen.hang_up()
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=CEILING_S)
     finally:
         screen.close()
     session_id, messages = stopped_session(project, proc.returncode, err, signal.SIGHUP)
@@ -205,13 +185,12 @@ def test_print_mode_whose_terminal_closes_mid_answer(fake_api: FakeAnthropicAPI,
 
 def test_print_mode_all_on_a_terminal_that_closes(fake_api: FakeAnthropicAPI, project: Path) -> None:
     """Its line on stderr has nowhere to go: writing it must not fail the exit."""
-    fake_api.add(reply(SLOW, chunk=5, delay_s=0.05))
+    fake_api.add(stalling())
     proc, screen = start_in_terminal("-p", "write a long answer", "--verbose", stderr=subprocess.STDOUT)
     try:
-        wait_for(lambda: fake_api.requests, "the request")
-        time.sleep(0.3)
+        fake_api.wait_for_silence()
         screen.hang_up()
-        proc.wait(timeout=30)
+        proc.wait(timeout=CEILING_S)
     finally:
         screen.close()
     session_id = SessionStore().latest(project)
@@ -222,13 +201,12 @@ def test_print_mode_all_on_a_terminal_that_closes(fake_api: FakeAnthropicAPI, pr
 
 
 def start_repl(fake_api: FakeAnthropicAPI) -> tuple[subprocess.Popen[str], Screen]:
-    fake_api.add(reply(SLOW, chunk=5, delay_s=0.05))
+    fake_api.add(stalling())
     proc, screen = start_in_terminal()
     screen.wait_for("❯ ")
     os.write(screen.master, b"write forever\r")
-    wait_for(lambda: fake_api.requests, "the request")
-    screen.wait_for("Working")  # the turn is under way; its answer takes 20 s more
-    time.sleep(0.5)
+    fake_api.wait_for_silence()
+    screen.wait_for("Working")  # the turn is under way, its answer unfinished
     return proc, screen
 
 
@@ -237,7 +215,7 @@ def test_the_repl_stopped_mid_answer(fake_api: FakeAnthropicAPI, project: Path, 
     proc, screen = start_repl(fake_api)
     try:
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=CEILING_S)
         session_id, messages = stopped_session(project, proc.returncode, err, sig)
         screen.wait_for(f"Resume this session with: piton --resume {session_id}")
     finally:
@@ -250,7 +228,7 @@ def test_the_repl_whose_terminal_closes_mid_answer(fake_api: FakeAnthropicAPI, p
     proc, screen = start_repl(fake_api)
     try:
         screen.hang_up()
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=CEILING_S)
     finally:
         screen.close()
     session_id, messages = stopped_session(project, proc.returncode, err, signal.SIGHUP)

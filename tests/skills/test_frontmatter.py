@@ -58,10 +58,10 @@ def test_nesting_within_the_bound_reads() -> None:
     ids=["billion-laughs", "self-reference"],
 )
 def test_aliases_that_explode_when_walked_are_refused_at_once(frontmatter: str) -> None:
-    started = time.monotonic()
+    started = time.thread_time()  # this thread's CPU time: the work's cost, however busy the machine
     with pytest.raises(FrontmatterError, match="more than 20,000 values"):
         split(doc(frontmatter))
-    assert time.monotonic() - started < 2
+    assert time.thread_time() - started < 2
 
 
 def test_a_few_aliases_are_fine() -> None:
@@ -85,10 +85,10 @@ def test_what_the_yaml_library_raises_is_a_reason_to_skip(frontmatter: str, prob
 
 
 def test_a_tool_list_without_closing_parentheses_parses_in_linear_time() -> None:
-    started = time.monotonic()
+    started = time.thread_time()  # this thread's CPU time: the work's cost, however busy the machine
     tools = list_field({"allowed-tools": "a(" * 200_000}, "allowed-tools")
     assert tools == ["a"] * 200_000
-    assert time.monotonic() - started < 2, "a regular expression took minutes on this"
+    assert time.thread_time() - started < 2, "a regular expression took minutes on this"
     assert list_field({"t": "Read, Bash(git diff:*) Edit(src/**) x("}, "t") == [
         "Read",
         "Bash(git diff:*)",

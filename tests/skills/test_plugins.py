@@ -16,6 +16,7 @@ from piton.skills.catalog import Catalog
 from piton.skills.plugins import load_plugins, read_plugin
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import CEILING_S
 
 PITON = str(Path(sys.executable).with_name("piton"))
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "plugins" / "fixture-plugin"
@@ -23,7 +24,12 @@ FIXTURE = Path(__file__).parents[1] / "fixtures" / "plugins" / "fixture-plugin"
 
 def piton(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [PITON, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False
+        [PITON, *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=CEILING_S,
+        check=False,
     )
 
 

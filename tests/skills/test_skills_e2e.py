@@ -184,7 +184,7 @@ def test_a_task_runs_a_subagent_that_returns_only_its_report(
 
 
 def test_two_tasks_in_one_turn_run_at_the_same_time(fake_api: FakeAnthropicAPI, project: Path) -> None:
-    both = threading.Barrier(2, timeout=20)
+    both = threading.Barrier(2, timeout=50)  # within the 60 s Piton waits for an answer
 
     def subagent(body: dict[str, Any]) -> Reply:
         task = body["messages"][0]["content"][0]["text"]
@@ -196,7 +196,7 @@ def test_two_tasks_in_one_turn_run_at_the_same_time(fake_api: FakeAnthropicAPI, 
 
     calls = [ToolCall("Task", {"description": f"part {n}", "prompt": f"part {n}"}) for n in (1, 2)]
     fake_api.add(reply(*calls), subagent, subagent, reply("Both done."))
-    done = piton("-p", "do both parts", timeout=60)
+    done = piton("-p", "do both parts")
     assert (done.returncode, done.stdout) == (0, "Both done.\n")
     results = last_user(fake_api.bodies[-1])
     assert [r["tool_use_id"] for r in results] == [c.id for c in calls]

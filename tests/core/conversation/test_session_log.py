@@ -20,6 +20,7 @@ from piton.core.conversation.session import (
     SessionStore,
     load_session,
 )
+from tests.helpers import CEILING_S
 
 
 def step(n: int, size: int = 200) -> list[Message]:
@@ -267,7 +268,7 @@ def test_the_lock_goes_with_the_process_however_it_ends(tmp_path: Path) -> None:
         assert not SessionLog(path, "s").acquire()
     finally:
         holder.kill()
-        holder.wait(timeout=10)
+        holder.wait(timeout=CEILING_S)
     log = SessionLog(path, "s")
     assert log.acquire()
     log.close()
@@ -344,7 +345,11 @@ log.close()
 def test_a_log_that_could_not_be_written_catches_up_when_it_can(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     done = subprocess.run(
-        [sys.executable, "-c", _FILLS_UP, str(path)], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-c", _FILLS_UP, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=CEILING_S,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     said = done.stdout.splitlines()

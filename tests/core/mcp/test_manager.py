@@ -20,6 +20,7 @@ from piton.core.mcp.config import ServerConfig
 from piton.core.mcp.manager import McpManager
 from piton.core.tools import ToolContext, ToolRegistry, ToolResult
 from tests.fixtures.mcp_http import serve
+from tests.helpers import CEILING_S, eventually
 
 SERVER = str(Path(__file__).parents[2] / "fixtures" / "mcp_server.py")
 CTX = ToolContext(cwd=Path("."), session_id="test")
@@ -66,7 +67,7 @@ def alive(pid: int) -> bool:
 @pytest.fixture(scope="module")
 def shared() -> Iterator[McpManager]:
     """One fixture server for the tests that leave it as they found it."""
-    with running(fixture(), connect_timeout=20) as manager:
+    with running(fixture(), connect_timeout=CEILING_S) as manager:
         yield manager
 
 
@@ -108,7 +109,7 @@ def test_a_tool_call_that_takes_too_long_is_an_error_and_the_server_goes_on() ->
         slow = await call(registry, "mcp__fixture__slow", seconds=5)
         return slow, await call(registry, "mcp__fixture__echo", text="still here")
 
-    with running(fixture(), connect_timeout=20, call_timeout=0.5) as manager:
+    with running(fixture(), connect_timeout=CEILING_S, call_timeout=0.5) as manager:
         started = time.monotonic()
         slow, after = asyncio.run(go())
     assert slow.is_error and "MCP_TOOL_TIMEOUT" in str(slow.content)
@@ -116,11 +117,13 @@ def test_a_tool_call_that_takes_too_long_is_an_error_and_the_server_goes_on() ->
     assert after.content == "echo: still here"
 
 
-def test_a_cancelled_call_leaves_the_server_usable(shared: McpManager) -> None:
+def test_a_cancelled_call_leaves_the_server_usable(shared: McpManager, tmp_path: Path) -> None:
+    started = tmp_path / "started"
+
     async def go() -> ToolResult:
         registry = await synced(shared)
-        task = asyncio.ensure_future(call(registry, "mcp__fixture__slow", seconds=10))
-        await asyncio.sleep(0.3)
+        task = asyncio.ensure_future(call(registry, "mcp__fixture__slow", seconds=60, started=str(started)))
+        await eventually(started.exists, "start of the call")  # the server is inside the call
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -160,11 +163,11 @@ def test_a_server_killed_mid_session_is_started_again_at_the_next_call() -> None
         registry = await synced(manager)
         first = str((await call(registry, "mcp__fixture__pid")).content)
         os.kill(int(first), signal.SIGKILL)
-        await asyncio.sleep(0.3)
+        await eventually(lambda: not alive(int(first)), "end of the server's process")  # reaped: noticed
         again = await call(registry, "mcp__fixture__echo", text="back")
         return first, again, str((await call(registry, "mcp__fixture__pid")).content)
 
-    with running(fixture(), connect_timeout=20) as manager:
+    with running(fixture(), connect_timeout=CEILING_S) as manager:
         first, again, second = asyncio.run(go())
         [state] = manager.states()
         status = state.status
@@ -178,7 +181,7 @@ def test_a_server_that_exits_during_a_call_gives_an_error_then_comes_back() -> N
         died = await call(registry, "mcp__fixture__exit")
         return died, await call(registry, "mcp__fixture__echo", text="revived")
 
-    with running(fixture(), connect_timeout=20) as manager:
+    with running(fixture(), connect_timeout=CEILING_S) as manager:
         died, revived = asyncio.run(go())
     assert died.is_error and "closed the connection during the call of exit" in str(died.content)
     assert revived.content == "echo: revived"
@@ -189,7 +192,7 @@ def test_closing_leaves_no_server_process_behind() -> None:
         registry = await synced(manager)
         return [int(str((await call(registry, f"mcp__{n}__pid")).content)) for n in ("one", "two")]
 
-    with running(fixture("one"), fixture("two"), connect_timeout=20) as manager:
+    with running(fixture("one"), fixture("two"), connect_timeout=CEILING_S) as manager:
         started = asyncio.run(pids())
         assert all(alive(pid) for pid in started)
     assert not any(alive(pid) for pid in started)
@@ -202,12 +205,13 @@ def test_a_changed_tool_list_reaches_the_registry(shared: McpManager) -> None:
         if grown.is_error:  # an earlier test of this worker left the server to restart at this call
             grown = await call(registry, "mcp__fixture__grow")
         assert grown.content == "grown", grown.content
-        for _ in range(200):  # the server's notification may be slow on a loaded machine
+
+        async def offered() -> bool:  # once the server's notice has come and the list is fetched
             await registry.refresh()
-            if "mcp__fixture__fresh" in registry.names():
-                return (await call(registry, "mcp__fixture__fresh")).content == "fresh!"
-            await asyncio.sleep(0.1)
-        return False
+            return "mcp__fixture__fresh" in registry.names()
+
+        await eventually(offered, "new tool in the registry")
+        return (await call(registry, "mcp__fixture__fresh")).content == "fresh!"
 
     assert asyncio.run(go())
 
@@ -219,12 +223,9 @@ def test_a_changed_prompt_list_is_followed_and_the_new_prompt_expands(shared: Mc
         registry = await synced(shared)
         assert "mcp__fixture__review" in [p.command for p in shared.prompts()]
         await call(registry, "mcp__fixture__more_prompts")
-        for _ in range(50):
-            if "mcp__fixture__later" in [p.command for p in shared.prompts()]:
-                blocks = await expand(shared, "/mcp__fixture__later")
-                return [b.text for b in blocks or [] if isinstance(b, TextBlock)]
-            await asyncio.sleep(0.1)
-        return []
+        await eventually(lambda: "mcp__fixture__later" in [p.command for p in shared.prompts()], "new prompt")
+        blocks = await expand(shared, "/mcp__fixture__later")
+        return [b.text for b in blocks or [] if isinstance(b, TextBlock)]
 
     assert asyncio.run(go()) == ["later prompt text"]
 
@@ -237,7 +238,7 @@ def test_remote_servers_over_http(transport: Literal["http", "sse"]) -> None:
 
     with (
         serve(transport) as url,
-        running(ServerConfig("web", transport, url=url), connect_timeout=20) as manager,
+        running(ServerConfig("web", transport, url=url), connect_timeout=CEILING_S) as manager,
     ):
         result = asyncio.run(go())
     assert result.content == "echo: over the wire"

@@ -14,7 +14,7 @@ from piton.core.options import RunOptions
 from piton.runtime import build_runtime
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
-from tests.helpers import collect
+from tests.helpers import CEILING_S, collect
 
 SERVER = str(Path(__file__).parents[2] / "fixtures" / "mcp_server.py")
 CONFIG = json.dumps({"mcpServers": {"fixture": {"command": sys.executable, "args": [SERVER]}}})
@@ -75,7 +75,7 @@ def test_no_servers_no_sdk(project: Path) -> None:
     import subprocess
 
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=CEILING_S
     )
     assert done.stdout.split() == ["True", "False"]
     assert asyncio is not None

@@ -25,6 +25,7 @@ from piton.core.safety.shellsplit import (
     unquoted_dollar,
     writes_files,
 )
+from tests.helpers import CEILING_S
 
 
 def parts(command: str) -> list[Part]:
@@ -202,7 +203,7 @@ def _bash(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         env={"PATH": os.defpath, "LANG": "C"},
         capture_output=True,
         text=True,
-        timeout=10,
+        timeout=CEILING_S,
         check=False,
     )
 

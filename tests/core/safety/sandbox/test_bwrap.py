@@ -12,6 +12,7 @@ import shlex
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -210,6 +211,7 @@ from piton.core.safety.policy import SandboxPolicy
 from piton.core.safety.sandbox.bwrap import BwrapSandbox
 tty.setraw(0)
 sandbox = BwrapSandbox(SandboxPolicy.create("workspace-write", Path({ws!r})))
+assert sandbox.unavailable_reason() is None, sandbox.unavailable_reason()
 command = "python3 -c " + shlex.quote({code!r})
 if {direct}:  # the terminal handed straight to the sandbox as stdin: --new-session must still refuse
     import subprocess
@@ -236,7 +238,8 @@ def test_commands_cannot_inject_keystrokes_into_the_terminal(place: Path, direct
     host = _HOST.format(root=root, ws=str(place / "ws"), code=_TIOCSTI, direct=direct)
     pid, terminal = pty.fork()
     if pid == 0:  # the child runs with the pseudo-terminal as its controlling terminal, like a user's shell
-        os.execv(shutil.which("python3") or "/usr/bin/python3", ["python3", "-c", host])
+        # this interpreter: it finds bubblewrap where Piton does (the bundled wheel beside it)
+        os.execv(sys.executable, [sys.executable, "-c", host])
     output = b""
     while True:
         try:
@@ -343,8 +346,18 @@ def test_a_symlinked_git_folder_is_not_followed(place: Path) -> None:
     assert not (place / "outside" / "hooks").exists()
 
 
+def _folder_under_run() -> Path:
+    """A folder under /run this user may create a socket in: the session's runtime folder where
+    there is one, else the world-writable lock folder (only root may write /run itself)."""
+    candidates = [os.environ.get("XDG_RUNTIME_DIR", ""), f"/run/user/{os.getuid()}", "/run/lock", "/run"]
+    for folder in candidates:
+        if (folder == "/run" or folder.startswith("/run/")) and os.access(folder, os.W_OK | os.X_OK):
+            return Path(folder)
+    pytest.fail(f"no folder under /run is writable by uid {os.getuid()} (tried {', '.join(candidates[1:])})")
+
+
 def test_sockets_under_run_are_out_of_reach(place: Path) -> None:
-    path = Path("/run") / f"piton-test-{uuid.uuid4().hex[:8]}.sock"
+    path = _folder_under_run() / f"piton-test-{uuid.uuid4().hex[:8]}.sock"
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(path))
     server.listen()
