@@ -4,8 +4,6 @@ project, and a local HTTP server speaking PyPI's JSON API."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,20 +13,7 @@ import pytest
 
 from piton import __version__
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import CEILING_S
-
-PITON = str(Path(sys.executable).with_name("piton"))
-
-
-def piton(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PITON, *args],
-        cwd=project,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=CEILING_S,
-    )
+from tests.helpers import piton
 
 
 def test_set_add_remove_and_get_write_pitons_own_files(project: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
 from tests.cli.test_repl import ENTER, Session, run
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import CEILING_S
+from tests.helpers import piton
 
 PITON = str(Path(sys.executable).with_name("piton"))
 PLAN = "## Plan\n\n1. Write `notes.txt` with the **summary**\n2. Run the tests"
@@ -116,17 +115,6 @@ def test_exit_plan_mode_outside_plan_mode_asks_nothing(project: Path) -> None:
     assert result.is_error and "not in plan mode" in str(result.content)
     assert "Plan mode" not in provider.requests[0].messages[-1].text
     assert "Here is the plan" not in s.screen
-
-
-def piton(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PITON, *args],
-        cwd=project,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=CEILING_S,
-    )
 
 
 def test_print_mode_has_nobody_to_approve_a_plan(fake_api: FakeAnthropicAPI, project: Path) -> None:

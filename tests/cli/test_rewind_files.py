@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,20 +13,9 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage,
 from piton.core.conversation.session import SessionStore
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import CEILING_S
+from tests.helpers import piton
 
 PITON = str(Path(sys.executable).with_name("piton"))
-
-
-def piton(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PITON, *args],
-        cwd=project,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=CEILING_S,
-    )
 
 
 def prompt_ids(project: Path, session_id: str) -> list[str]:
