@@ -92,3 +92,42 @@ def piton(cwd: Path, *args: str, timeout: float = CEILING_S) -> subprocess.Compl
     return subprocess.run(
         [PITON, *args], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
     )
+
+
+def piton_here(*args: str) -> subprocess.CompletedProcess[str]:
+    """`piton ARGS` run in this process as its command line runs them, with no input and the output
+    captured: a subcommand by the function it calls, anything else by the app's parser (lists of
+    tools spread first) and the run. For tests of what an option or a subcommand does, where the
+    process itself is not under test (starting one costs more than most runs)."""
+    import contextlib
+    import gc
+    import importlib
+    import io
+
+    from typer.testing import CliRunner
+
+    from piton.cli.app import app
+    from piton.cli.command import expand_lists
+
+    if args and args[0] in SUBCOMMANDS:
+        module, name = SUBCOMMANDS[args[0]].split(":")
+        command: Callable[[list[str]], int] = getattr(importlib.import_module(module), name)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = command(list(args[1:]))
+        return subprocess.CompletedProcess([PITON, *args], code, out.getvalue(), err.getvalue())
+    try:
+        ran = CliRunner().invoke(app, expand_lists(list(args)))
+    finally:
+        gc.unfreeze()  # what a run froze as its start-up's lasts as long as the run, not the test process
+    if ran.exception is not None and not isinstance(ran.exception, SystemExit):
+        raise ran.exception
+    return subprocess.CompletedProcess([PITON, *args], ran.exit_code, ran.stdout, ran.stderr)
+
+
+# the function each `piton NAME …` calls with the arguments after NAME (as `cli/main.py` routes them)
+SUBCOMMANDS = {
+    "config": "piton.cli.config_command:main",
+    "mcp": "piton.cli.mcp_command:main",
+    "plugin": "piton.cli.plugin_command:main",
+}

@@ -133,6 +133,11 @@ class Connection:
         client = httpx2.AsyncClient(headers=dict(config.headers), auth=auth, timeout=limits)
         return streamable_http_client(config.url, http_client=client)
 
+    def _server_ended(self) -> None:
+        """The server exited or hung up: said at once (the session winds down and the state says so),
+        and started again at the next call."""
+        self._done.set()
+
     def _needs_auth(self, url: str) -> None:
         """The server wants OAuth: the user is sent to `url`, and the start waits for them longer."""
         from piton.core.mcp.oauth import AUTH_WAIT_S
@@ -179,7 +184,7 @@ class Connection:
         self._watch.clear()
         async with AsyncExitStack() as stack:
             client = Client(
-                watched(self._transport(errlog), self._watch),
+                watched(self._transport(errlog), self._watch, self._server_ended),
                 message_handler=self._on_message,
                 client_info=Implementation(name="piton", version=__version__),
                 cache=None,  # every listing is asked afresh: list_changed must see the new tools

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TextIO
 
 import anyio
@@ -58,11 +58,12 @@ def describe(error: BaseException) -> str:
 
 class EndWatch:
     """A transport's read stream that notes when the server's side of it has ended (the server exited
-    or hung up), so that a call to a dead server starts it again rather than fail first. It is the
-    stream the SDK reads; everything else passes through."""
+    or hung up), so that a call to a dead server starts it again rather than fail first, and tells
+    `on_end` at once. It is the stream the SDK reads; everything else passes through."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, on_end: Callable[[], None] | None = None) -> None:
         self._inner = inner
+        self._on_end = on_end
         self.ended = False
 
     @property
@@ -74,6 +75,8 @@ class EndWatch:
             return await self._inner.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self.ended = True
+            if self._on_end is not None:
+                self._on_end()
             raise
 
     async def aclose(self) -> None:
@@ -97,8 +100,11 @@ class EndWatch:
 
 
 @contextlib.asynccontextmanager
-async def watched(transport: Any, watch: list[EndWatch]) -> AsyncIterator[tuple[Any, Any]]:
-    """`transport` with its read stream watched (the watch is put in `watch`)."""
+async def watched(
+    transport: Any, watch: list[EndWatch], on_end: Callable[[], None] | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
+    """`transport` with its read stream watched (the watch is put in `watch`; `on_end` is told when
+    the server's side ends)."""
     async with transport as (read, write):
-        watch.append(EndWatch(read))
+        watch.append(EndWatch(read, on_end))
         yield watch[-1], write

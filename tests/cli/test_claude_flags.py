@@ -1,6 +1,7 @@
-"""Claude Code's print-mode flags, as programmatic clients pass them: a real `piton` process, real HTTP
-to the fake API. Each flag is accepted; each that Piton honours shows its effect in the request or
-the result, and each it cannot honour yet says so in one line."""
+"""Claude Code's print-mode flags, as programmatic clients pass them: the command line run as `piton`
+runs it (in this process: the process itself is tested in test_piton_command), real HTTP to the fake
+API. Each flag is accepted; each that Piton honours shows its effect in the request or the result,
+and each it cannot honour yet says so in one line."""
 
 from __future__ import annotations
 
@@ -17,15 +18,13 @@ from piton.cli.command import expand_lists
 from piton.core.conversation.session import SessionStore, load_session
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import CEILING_S
+from tests.helpers import CEILING_S, piton_here
 
 PITON = str(Path(sys.executable).with_name("piton"))
 
 
-def piton(*args: str, timeout: float = CEILING_S) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PITON, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, check=False
-    )
+def piton(*args: str) -> subprocess.CompletedProcess[str]:
+    return piton_here(*args)
 
 
 def result_of(*args: str) -> dict[str, Any]:

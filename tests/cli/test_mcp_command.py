@@ -1,4 +1,5 @@
-"""`piton mcp …` (add, add-json, list, get, remove) as a real process, and `/mcp` in the REPL."""
+"""`piton mcp …` (add, add-json, list, get, remove), by the function the command calls (in this
+process; the installed command routes to it, once through a real process), and `/mcp` in the REPL."""
 
 from __future__ import annotations
 
@@ -12,13 +13,18 @@ from typing import Any
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
 from tests.cli.test_repl import ENTER, Session, drive
-from tests.helpers import CEILING_S
+from tests.helpers import CEILING_S, piton_here
 
 PITON = str(Path(sys.executable).with_name("piton"))
 SERVER = str(Path(__file__).parents[1] / "fixtures" / "mcp_server.py")
 
 
 def mcp(*args: str) -> subprocess.CompletedProcess[str]:
+    return piton_here("mcp", *args)
+
+
+def mcp_command(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed `piton mcp`, in a process of its own."""
     return subprocess.run(
         [PITON, "mcp", *args],
         stdin=subprocess.DEVNULL,
@@ -35,7 +41,7 @@ def piton_file() -> dict[str, Any]:
 
 
 def test_add_in_each_scope_with_claude_codes_syntax(project: Path) -> None:
-    assert mcp("add", "fx", "-e", "TOKEN=abc", "--", sys.executable, SERVER, "--flag").returncode == 0
+    assert mcp_command("add", "fx", "-e", "TOKEN=abc", "--", sys.executable, SERVER, "--flag").returncode == 0
     assert mcp("add", "-s", "user", "np", "npx", "-y", "@x/server").returncode == 0
     done = mcp(
         "add",

@@ -1,5 +1,6 @@
 """Output styles: the files people already have (`.claude/output-styles`), the built-in ones, the
-`outputStyle` setting, and `/output-style` in the REPL, through the installed `piton` and the real SDK."""
+`outputStyle` setting, and `/output-style` in the REPL, through the `piton` command line (run in this
+process where only what it sends is looked at), the installed `piton` and the real SDK."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from piton.testing.script import reply
 from piton.testing.scripted import ScriptedProvider
 from tests.cli.test_repl import ENTER, Session, run
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import PITON, piton
+from tests.fakes.held import HeldProvider
+from tests.helpers import PITON, piton, piton_here
 
 CODING = "Understand before you change"  # a line of the coding instructions
 BREVITY = "Be direct and brief"
@@ -65,7 +67,7 @@ def test_a_style_from_the_settings_shapes_the_system_prompt(
     write(project / ".claude/output-styles/pirate.md", PIRATE)
     write(project / ".claude/settings.json", json.dumps({"outputStyle": "pirate"}))
     fake_api.add(reply("Arr."))
-    done = piton(project, "-p", "hello", "--output-format", "stream-json", "--verbose")
+    done = piton_here("-p", "hello", "--output-format", "stream-json", "--verbose")
     assert done.returncode == 0, done.stderr
     init = json.loads(done.stdout.splitlines()[0])
     assert init["output_style"] == "Pirate"
@@ -81,13 +83,13 @@ def test_a_style_from_the_settings_shapes_the_system_prompt(
 def test_a_built_in_style_keeps_the_coding_instructions(fake_api: FakeAnthropicAPI, project: Path) -> None:
     write(project / ".piton/settings.local.json", json.dumps({"outputStyle": "explanatory"}))
     fake_api.add(reply("Done."), reply("Done."))
-    assert piton(project, "-p", "hello").returncode == 0
+    assert piton_here("-p", "hello").returncode == 0
     system = system_text(fake_api.bodies[0])
     assert "# Output style: Explanatory" in system and "★ Insight" in system
     assert CODING in system and BREVITY not in system
 
     (project / ".piton/settings.local.json").write_text(json.dumps({"outputStyle": "Nonesuch"}))
-    done = piton(project, "-p", "hello")
+    done = piton_here("-p", "hello")
     assert done.returncode == 0
     assert "outputStyle 'Nonesuch': no such output style" in done.stderr and "using Default" in done.stderr
     system = system_text(fake_api.bodies[1])
@@ -184,14 +186,14 @@ def test_the_resume_list_shows_what_was_typed_not_the_style_reminder(project: Pa
 
 
 def test_output_style_waits_for_the_turn_and_keeps_the_sessions_cost(project: Path) -> None:
-    provider = ScriptedProvider(reply("slow " * 200, chunk=5), delay_s=0.01)
-    provider.add(reply("Next."))
+    provider = HeldProvider(reply("slow " * 200, chunk=5), reply("Next."))
 
     async def script(s: Session) -> None:
         await s.type("write a lot" + ENTER)
-        await s.until(lambda: s.repl.busy)
+        await s.until(lambda: provider.holding)
         await s.type("/output-style concise" + ENTER)
         await s.until(lambda: "change the style once the turn is over" in s.screen)
+        provider.release()
         await s.idle()
         assert "Interrupted" not in s.screen  # the turn ran to its end
         cost = s.repl.totals.cost_usd

@@ -25,6 +25,7 @@ from piton.core.conversation.messages import INTERRUPTED_REQUEST, TextBlock
 from piton.core.options import RunOptions
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
+from tests.fakes.held import HeldProvider
 from tests.fakes.tools import Probe
 from tests.helpers import CEILING_S
 
@@ -217,10 +218,11 @@ def test_allowing_for_the_session_stops_asking(project: Path) -> None:
 
 
 def test_esc_interrupts_a_slow_answer_and_the_next_prompt_works(project: Path) -> None:
-    provider = ScriptedProvider(reply("word " * 400, chunk=5), reply("Fresh answer."), delay_s=0.01)
+    provider = HeldProvider(reply("word " * 400, chunk=5), reply("Fresh answer."))
 
     async def script(s: Session) -> None:
         await s.type("write a lot" + ENTER)
+        await s.until(lambda: provider.holding)  # the answer has begun, and goes no further for now
         await s.until(
             lambda: (
                 "word word" in s.screen
@@ -301,13 +303,14 @@ def test_ctrl_c_twice_on_an_empty_prompt_exits(project: Path) -> None:
 
 
 def test_typing_while_the_model_works_queues_the_next_message(project: Path) -> None:
-    provider = ScriptedProvider(reply("slow " * 60, chunk=3), reply("Second answer."), delay_s=0.01)
+    provider = HeldProvider(reply("slow " * 60, chunk=3), reply("Second answer."))
 
     async def script(s: Session) -> None:
         await s.type("first" + ENTER)
-        await s.until(lambda: s.repl.busy)
+        await s.until(lambda: provider.holding)
         await s.type("second" + ENTER)
         assert s.repl.queue == ["second"]
+        provider.release()
         await s.until(lambda: len(s.history) == 4)
         await s.idle()
 
@@ -636,15 +639,14 @@ def test_a_skill_typed_during_a_turn_runs_as_a_turn_of_its_own(project: Path) ->
     folder = project / ".claude" / "skills" / "greet"
     folder.mkdir(parents=True)
     (folder / "SKILL.md").write_text("---\ndescription: Greets.\n---\nGREET-BODY $ARGUMENTS\n")
-    provider = ScriptedProvider(
-        reply("slow " * 60, chunk=3), reply("Hello Ada."), reply("You are welcome."), delay_s=0.01
-    )
+    provider = HeldProvider(reply("slow " * 60, chunk=3), reply("Hello Ada."), reply("You are welcome."))
 
     async def script(s: Session) -> None:
         await s.type("first" + ENTER)
-        await s.until(lambda: s.repl.busy)
+        await s.until(lambda: provider.holding)
         await s.type("/greet Ada" + ENTER)
         await s.type("thanks" + ENTER)
+        provider.release()
         await s.until(lambda: len(s.history) == 6)
         await s.idle()
 

@@ -101,8 +101,8 @@ def test_esc_stops_a_shell_command_and_a_permission_question_takes_only_answers(
 ) -> None:
     fake_api.add(reply("Creating it.", ToolCall("Bash", {"command": "touch made-by-the-model"})))
     child = spawn(project)
-    child.send("!sleep 30\r")
-    expect_text(child, "Running !sleep 30")
+    child.send("!sleep 3600\r")  # only Esc ends it
+    expect_text(child, "Running !sleep 3600")
     child.send("\x1b")
     child.expect_exact("Interrupted; the command and what it started were stopped")
     child.expect_exact(PROMPT)
@@ -124,7 +124,7 @@ def test_esc_stops_a_shell_command_and_a_permission_question_takes_only_answers(
 
 def test_a_long_paragraph_wraps_while_it_streams(fake_api: FakeAnthropicAPI, project: Path) -> None:
     words = " ".join(f"w{i}" for i in range(200))  # about 800 columns: eight rows at 100
-    fake_api.add(Stall(reply(words + " END", chunk=40), after=20, seconds=30))
+    fake_api.add(Stall(reply(words + " END", chunk=40), after=20, seconds=CEILING_S))
     child = spawn(project)
     child.send("talk\r")
     child.expect_exact("w150 ")  # far past the first row, while the stream is still open

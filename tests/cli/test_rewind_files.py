@@ -1,5 +1,6 @@
-"""Rewinding from scripts: `--rewind-files` and `--rewind-to` on the installed `piton`, and the Agent
-SDK's `rewind_files` request, against the fake API, with the real Write tool on real files."""
+"""Rewinding from scripts: `--rewind-files` and `--rewind-to` as the `piton` command line runs them (in
+this process), and the Agent SDK's `rewind_files` request to the installed `piton`, against the fake
+API, with the real Write tool on real files."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage,
 from piton.core.conversation.session import SessionStore
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import piton
+from tests.helpers import piton_here
 
 PITON = str(Path(sys.executable).with_name("piton"))
 
@@ -40,28 +41,28 @@ def test_rewind_files_and_rewind_to_from_a_script(fake_api: FakeAnthropicAPI, pr
         reply("Made another."),
         reply("Going on."),
     )
-    first = piton(project, "-p", "make a file", "--permission-mode", "acceptEdits", "--output-format", "json")
+    first = piton_here("-p", "make a file", "--permission-mode", "acceptEdits", "--output-format", "json")
     assert first.returncode == 0, first.stderr
     session = json.loads(first.stdout)["session_id"]
-    second = piton(project, "-p", "another", "--resume", session, "--permission-mode", "acceptEdits")
+    second = piton_here("-p", "another", "--resume", session, "--permission-mode", "acceptEdits")
     assert second.returncode == 0, second.stderr
     one, two = prompt_ids(project, session)
 
-    done = piton(project, "--resume", session, "--rewind-files", two)
+    done = piton_here("--resume", session, "--rewind-files", two)
     assert done.returncode == 0, done.stderr
     assert not (project / "other.txt").exists() and (project / "made.txt").exists()
     assert f"restored {project / 'other.txt'}" in done.stdout
 
-    done = piton(project, "--resume", session, "--rewind-to", one)
+    done = piton_here("--resume", session, "--rewind-to", one)
     assert done.returncode == 0, done.stderr
     assert not (project / "made.txt").exists() and (project / "notes.txt").read_text() == "kept\n"
-    again = piton(project, "-p", "start over", "--resume", session)
+    again = piton_here("-p", "start over", "--resume", session)
     assert again.returncode == 0, again.stderr
     assert [m["role"] for m in fake_api.bodies[-1]["messages"]] == ["user"]  # the conversation went back
 
-    unknown = piton(project, "--resume", session, "--rewind-files", "no-such-message")
+    unknown = piton_here("--resume", session, "--rewind-files", "no-such-message")
     assert unknown.returncode == 1 and "no checkpoint 'no-such-message'" in unknown.stderr
-    alone = piton(project, "--rewind-files", one)
+    alone = piton_here("--rewind-files", one)
     assert alone.returncode == 1 and "need --resume" in alone.stderr
 
 

@@ -8,7 +8,6 @@ import contextlib
 import os
 import signal
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -20,10 +19,11 @@ from piton.core.mcp.config import ServerConfig
 from piton.core.mcp.manager import McpManager
 from piton.core.tools import ToolContext, ToolRegistry, ToolResult
 from tests.fixtures.mcp_http import serve
-from tests.helpers import CEILING_S, eventually
+from tests.helpers import CEILING_S, eventually, wait_until
 
 SERVER = str(Path(__file__).parents[2] / "fixtures" / "mcp_server.py")
 CTX = ToolContext(cwd=Path("."), session_id="test")
+HANG_S = 5.0  # how long a server may take to start here: a hanging one is given up on after it
 
 
 def fixture(name: str = "fixture") -> ServerConfig:
@@ -31,7 +31,7 @@ def fixture(name: str = "fixture") -> ServerConfig:
 
 
 def hanging() -> ServerConfig:
-    script = "import sys, time; print('stuck on purpose', file=sys.stderr, flush=True); time.sleep(30)"
+    script = "import sys, time; print('stuck on purpose', file=sys.stderr, flush=True); time.sleep(3600)"
     return ServerConfig("hang", "stdio", command=sys.executable, args=("-c", script))
 
 
@@ -106,14 +106,13 @@ def test_results_become_text_images_json_and_errors(shared: McpManager) -> None:
 def test_a_tool_call_that_takes_too_long_is_an_error_and_the_server_goes_on() -> None:
     async def go() -> tuple[ToolResult, ToolResult]:
         registry = await synced(manager)
-        slow = await call(registry, "mcp__fixture__slow", seconds=5)
+        slow = await call(registry, "mcp__fixture__slow", seconds=3600)  # only the limit ends it
+        manager.call_timeout = CEILING_S  # a quick call on a loaded machine may take longer than 0.5 s
         return slow, await call(registry, "mcp__fixture__echo", text="still here")
 
     with running(fixture(), connect_timeout=CEILING_S, call_timeout=0.5) as manager:
-        started = time.monotonic()
         slow, after = asyncio.run(go())
     assert slow.is_error and "MCP_TOOL_TIMEOUT" in str(slow.content)
-    assert time.monotonic() - started < 15
     assert after.content == "echo: still here"
 
 
@@ -138,22 +137,26 @@ def test_failing_and_hanging_servers_are_reported_once_and_the_rest_work(tmp_pat
 
     async def go() -> ToolResult:
         registry = await synced(manager)
-        return await call(registry, "mcp__fixture__echo", text="fine")
+        return await call(registry, "mcp__web__echo", text="fine")
 
-    with running(fixture(), missing, hanging(), connect_timeout=2) as manager:
+    def told_both() -> bool:
+        asyncio.run(synced(manager))  # the lines are told at the next sync
+        return len(told) >= 2
+
+    # the working server is served from this process: it connects at once however busy the
+    # machine, well within the limit that the hanging one runs into
+    with (
+        serve("http") as url,
+        running(ServerConfig("web", "http", url=url), missing, hanging(), connect_timeout=HANG_S) as manager,
+    ):
         manager.report_to(told.append)
-        started = time.monotonic()
         result = asyncio.run(go())
-        assert time.monotonic() - started < 10
-        deadline = time.monotonic() + 10
-        while len(told) < 2 and time.monotonic() < deadline:
-            asyncio.run(synced(manager))  # the lines are told at the next sync
-            time.sleep(0.1)
+        wait_until(told_both, "report of both failures")
         states = {s.config.name: s for s in manager.states()}
     assert result.content == "echo: fine"
     assert states["missing"].status == "failed" and "not found" in str(states["missing"].error)
     assert states["hang"].status == "failed"
-    assert "did not start within 2 s" in str(states["hang"].error)
+    assert f"did not start within {HANG_S:g} s" in str(states["hang"].error)
     assert "stuck on purpose" in str(states["hang"].error)  # the tail of its stderr
     assert sorted(line.split(" failed")[0] for line in told) == ["MCP server hang", "MCP server missing"]
 
@@ -163,7 +166,7 @@ def test_a_server_killed_mid_session_is_started_again_at_the_next_call() -> None
         registry = await synced(manager)
         first = str((await call(registry, "mcp__fixture__pid")).content)
         os.kill(int(first), signal.SIGKILL)
-        await eventually(lambda: not alive(int(first)), "end of the server's process")  # reaped: noticed
+        await eventually(lambda: manager.states()[0].status == "failed", "server's end noticed")
         again = await call(registry, "mcp__fixture__echo", text="back")
         return first, again, str((await call(registry, "mcp__fixture__pid")).content)
 

@@ -26,6 +26,7 @@ from piton.core.safety.policy import SandboxPolicy
 from piton.core.safety.sandbox import make_sandbox
 from piton.core.safety.sandbox.bwrap import BwrapSandbox
 from tests.builtin_tools.helpers import call, context, text
+from tests.helpers import eventually, wait_until
 
 pytestmark = pytest.mark.sandbox  # every test here runs commands in bubblewrap
 BASH = Bash()
@@ -175,11 +176,17 @@ def _running(marker: str) -> list[str]:
     return done.stdout.split()
 
 
+def _gone(marker: str) -> None:
+    """Until no process runs `marker`: a killed one may take a moment to exit on a busy machine;
+    one never killed (they sleep for days) runs past the test's ceiling."""
+    wait_until(lambda: _running(marker) == [], f"end of every {marker!r}")
+
+
 def test_a_detached_child_dies_with_the_command(place: Path) -> None:
     seconds = _unique_seconds()
     out, failed = bash(place, f"setsid nohup sleep {seconds} >/dev/null 2>&1 & echo started")
     assert (out, failed) == ("started", False)
-    assert _running(f"sleep {seconds}") == []
+    _gone(f"sleep {seconds}")
 
 
 def test_a_timeout_kills_the_whole_group(place: Path) -> None:
@@ -189,7 +196,7 @@ def test_a_timeout_kills_the_whole_group(place: Path) -> None:
     )
     assert result.is_error and "timed out after 0.5 s" in text(result)
     assert "never" not in text(result)
-    assert _running(f"sleep {seconds}") == []
+    _gone(f"sleep {seconds}")
 
 
 _TIOCSTI = (
@@ -404,16 +411,14 @@ def test_an_interrupt_kills_the_command_and_its_children(place: Path, mode: str)
     async def interrupted() -> None:
         block = ToolUseBlock(id="t", name="Bash", input={"command": f"sleep {seconds} & sleep {seconds}"})
         task = asyncio.create_task(ToolRegistry([BASH]).call(block, ctx))
-        for _ in range(200):  # until the command is running
-            await asyncio.sleep(0.02)
-            if _running(f"sleep {seconds}"):
-                break
+        # until both sleeps run (the shell's own command line names them too: not counted)
+        await eventually(lambda: len(_running(f"^sleep {seconds}$")) == 2, "start of both sleeps")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
     asyncio.run(interrupted())
-    assert _running(f"sleep {seconds}") == []
+    _gone(f"sleep {seconds}")
 
 
 def test_a_symlink_made_where_a_guarded_folder_was_missing_is_removed_not_followed(place: Path) -> None:
