@@ -119,7 +119,7 @@ def piton_here(*args: str) -> subprocess.CompletedProcess[str]:
     try:
         ran = CliRunner().invoke(app, expand_lists(list(args)))
     finally:
-        gc.unfreeze()  # what a run froze as its start-up's lasts as long as the run, not the test process
+        gc.unfreeze()  # a run freezes what its start-up made, for its own life: not the test process's
     if ran.exception is not None and not isinstance(ran.exception, SystemExit):
         raise ran.exception
     return subprocess.CompletedProcess([PITON, *args], ran.exit_code, ran.stdout, ran.stderr)

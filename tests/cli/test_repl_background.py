@@ -15,8 +15,7 @@ import pexpect
 import pytest
 
 from piton.testing.script import Reply, ToolCall, reply
-from tests.cli.test_repl_resize import Terminal
-from tests.cli.test_repl_terminal import PITON, PROMPT, expect_text, spawn
+from tests.cli.terminal import PITON, PROMPT, Terminal, expect_text, spawn
 from tests.fakes.fake_api import FakeAnthropicAPI
 from tests.helpers import CEILING_S, piton, processes_with, wait_until
 

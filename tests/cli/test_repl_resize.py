@@ -5,24 +5,19 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from collections import Counter
-from collections.abc import Callable
 from functools import partial
-from itertools import pairwise
 from pathlib import Path
 
 import pexpect
-import pyte
 import pytest
 
 from piton.testing.script import reply
-from tests.cli.test_repl_terminal import PITON, PROMPT
+from tests.cli.terminal import PITON, PROMPT, SPINNER, Terminal
 from tests.fakes.fake_api import FakeAnthropicAPI, Hold
 from tests.helpers import CEILING_S
 
 ROWS, COLUMNS = 40, 100
-SPINNER = "esc to interrupt"
 _TOKEN = re.compile(r"\bp\d\dw\d\d\d\b")  # fixed width: a word cut at the screen's edge never matches
 
 
@@ -33,69 +28,6 @@ def paragraph(n: int, words: int = 80) -> str:
 PARAGRAPHS = [paragraph(n) for n in range(6)]
 LAST_WORD = PARAGRAPHS[-1].split()[-1]
 QUESTION = "tell me a story"
-
-
-class Terminal(pyte.HistoryScreen):
-    """A screen that keeps what scrolls off its top, as a terminal's scrollback does, and answers the
-    cursor position reports prompt_toolkit asks for."""
-
-    def __init__(self, child: pexpect.spawn[str], rows: int, columns: int) -> None:
-        super().__init__(columns, rows, history=10_000)
-        self.child = child
-        self.stream = pyte.Stream(self)
-        self.position_requests = 0  # the cursor position reports asked for so far
-
-    def write_process_input(self, data: str) -> None:
-        self.child.send(data)
-
-    def report_device_status(self, mode: int) -> None:
-        if mode == 6:  # where the cursor is: prompt_toolkit asks as it draws anew (a start, a resize)
-            self.position_requests += 1
-        super().report_device_status(mode)
-
-    def resize_both(self, rows: int, columns: int) -> None:
-        # The pty and the screen change together, as a terminal window does: SIGWINCH follows.
-        self.resize(rows, columns)
-        self.child.setwinsize(rows, columns)
-
-    def resize_and_redraw(self, rows: int, columns: int, shown: str) -> None:
-        """Resize, then feed the screen until the program has drawn its live area anew at the new
-        size (it erases it and asks where the cursor is first), `shown` in it again."""
-        asked = self.position_requests
-        self.resize_both(rows, columns)
-        self.pump(
-            lambda: self.position_requests > asked and self.shows(shown), f"redraw at {columns} columns"
-        )
-
-    def rows(self) -> list[str]:
-        """Every row, scrollback first, without trailing blanks."""
-        scrolled = ["".join(line[x].data for x in sorted(line)).rstrip() for line in self.history.top]
-        return scrolled + [row.rstrip() for row in self.display]
-
-    def dump(self) -> str:
-        return "\n".join(f"{i:4d}|{row}" for i, row in enumerate(self.rows()))
-
-    def pump(self, until: Callable[[], bool], what: str, timeout: float = CEILING_S) -> None:
-        """Feed the screen what the child writes until `until()` holds for it."""
-        deadline = time.monotonic() + timeout
-        while not until():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no {what} within {timeout:.0f} s; the screen:\n{self.dump()}")
-            try:
-                self.stream.feed(self.child.read_nonblocking(65536, timeout=0.05))
-            except pexpect.TIMEOUT:
-                continue
-            except pexpect.EOF as e:
-                raise AssertionError(f"piton exited before {what}; the screen:\n{self.dump()}") from e
-
-    def shows(self, text: str) -> bool:
-        return any(text in row for row in self.display)
-
-    def idle(self) -> bool:
-        """The prompt is drawn without the spinner right above it, where the live area keeps it;
-        a spinner left anywhere else is for the assertions to find, not a reason to wait."""
-        rows = [row.rstrip() for row in self.display]
-        return any(row == PROMPT.rstrip() and SPINNER not in above for above, row in pairwise(rows))
 
 
 @pytest.mark.parametrize("exported", [False, True], ids=["size-from-terminal", "COLUMNS-exported"])

@@ -4,32 +4,14 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 
 import pexpect
 
 from piton.testing.script import ToolCall, reply
+from tests.cli.terminal import PITON, PROMPT, answering, expect_text, spawn
 from tests.fakes.fake_api import FakeAnthropicAPI, Stall
 from tests.helpers import CEILING_S
-
-PITON = str(Path(sys.executable).with_name("piton"))
-PROMPT = "❯ "
-_ANSI = r"(?:\x1b\[[0-9;?]*[A-Za-z])*"
-
-
-def expect_text(child: pexpect.spawn[str], text: str) -> None:
-    """Wait for `text` on the screen, styled or not (ANSI sequences may stand between characters)."""
-    child.expect(_ANSI.join(re.escape(ch) for ch in text))
-
-
-def spawn(project: Path, **extra_env: str) -> pexpect.spawn[str]:
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "40", **extra_env}
-    child = pexpect.spawn(
-        PITON, cwd=str(project), env=env, encoding="utf-8", timeout=CEILING_S, dimensions=(40, 100)
-    )
-    child.expect_exact(PROMPT)
-    return child
 
 
 def test_type_stream_run_a_tool_interrupt_and_exit(fake_api: FakeAnthropicAPI, project: Path) -> None:
@@ -75,6 +57,7 @@ def test_a_session_that_cannot_open_is_one_line_and_exit_1(project: Path) -> Non
     child = pexpect.spawn(
         PITON, ["--resume", "no-such-session"], cwd=str(project), env=env, encoding="utf-8", timeout=CEILING_S
     )
+    answering(child)
     child.expect(pexpect.EOF)
     child.close()
     screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before or "")
@@ -89,8 +72,9 @@ def test_missing_credentials_are_said_on_the_first_screen(project: Path) -> None
     child = pexpect.spawn(
         PITON, cwd=str(project), env=env, encoding="utf-8", timeout=CEILING_S, dimensions=(40, 100)
     )
-    child.expect_exact(PROMPT)
-    expect_text(child, "ANTHROPIC_API_KEY")  # before anything was typed
+    terminal = answering(child, 40, 100)
+    # before anything was typed (said above the prompt, or drawn before it: either may come first)
+    terminal.pump(lambda: terminal.shows("ANTHROPIC_API_KEY") and terminal.shows(PROMPT.rstrip()), "note")
     child.send("\x04")
     child.expect(pexpect.EOF)
     child.close()
@@ -201,6 +185,7 @@ def test_a_message_typed_before_the_prompt_is_drawn_is_sent(
     child = pexpect.spawn(
         PITON, cwd=str(project), env=env, encoding="utf-8", timeout=CEILING_S, dimensions=(40, 100)
     )
+    answering(child, 40, 100)
     child.send("quick question\r")  # at once: the prompt is not drawn yet
     expect_text(child, "Typed ahead and answered.")
     child.send("\x04")

@@ -8,6 +8,7 @@ and the test closes the terminal's other end, as a closed terminal window does.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pty
@@ -20,6 +21,7 @@ import termios
 import threading
 from pathlib import Path
 
+import pyte
 import pytest
 
 from piton.core.conversation.history import is_valid
@@ -118,12 +120,26 @@ def terminal() -> tuple[int, int]:
     return master, slave
 
 
+class Answering(pyte.Screen):
+    """The terminal's screen, which answers what the program asks of its terminal as a real one does
+    (prompt_toolkit waits two seconds for where the cursor is, unanswered)."""
+
+    def __init__(self, master: int) -> None:
+        super().__init__(100, 40)
+        self.master = master
+
+    def write_process_input(self, data: str) -> None:
+        with contextlib.suppress(OSError):  # the terminal was closed meanwhile
+            os.write(self.master, data.encode())
+
+
 class Screen:
     """What the program writes to its terminal, read as it comes (a full terminal would block it)."""
 
     def __init__(self, master: int) -> None:
         self.master = master
         self.text = ""
+        self._vt = pyte.Stream(Answering(master))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
@@ -135,7 +151,9 @@ class Screen:
                     data = os.read(self.master, 65536)
                 except OSError:
                     return
-                self.text += data.decode("utf-8", "replace")
+                chunk = data.decode("utf-8", "replace")
+                self.text += chunk
+                self._vt.feed(chunk)
 
     def wait_for(self, text: str) -> None:
         wait_until(lambda: text in self.text, repr(text))
