@@ -390,12 +390,24 @@ def install_piton(venv: Path, *, dev: bool, verbose: bool, upgrade: bool = False
     if done.returncode != 0:
         sys.stderr.write(done.stdout or "")
         raise InstallError("pip could not install Piton (its messages are above)")
+    compile_checkout(venv)
     check = run([venv / "bin" / "piton", "--version"])
     if check.returncode != 0:
         raise InstallError(f"the installed piton does not start: {last_line(check)}")
     if upgrade:
         write_constraints(venv)
     return check.stdout.strip()
+
+
+def compile_checkout(venv: Path, root: Path = ROOT) -> None:
+    """Byte-compiles the checkout an editable install runs from. pip compiles what it copies into
+    the venv, never an editable checkout; where PYTHONDONTWRITEBYTECODE is set, `piton` would
+    otherwise compile every module again at each start."""
+    # compileall does not follow the package's links to its subpackages: each is named by itself
+    folders = sorted({root / "piton", *(p.resolve() for p in (root / "piton").iterdir() if p.is_dir())})
+    done = run([venv_python(venv), "-m", "compileall", "-q", "-j", "0", *folders])
+    if done.returncode != 0:
+        raise InstallError(f"Python could not compile Piton's sources: {last_line(done)}")
 
 
 def write_constraints(venv: Path, target: Path = CONSTRAINTS) -> None:

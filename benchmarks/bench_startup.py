@@ -25,6 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from piton.testing.bytecode import compile_package  # noqa: E402
 from piton.testing.script import Reply, reply  # noqa: E402
 from tests.fakes.fake_api import FakeAnthropicAPI  # noqa: E402
 
@@ -36,6 +37,7 @@ def piton() -> str:
     found = str(beside) if beside.is_file() else shutil.which("piton")
     if found is None:
         sys.exit(f"bench_startup: no piton beside {sys.executable} or on PATH; run it with .venv/bin/python")
+    compile_package()  # a user's install is compiled; a checkout under PYTHONDONTWRITEBYTECODE is not
     return found
 
 

@@ -265,9 +265,9 @@ def terminal_console() -> Console:
 
 def history_path() -> Path:
     """Where the prompt's history is kept: the user's state, never the project."""
-    from platformdirs import user_state_path
+    from piton.core.conversation.session import state_dir
 
-    path = user_state_path("piton", appauthor=False) / "repl_history"
+    path = state_dir() / "repl_history"
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 

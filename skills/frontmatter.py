@@ -33,6 +33,12 @@ _OPEN = re.compile(r"\A---[ \t]*\r?\n")
 _NAME_RUN = re.compile(r"[^,\s()]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _KEY = re.compile(r"^([a-z][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]+(.*))?$")  # `key: value`, unindented
+# `key: text` lines whose text YAML reads as that very string: a plain scalar that starts with a
+# letter (so no number, no indicator) and holds no `: ` or ` #`, or a double-quoted one without
+# escapes; or `true`/`false`. Other words YAML 1.1 reads as booleans or null go to the YAML library.
+_PLAIN_LINE = re.compile(r'([A-Za-z][A-Za-z0-9_-]*):[ ]+(?:"([^"\\]*)"|([A-Za-z](?:(?!: | #).)*?))[ ]*')
+_BOOLEANS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_YAML_WORDS = frozenset(["y", "n", "yes", "no", "true", "false", "on", "off", "null"])
 
 
 class FrontmatterError(Exception):
@@ -101,6 +107,27 @@ def _bounded(data: object) -> None:
             pending += value
 
 
+def _plain(block: str) -> dict[str, Any] | None:
+    """The frontmatter when every line is a plain `key: text` (see `_PLAIN_LINE`); None otherwise."""
+    data: dict[str, Any] = {}
+    for line in block.splitlines():
+        match = _PLAIN_LINE.fullmatch(line)
+        if match is None or not line.isprintable():
+            return None
+        key, quoted, plain = match.groups()
+        if key.lower() in _YAML_WORDS:
+            return None
+        if quoted is not None:
+            data[key] = quoted
+        elif plain in _BOOLEANS:
+            data[key] = _BOOLEANS[plain]
+        elif plain.lower() in _YAML_WORDS or plain.endswith(":"):
+            return None
+        else:
+            data[key] = plain
+    return data
+
+
 def split(text: str, warnings: list[str] | None = None) -> tuple[dict[str, Any], str]:
     """The frontmatter as a dict (empty without one) and the body. Frontmatter that is not valid
     YAML is read line by line as Claude Code reads it (`lenient`); `warnings` hears that it was."""
@@ -115,7 +142,10 @@ def split(text: str, warnings: list[str] | None = None) -> tuple[dict[str, Any],
         raise FrontmatterError(
             f"the frontmatter is {len(block):,} characters (at most {MAX_FRONTMATTER_CHARS:,})"
         )
-    import yaml  # only when a file has frontmatter: start-up does not pay for it otherwise
+    data = _plain(block)
+    if data is not None:  # most files: what YAML would read, without importing it (20 ms)
+        return data, text[match.end() :]
+    import yaml  # only for frontmatter beyond plain `key: text` lines
 
     try:
         data = yaml.load(block, Loader=_loader())  # a SafeLoader, with a bound on nesting

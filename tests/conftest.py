@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from piton.testing.bytecode import compile_package
 from tests.fakes import network
 from tests.fakes.fake_api import FakeAnthropicAPI
 
@@ -23,6 +24,8 @@ DEAD_URL = "http://127.0.0.1:9"  # the discard port: nothing listens, connection
 
 def pytest_configure(config: pytest.Config) -> None:
     network.install()
+    if not hasattr(config, "workerinput"):  # once per run, in the process that starts the workers
+        compile_package()
     config.addinivalue_line("markers", "sandbox: needs a working shell sandbox (bubblewrap on Linux)")
 
 

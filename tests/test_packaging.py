@@ -458,3 +458,22 @@ def test_upgrading_the_pins_writes_every_installed_package_once_and_keeps_the_ex
     names = {p.split("==")[0].lower() for p in pins}
     assert "anthropic" in names and not names & {"piton-code", "pip", "old"}
     assert set(pins) - set(committed) == set()
+
+
+def test_install_py_compiles_an_editable_checkout_its_linked_subpackages_included(
+    installer: ModuleType, tmp_path: Path
+) -> None:
+    """pip compiles only what it copies; an editable checkout (whose package links to its
+    subpackages, as Piton's does) must be compiled by install.py, or every start recompiles it
+    wherever PYTHONDONTWRITEBYTECODE is set."""
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "tools.py").write_text("X = 1\n")
+    (tmp_path / "piton").mkdir()
+    (tmp_path / "piton" / "__init__.py").write_text("")
+    (tmp_path / "piton" / "core").symlink_to(tmp_path / "core")
+    installer.compile_checkout(Path(sys.prefix), tmp_path)
+    for source in (tmp_path / "core" / "tools.py", tmp_path / "piton" / "__init__.py"):
+        assert Path(importlib.util.cache_from_source(str(source))).is_file(), source
+    (tmp_path / "core" / "broken.py").write_text("def (:\n")
+    with pytest.raises(installer.InstallError, match="could not compile"):
+        installer.compile_checkout(Path(sys.prefix), tmp_path)

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import time
 import uuid
 from collections.abc import Iterable
@@ -36,10 +37,12 @@ _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 def state_dir() -> Path:
-    """Where sessions live: the platform's user state directory (XDG_STATE_HOME on Linux)."""
-    from platformdirs import user_state_path
-
-    return user_state_path("piton", appauthor=False)
+    """Piton's folder in the user's state directory: `$XDG_STATE_HOME/piton` (by default
+    `~/.local/state/piton`), or `~/Library/Application Support/piton` on macOS."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "piton"
+    xdg = os.environ.get("XDG_STATE_HOME", "")  # the XDG rule: a relative path is ignored
+    return Path(xdg if os.path.isabs(xdg) else Path.home() / ".local" / "state") / "piton"
 
 
 def project_key(cwd: Path) -> str:

@@ -4,10 +4,15 @@ Piton's start-up are each one reason to skip the file, found fast."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from piton.skills.agents import discover_agent_types
 from piton.skills.frontmatter import (
@@ -129,3 +134,38 @@ def test_a_bad_agent_file_or_folder_is_skipped_alone(project: Path) -> None:
     )
     [looping] = [w for w in warnings if w.startswith(str(project / ".piton"))]
     assert looping.endswith("cannot list it (Too many levels of symbolic links); skipped")
+
+
+_TRICKY = "truefalsTRUEFALSaYnNo:#'\"\\ \t-[]{},&*!|>%@`~\u2028\x85é1.0"
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.tuples(st.text(_TRICKY, min_size=1, max_size=6), st.text(_TRICKY, max_size=12)), max_size=4)
+)
+def test_frontmatter_read_without_the_yaml_library_is_what_yaml_reads(pairs: list[tuple[str, str]]) -> None:
+    """Plain `key: text` frontmatter is read without importing the YAML library; whenever that
+    shortcut answers, YAML must read the same block the same way."""
+    block = "".join(f"{key}: {value}\n" for key, value in pairs)
+    text = f"---\n{block}---\nbody\n"
+    meta, body = split(text)
+    assert body == "body\n"
+    try:
+        expected = yaml.load(block, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return  # read leniently instead: what `lenient` gives is tested above
+    if isinstance(expected, dict):
+        assert meta == expected
+
+
+def test_the_bundled_skills_are_read_without_the_yaml_library() -> None:
+    """The bundled skills' frontmatter is plain, so a run that lists them never imports YAML."""
+    code = (
+        "import sys; from pathlib import Path; from piton.skills.frontmatter import read\n"
+        "import piton.skills\n"
+        "for p in sorted((Path(piton.skills.__file__).parent / 'bundled').glob('*/SKILL.md')):\n"
+        "    assert read(p)[0]['name'], p\n"
+        "print('yaml' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
