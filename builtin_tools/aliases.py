@@ -9,17 +9,17 @@ import os
 import stat
 from collections.abc import Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from piton.builtin_tools.files import FileTool, open_readable
 from piton.builtin_tools.todo import TODOS
 from piton.core.safety.policy import PolicyError
-from piton.core.tools import AnyTool, Tool, ToolContext, ToolResult
+from piton.core.tools import AnyTool, Tool, ToolContext, ToolInput, ToolResult
 
 MAX_ENTRIES = 1_000
 
 
-class LSInput(BaseModel):
+class LSInput(ToolInput):
     path: str = Field(description="The folder to list: an absolute path, or relative to the project.")
     ignore: list[str] | None = Field(None, description="Glob patterns of names to leave out.")
 
@@ -57,7 +57,7 @@ class LS(FileTool[LSInput]):
         )
 
 
-class TodoReadInput(BaseModel):
+class TodoReadInput(ToolInput):
     pass
 
 

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from piton.core.tools import Tool, ToolContext, ToolResult
+from piton.core.tools import Tool, ToolContext, ToolInput, ToolResult
 
 
-class Option(BaseModel):
+class Option(ToolInput):
     label: str = Field(description="The choice, in 1-5 words.")
     description: str = Field("", description="What choosing it means, or its trade-offs.")
 
 
-class Question(BaseModel):
+class Question(ToolInput):
     question: str = Field(description="The whole question, ending with a question mark.")
     header: str = Field("", max_length=30, description="A very short label for it (at most 12 characters).")
     options: list[Option] = Field(
@@ -29,7 +29,7 @@ class Question(BaseModel):
     multiSelect: bool = Field(False, description="Whether several options may be chosen.")
 
 
-class AskUserQuestionInput(BaseModel):
+class AskUserQuestionInput(ToolInput):
     questions: list[Question] = Field(min_length=1, max_length=4, description="1 to 4 questions.")
     answers: dict[str, str] | None = Field(
         None, description="Filled in by the user's interface with the answers; do not set it."

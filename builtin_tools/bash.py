@@ -7,20 +7,20 @@ is allowed (its sandbox, the command lock, the guard, where it starts) is the co
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from piton.builtin_tools.bash_background import start_in_background
 from piton.builtin_tools.files import policy_of
 from piton.core.display import CommandOutput
 from piton.core.safety.readonly import classify
 from piton.core.safety.run_command import CommandRunner, Ran, Refused
-from piton.core.tools import Tool, ToolContext, ToolResult
+from piton.core.tools import Tool, ToolContext, ToolInput, ToolResult
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 
 
-class BashInput(BaseModel):
+class BashInput(ToolInput):
     command: str = Field(description="The command line to run with bash.")
     timeout: int | None = Field(
         None,

@@ -8,13 +8,13 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from piton.builtin_tools.files import policy_of
 from piton.core.display import CommandOutput
 from piton.core.safety.run_command import CommandRunner, Refused
 from piton.core.shells import BackgroundShell
-from piton.core.tools import Tool, ToolContext, ToolResult
+from piton.core.tools import Tool, ToolContext, ToolInput, ToolResult
 
 # What a refusal to leave a command running says, by its cause
 _REFUSED = {
@@ -49,7 +49,7 @@ def _shell(ctx: ToolContext, shell_id: str) -> BackgroundShell | ToolResult:
     return ToolResult.error(f"No background shell {shell_id!r} (this session's: {known}).")
 
 
-class BashOutputInput(BaseModel):
+class BashOutputInput(ToolInput):
     bash_id: str = Field(description="The id of the background shell (Bash run_in_background returned it).")
     filter: str | None = Field(
         None,
@@ -97,7 +97,7 @@ class BashOutput(Tool[BashOutputInput]):
         )
 
 
-class KillShellInput(BaseModel):
+class KillShellInput(ToolInput):
     shell_id: str = Field(description="The id of the background shell to stop.")
 
 

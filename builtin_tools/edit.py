@@ -13,7 +13,7 @@ import difflib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from piton.builtin_tools.edit_plan import EditError, Plan, around, plan_edit
 from piton.builtin_tools.files import (
@@ -30,10 +30,10 @@ from piton.builtin_tools.files import (
 from piton.core.conversation.messages import valid_text
 from piton.core.display import FileDiff
 from piton.core.safety import pinned
-from piton.core.tools import ToolContext, ToolResult
+from piton.core.tools import ToolContext, ToolInput, ToolResult
 
 
-class EditInput(BaseModel):
+class EditInput(ToolInput):
     file_path: str = Field(
         description="The file to change: an absolute path, or relative to the working directory."
     )

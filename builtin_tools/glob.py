@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from piton.builtin_tools.files import PathTool, policy_of, readable, resolve
 from piton.builtin_tools.ripgrep import (
@@ -21,12 +21,12 @@ from piton.builtin_tools.ripgrep import (
 )
 from piton.core.safety.globs import compile_glob
 from piton.core.safety.policy import PolicyError, real
-from piton.core.tools import ToolContext, ToolResult
+from piton.core.tools import ToolContext, ToolInput, ToolResult
 
 MAX_RESULTS = 100
 
 
-class GlobInput(BaseModel):
+class GlobInput(ToolInput):
     pattern: str = Field(description='The glob to match, e.g. "**/*.py" or "src/**/*.{ts,tsx}".')
     path: str | None = Field(None, description="The directory to search (default: the project directory).")
 

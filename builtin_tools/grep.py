@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from piton.builtin_tools.files import PathTool, policy_of, readable, require_regular
 from piton.builtin_tools.ripgrep import (
@@ -22,10 +22,10 @@ from piton.builtin_tools.ripgrep import (
     search_sandbox,
 )
 from piton.core.safety.policy import PolicyError
-from piton.core.tools import ToolContext, ToolResult
+from piton.core.tools import ToolContext, ToolInput, ToolResult
 
 
-class GrepInput(BaseModel):
+class GrepInput(ToolInput):
     model_config = ConfigDict(populate_by_name=True)
 
     pattern: str = Field(description="The regular expression to search for (ripgrep syntax).")

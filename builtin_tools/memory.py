@@ -16,10 +16,10 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from piton.core.safety import pinned
-from piton.core.tools import Tool, ToolContext, ToolResult
+from piton.core.tools import Tool, ToolContext, ToolInput, ToolResult
 
 PREFIX = "/memories"
 MAX_FILE_BYTES = 100_000
@@ -32,7 +32,7 @@ class MemoryError_(Exception):
     """A command that cannot be done; the message says why."""
 
 
-class MemoryInput(BaseModel):
+class MemoryInput(ToolInput):
     command: Literal["view", "create", "str_replace", "insert", "delete", "rename"]
     path: str | None = Field(
         None, description="A path under /memories (view, create, str_replace, insert, delete)."

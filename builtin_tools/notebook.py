@@ -11,7 +11,7 @@ import re
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from piton.builtin_tools.files import (
     FileTool,
@@ -26,7 +26,7 @@ from piton.builtin_tools.files import (
 from piton.core.conversation.messages import Base64ImageSource, ImageBlock, TextBlock
 from piton.core.display import FileDiff
 from piton.core.safety import pinned
-from piton.core.tools import ResultPart, ToolContext, ToolResult
+from piton.core.tools import ResultPart, ToolContext, ToolInput, ToolResult
 
 MAX_OUTPUT_CHARS = 10_000  # of one cell's text outputs, in Read
 MAX_IMAGES = 20  # of a notebook's image outputs, in Read
@@ -107,7 +107,7 @@ def notebook_view(data: bytes) -> list[ResultPart] | str:
     return [TextBlock(text=text), *images] if images else text
 
 
-class NotebookEditInput(BaseModel):
+class NotebookEditInput(ToolInput):
     notebook_path: str = Field(description="The .ipynb file: an absolute path, or relative to the project.")
     cell_id: str | None = Field(
         None,

@@ -5,14 +5,14 @@ whether it may now change things."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from piton.core.tools import Tool, ToolContext, ToolResult
+from piton.core.tools import Tool, ToolContext, ToolInput, ToolResult
 
 EXIT_PLAN_MODE = "ExitPlanMode"
 
 
-class ExitPlanModeInput(BaseModel):
+class ExitPlanModeInput(ToolInput):
     plan: str = Field(
         min_length=1,
         description="The plan, in concise Markdown: the steps, the files to change, and how to verify "

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from piton.builtin_tools.files import (
     MAX_LINE_CHARS,
@@ -36,7 +36,7 @@ from piton.core.conversation.messages import (
     ImageBlock,
     TextBlock,
 )
-from piton.core.tools import ToolContext, ToolResult
+from piton.core.tools import ToolContext, ToolInput, ToolResult
 
 DEFAULT_LIMIT = 2_000
 MAX_SOURCE_IMAGE_BYTES = 50 * 1024 * 1024  # an image file larger than this is not decoded at all
@@ -50,7 +50,7 @@ _DETECT_BYTES = 4 * 1024 * 1024
 _KEEP_BYTES = MAX_LINE_CHARS * 4 + 4  # enough bytes for MAX_LINE_CHARS characters of UTF-8, and a bit
 
 
-class ReadInput(BaseModel):
+class ReadInput(ToolInput):
     file_path: str = Field(
         description="The file to read: an absolute path, or relative to the project directory."
     )

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from piton.core.tools import Tool, ToolContext, ToolResult
+from piton.core.tools import Tool, ToolContext, ToolInput, ToolResult
 
 # (kind, name, description) of each match, best first: what the session's catalogs answer
 Finder = Callable[[str], list[tuple[str, str, str]]]
 MAX_MATCHES = 15
 
 
-class SearchSkillsInput(BaseModel):
+class SearchSkillsInput(ToolInput):
     query: str = Field(
         description="Words to look for in the names and descriptions, e.g. 'terraform review'."
     )

@@ -3,13 +3,13 @@ disclosure; the first is the listing in the system prompt, the third the skill's
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from piton.core.activation import SkillSource
-from piton.core.tools import Tool, ToolContext, ToolResult
+from piton.core.tools import Tool, ToolContext, ToolInput, ToolResult
 
 
-class SkillInput(BaseModel):
+class SkillInput(ToolInput):
     skill: str = Field(description='The name of the skill, as listed (for example "review").')
     args: str | None = Field(default=None, description="Arguments for the skill, if it takes any.")
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from piton.core.subagents import SubagentRunner
-from piton.core.tools import Tool, ToolContext, ToolResult, current_call
+from piton.core.tools import Tool, ToolContext, ToolInput, ToolResult, current_call
 
 _DESCRIPTION = """Starts a subagent: a fresh agent with its own context that does one task on its own and \
 returns a report. Use it for broad searches and for side tasks whose details would crowd this \
@@ -19,7 +19,7 @@ Subagent types:
 """
 
 
-class TaskInput(BaseModel):
+class TaskInput(ToolInput):
     description: str = Field(description="A short (three to five word) label for the task.")
     prompt: str = Field(description="The whole task for the subagent, self-contained.")
     subagent_type: str = Field(default="general-purpose", description="Which kind of subagent to start.")

@@ -6,16 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, get_args
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from piton.core.display import TodoItem, TodoList, TodoStatus
-from piton.core.tools import Tool, ToolContext, ToolResult
+from piton.core.tools import Tool, ToolContext, ToolInput, ToolResult
 
 TODOS = "todos"  # this tool's key in ToolContext.state, and its record kind in the session log
 _STATUSES = get_args(TodoStatus)
 
 
-class Todo(BaseModel):
+class Todo(ToolInput):
     content: str = Field(min_length=1, description='The task, in the imperative: "Run the tests".')
     status: TodoStatus
     activeForm: str = Field(
@@ -23,7 +23,7 @@ class Todo(BaseModel):
     )  # Claude Code's name
 
 
-class TodoWriteInput(BaseModel):
+class TodoWriteInput(ToolInput):
     todos: list[Todo] = Field(description="The whole updated list.")
 
 

@@ -10,11 +10,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from piton.core.conversation.messages import ToolReferenceBlock
 from piton.core.deferral import TOOL_SEARCH
-from piton.core.tools import AnyTool, ResultPart, Tool, ToolContext, ToolResult
+from piton.core.tools import AnyTool, ResultPart, Tool, ToolContext, ToolInput, ToolResult
 
 _LISTED_PER_SERVER = 8  # an MCP server with more deferred tools is listed as a pattern with a count
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -34,7 +34,7 @@ class Catalog(Protocol):
     def deferred(self) -> list[AnyTool]: ...
 
 
-class ToolSearchInput(BaseModel):
+class ToolSearchInput(ToolInput):
     query: str = Field(
         min_length=1,
         description='"select:Name1,Name2" for tools by name, or keywords; "+word" must be in the name.',

@@ -10,11 +10,11 @@ import asyncio
 import time
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from piton import __version__
 from piton.builtin_tools.web_get import FetchError, Page, fetch
-from piton.core.tools import Tool, ToolContext, ToolResult
+from piton.core.tools import Tool, ToolContext, ToolInput, ToolResult
 
 CACHE_S = 15 * 60
 MAX_CACHE_BYTES = 50 * 1024 * 1024  # of pages kept, per session
@@ -37,7 +37,7 @@ def _prune(cache: dict[str, tuple[float, Page]]) -> None:
         del cache[min(cache, key=lambda u: cache[u][0])]
 
 
-class WebFetchInput(BaseModel):
+class WebFetchInput(ToolInput):
     url: str = Field(description="The URL to fetch. http:// is upgraded to https:// for public sites.")
     prompt: str = Field(description="What to find out from the page: the question its content answers.")
 

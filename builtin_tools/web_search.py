@@ -5,16 +5,16 @@ Each search is counted in the usage (`webSearchRequests`) and costs what the API
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
-from piton.core.tools import Tool, ToolContext, ToolResult
+from piton.core.tools import Tool, ToolContext, ToolInput, ToolResult
 
 SEARCH_TOOL = "web_search_20250305"
 MAX_USES = 8  # searches the side request may make for one call
 MAX_ANSWER_TOKENS = 4_096
 
 
-class WebSearchInput(BaseModel):
+class WebSearchInput(ToolInput):
     query: str = Field(min_length=2, description="The search query.")
     allowed_domains: list[str] | None = Field(None, description="Only include results from these domains.")
     blocked_domains: list[str] | None = Field(None, description="Never include results from these domains.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from piton.builtin_tools.edit import whole_diff
 from piton.builtin_tools.edit_plan import newline_style
@@ -20,10 +20,10 @@ from piton.builtin_tools.files import (
 )
 from piton.core.display import FileDiff
 from piton.core.safety import pinned
-from piton.core.tools import ToolContext, ToolResult
+from piton.core.tools import ToolContext, ToolInput, ToolResult
 
 
-class WriteInput(BaseModel):
+class WriteInput(ToolInput):
     file_path: str = Field(
         description="The file to write: an absolute path, or relative to the project directory."
     )

@@ -146,20 +146,19 @@ class DeferredTools:
     def _deferrable_chars(self) -> int:
         state = (self.registry.version, len(self._pinned))
         if self._size[0] != state:
-            self._size = (state, sum(len(encode_json(t.spec())) for t in self.deferred()))
+            self._size = (state, sum(len(encode_json(self.registry.spec_of(t))) for t in self.deferred()))
         return self._size[1]
 
     def _build(self, active: bool, loaded: frozenset[str]) -> list[dict[str, Any]]:
-        tools = list(self.registry)
-        specs = self.registry.specs()
+        spec = self.registry.spec_of
         if not active:  # every definition, and nothing to search
-            return [spec for tool, spec in zip(tools, specs, strict=True) if tool.name != TOOL_SEARCH]
+            return [spec(tool) for tool in self.registry if tool.name != TOOL_SEARCH]
         out: list[dict[str, Any]] = []
-        for tool, spec in zip(tools, specs, strict=True):
+        for tool in self.registry:
             if tool.name == TOOL_SEARCH:
                 out.append(tool.spec())  # it lists the deferred tools as they are now
             elif not tool.deferred or tool.name in self._pinned:
-                out.append(spec)
+                out.append(spec(tool))
             elif tool.name in loaded:
-                out.append({**spec, "defer_loading": True})
+                out.append({**spec(tool), "defer_loading": True})
         return out

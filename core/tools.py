@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from piton.core.checkpoints import Checkpoints
 from piton.core.conversation.messages import (
@@ -78,6 +78,13 @@ class ToolContext:
     reads_documents: Callable[[], bool] | None = None
     # seconds a tool's call may take, by tool name or pattern (`mcp__github__*`): the settings' toolTimeouts
     timeouts: dict[str, float] = field(default_factory=dict)
+
+
+class ToolInput(BaseModel):
+    """The base of the built-in tools' input models. Each builds its validator and schema when first
+    used, not at start-up: a deferred tool the model never loads never pays for them."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 class Tool(ABC, Generic[InputT]):
@@ -194,7 +201,8 @@ def time_limit(name: str, timeouts: Mapping[str, float]) -> float | None:
 class ToolRegistry:
     def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
         self._tools: dict[str, AnyTool] = {}
-        self._specs: list[dict[str, Any]] | None = None
+        self._specs: dict[str, dict[str, Any]] = {}  # each tool's definition, made when first asked for
+        self._all: list[dict[str, Any]] | None = None  # one list while nothing changes: its encoding is kept
         self._refreshers: list[Callable[[ToolRegistry], Awaitable[None]]] = []
         self.version = 0  # counts the changes to the tools, for what is derived from them
         # why a registered tool may not be called now (a deferred tool the model has not loaded)
@@ -204,12 +212,14 @@ class ToolRegistry:
 
     def register(self, tool: AnyTool) -> None:
         self._tools[tool.name] = tool
-        self._specs = None
+        self._specs.pop(tool.name, None)
+        self._all = None
         self.version += 1
 
     def unregister(self, name: str) -> None:
         if self._tools.pop(name, None) is not None:
-            self._specs = None
+            self._specs.pop(name, None)
+            self._all = None
             self.version += 1
 
     def get(self, name: str) -> AnyTool | None:
@@ -231,9 +241,16 @@ class ToolRegistry:
         return tuple(self._tools)
 
     def specs(self) -> list[dict[str, Any]]:
-        if self._specs is None:
-            self._specs = [t.spec() for t in self._tools.values()]
-        return self._specs
+        if self._all is None:
+            self._all = [self.spec_of(tool) for tool in self._tools.values()]
+        return self._all
+
+    def spec_of(self, tool: AnyTool) -> dict[str, Any]:
+        """`tool`'s definition, made once: a deferred tool's only when a request carries it."""
+        spec = self._specs.get(tool.name)
+        if spec is None:
+            spec = self._specs[tool.name] = tool.spec()
+        return spec
 
     def carry_over(self, ctx: ToolContext) -> list[str]:
         return [text for tool in self._tools.values() if (text := tool.carry_over(ctx))]

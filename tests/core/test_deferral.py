@@ -3,6 +3,9 @@ and which definitions each request carries as tools are loaded, for which model 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from piton.core.conversation.messages import (
@@ -154,3 +157,29 @@ def test_a_compacted_history_loads_only_what_it_still_references() -> None:
     tools.specs("sonnet", loaded("WebFetch"), mode="default", window=WINDOW)
     fresh, _ = tools.specs("sonnet", [Message.user("summary")], mode="default", window=WINDOW)
     assert "WebFetch" not in [s["name"] for s in fresh]
+
+
+def test_a_deferred_tools_schema_is_never_built_unless_a_request_carries_it() -> None:
+    """Start-up pays for the definitions the first request sends, not for the deferred ones: their
+    input models build their validators and schemas only once loaded (a fresh interpreter, so
+    nothing else built them first)."""
+    code = """
+from piton.builtin_tools import builtin_tools
+from piton.builtin_tools.tool_search import ToolSearch
+from piton.core.deferral import DeferredTools, ToolSearchMode
+from piton.core.tools import ToolRegistry
+registry = ToolRegistry(builtin_tools())
+deferred = DeferredTools(registry, ToolSearchMode())
+registry.register(ToolSearch(deferred))
+sent, active = deferred.specs("claude-sonnet-4-5", [], mode="default", window=200_000)
+assert active
+names = {spec["name"] for spec in sent}
+for tool in registry:
+    print(tool.name, tool.name in names, tool.deferred, tool.input_model.__pydantic_complete__)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    rows = [line.split() for line in done.stdout.splitlines()]
+    deferred_tools = [name for name, sent, deferred, _ in rows if sent == "False" and deferred == "True"]
+    assert len(deferred_tools) >= 3, rows
+    for name, sent, _, built in rows:
+        assert built == sent, f"{name}: sent {sent}, its input model built {built}"
