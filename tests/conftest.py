@@ -8,6 +8,8 @@ that line once more.
 from __future__ import annotations
 
 import compileall
+import os
+import signal
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -29,10 +31,22 @@ def pytest_configure(config: pytest.Config) -> None:
     # compile each test module again in each worker, and each `piton` a test starts would compile
     # Piton: half the collection's time. The bytecode goes to __pycache__, as anywhere else.
     sys.dont_write_bytecode = False
+    # A run started in the background (a non-interactive shell's `&`, some CI runners) inherits
+    # SIGINT and SIGQUIT ignored, and so would every process a test starts: a Ctrl-C test would then
+    # test nothing. Tests start their processes as a terminal's foreground would.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
     if not hasattr(config, "workerinput"):  # once per run, in the process that starts the workers
         compile_package()
         compileall.compile_dir(Path(__file__).parent, quiet=2, workers=0)  # for the helper processes
     config.addinivalue_line("markers", "sandbox: needs a working shell sandbox (bubblewrap on Linux)")
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: half as many workers again as cores. A quarter of the suite's time is spent
+    waiting on the processes tests start (`piton`, MCP servers, sandboxes), which another worker
+    can fill."""
+    return max(2, (os.cpu_count() or 1) * 3 // 2)
 
 
 @cache
