@@ -14,7 +14,6 @@ from piton.builtin_tools.files import PathTool, policy_of, readable, resolve
 from piton.builtin_tools.ripgrep import (
     RgOutput,
     RipgrepMissing,
-    newest_first,
     rg_path,
     run_rg,
     search_sandbox,
@@ -114,7 +113,10 @@ class Glob(PathTool[GlobInput]):
         try:
             rg = rg_path(policy.roots)
             sandbox = search_sandbox(policy, base, rg)
-            out = await run_rg(["--files", *(selection or ())], cwd=base, rg=rg, sandbox=sandbox)
+            # newest first by ripgrep's own stat of each file: a lstat a file from Python costs
+            # more CPU than ripgrep's whole sorted walk, though that walk runs on one thread
+            argv = ["--files", "--sortr=modified", *(selection or ())]
+            out = await run_rg(argv, cwd=base, rg=rg, sandbox=sandbox)
         except RipgrepMissing as e:
             return ToolResult.error(str(e))
         if out.code == 2 and not out.text:
@@ -134,8 +136,7 @@ class Glob(PathTool[GlobInput]):
         found = list(filter(policy_of(ctx).listing_filter(base), listed))
         if not found:
             return ToolResult("No files found", summary="no files")
-        # sorted here rather than by ripgrep's --sortr, which walks on one thread and costs more
-        text = "\n".join(newest_first(found, MAX_RESULTS))
+        text = "\n".join(found[:MAX_RESULTS])  # newest first, as ripgrep sorted them
         if len(found) > MAX_RESULTS:
             text += (
                 f"\n\n(Showing the {MAX_RESULTS} most recently modified of {len(found):,} matches; "

@@ -65,6 +65,9 @@ class PolicyError(Exception):
 
 
 def _is_env_file(name: str) -> bool:
+    # every _ENV_FILE pattern needs ".env" in the name: a search checks this for each file it lists
+    if ".env" not in name.lower():
+        return False
     return name not in _ENV_TEMPLATES and any(glob_match(p, name) for p in _ENV_FILE)
 
 
@@ -311,7 +314,11 @@ class SandboxPolicy:
             hidden = _is_env_file(path.rpartition("/")[2]) or any(_inside(path, s) for s in secrets)
             return not hidden or self._excepted(path)
 
-        return allowed
+        def allowed_unless_env(path: str) -> bool:  # the usual case, checked for each of many files
+            return not _is_env_file(path.rpartition("/")[2]) or self._excepted(path)
+
+        plain = not self.read_denied and not secrets and self.mode != "danger-full-access"
+        return allowed_unless_env if plain else allowed
 
     def _excepted(self, path: str) -> bool:
         return any(glob_match(pattern, path) for pattern in self.read_exceptions) or any(

@@ -125,6 +125,20 @@ def test_env_templates_and_lookalikes_are_read(ws: Path, name: str) -> None:
     assert policy(ws).check_read(ws / name) == ws.resolve() / name
 
 
+def test_a_listing_hides_what_a_read_refuses_and_nothing_else(ws: Path) -> None:
+    """A search's per-path check (string tests only) agrees with `check_read` on every name."""
+    names = [".env", ".env.local", ".envrc", "prod.env", ".env.example", ".envrc.md", "env.py", "a.ENV"]
+    for pol in (policy(ws), policy(ws, read_exceptions=[f"{ws.resolve()}/.env"])):
+        shown = pol.listing_filter(ws)
+        for name in names:
+            try:
+                pol.check_read(ws / name)
+                readable = True
+            except PolicyError:
+                readable = False
+            assert shown(f"{ws.resolve()}/{name}") == readable, name
+
+
 def test_an_allow_rule_lifts_the_credential_rule_for_what_it_names(ws: Path) -> None:
     allowed = policy(ws, read_exceptions=[f"{ws.resolve()}/.env"])
     assert allowed.check_read(ws / ".env")
