@@ -1,7 +1,7 @@
 """The places git configuration says code runs from: `core.hooksPath` and the files `include.path`
-and `includeIf.*.path` pull in. A hooks folder or an included config inside the project is as
-dangerous as `.git/hooks` (husky keeps its hooks in `.husky/_`): whoever writes it runs code at the
-user's next commit or `git status`. So the guard protects them too.
+and `includeIf.*.path` pull in, and the files of the git-hook frameworks (husky, pre-commit,
+lefthook, overcommit). Each inside the project is as dangerous as `.git/hooks`: whoever writes it
+runs code at the user's next commit or `git status`. So the guard protects them too.
 
 A small reader of git's config syntax, erring towards protecting too much: every `includeIf` is
 followed whatever its condition, and an unreadable file simply adds nothing.
@@ -18,6 +18,21 @@ from pathlib import Path
 _SECTION = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
 _KEY = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
 _MAX_DEPTH = 10
+# What the git-hook frameworks people use run at a commit, wherever their hook is installed (or will
+# be): husky's scripts, pre-commit's and lefthook's configurations (which name commands) and
+# lefthook's script folders, overcommit's configuration. Protected like .git/hooks, present or not.
+HOOK_FRAMEWORK_DIRS = (".husky", ".lefthook", ".lefthook-local")
+HOOK_FRAMEWORK_FILES = (
+    ".pre-commit-config.yaml",
+    ".pre-commit-config.yml",
+    *(
+        f"{dot}{name}.{ext}"
+        for dot in ("", ".")
+        for name in ("lefthook", "lefthook-local")
+        for ext in ("yml", "yaml", "json", "jsonc", "toml")
+    ),
+    ".overcommit.yml",
+)
 
 
 @dataclass(slots=True)
@@ -145,8 +160,14 @@ def code_places(roots: tuple[Path, ...], home: Path) -> list[tuple[Path, bool]]:
 
 
 def code_paths(roots: tuple[Path, ...], home: Path) -> list[Path]:
-    """The paths of `code_places`."""
-    return [path for path, _ in code_places(roots, home)]
+    """The paths of `code_places`, and the git-hook frameworks' files and folders at each root,
+    present or not. These are not made ready for a command left running, as `code_places` are (an
+    empty configuration would break the framework)."""
+    places = [path for path, _ in code_places(roots, home)]
+    frameworks = [root / name for root in roots for name in (*HOOK_FRAMEWORK_DIRS, *HOOK_FRAMEWORK_FILES)]
+    # husky anywhere: its hooks folder `.husky/_` runs the `.husky/pre-commit` people write
+    husky = [path.parent for path in places if path.name == "_" and path.parent.name == ".husky"]
+    return list(dict.fromkeys([*places, *(_real(p) for p in [*frameworks, *husky])]))
 
 
 def _real(path: Path) -> Path:

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from piton.core.safety import pinned
-from piton.core.safety.policy import real
+from piton.core.safety.policy import SETTINGS_FILES, real
 
 
 def make(path: Path, folder: bool) -> None:
@@ -115,7 +115,8 @@ def _replaced(path: Path, was: Mapping[Path, int], since_ns: int) -> bool:
 def sweep(
     found: set[Path], known: set[Path], since_ns: int, *, replaced: Mapping[Path, int] | None = None
 ) -> tuple[set[Path], list[str]]:
-    """Of the settings files `found` below the roots (`settings_index.settings_below`), remove those
+    """Of the settings files `found` below the roots (`settings_index.settings_below`) and the hook
+    frameworks' files at the roots (`lasting.framework_files`), remove those
     not in `known` that were made or changed since `since_ns`, and with `replaced` (the known files'
     inodes), known ones since replaced: a command left running cannot change one in place, so that
     is a new file under the old name, the folder above renamed away. Return the files now known (a
@@ -128,7 +129,8 @@ def sweep(
         if path not in known and not _changed_since(path, since_ns):
             continue  # there before: the user's
         if parents_unchanged(path) and remove(path, unlock=True):
-            notes.append(f"(Removed {path}: the command created it, and settings files are protected.)")
+            why = "settings files are" if path.name in SETTINGS_FILES else "what a git hook runs is"
+            notes.append(f"(Removed {path}: the command created it, and {why} protected.)")
         else:
             notes.append(f"(Could not remove {path}, which a command created: check it before you trust it.)")
         found.discard(path)

@@ -64,6 +64,20 @@ def hold(policy: SandboxPolicy) -> None:
         raise GuardError(f"cannot prepare the protected folders for a command left running: {e}") from e
 
 
+def framework_files(roots: tuple[Path, ...]) -> set[Path]:
+    """The git-hook frameworks' configuration files at the roots that exist. A command left running
+    cannot change one that existed when it started (it is held read-only), but it can create one."""
+    return {
+        p for root in roots for name in gitconfig.HOOK_FRAMEWORK_FILES if os.path.lexists(p := root / name)
+    }
+
+
+def _watched(roots: tuple[Path, ...]) -> set[Path]:
+    """What the sweep removes when a command left running made it: settings files below the roots
+    and hook frameworks' files at them."""
+    return settings_below(roots) | framework_files(roots)
+
+
 class LastingGuard:
     """The session's watch over the settings files below the roots while commands left running can
     write there: known as they were before such a command started, swept (removed when new or
@@ -97,14 +111,15 @@ class LastingGuard:
                 self._roots, self._known, self._since_ns, self._inodes = (), set(), time.time_ns(), {}
             added = tuple(r for r in roots if r not in self._roots)
             if added:
-                found = await asyncio.to_thread(settings_below, added)
+                found = await asyncio.to_thread(_watched, added)
                 self._known |= found
                 self._inodes |= inodes(found)
                 self._roots += added
 
     async def sweep(self) -> list[str]:
         """Remove the settings files below the roots that appeared while commands ran (they would
-        grant a session started there what the project may not); say what was done."""
+        grant a session started there what the project may not), and the hook frameworks' files
+        (a commit would run what they name); say what was done."""
         async with self._sweeping:
             if not self._roots:
                 return []
@@ -112,7 +127,7 @@ class LastingGuard:
             return notes
 
     def _sweep(self) -> tuple[set[Path], list[str]]:
-        found = settings_below(self._roots)
+        found = _watched(self._roots)
         return sweep(found, self._known, self._since_ns, replaced=self._inodes)
 
     def sweep_now(self) -> None:

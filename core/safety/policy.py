@@ -266,7 +266,9 @@ class SandboxPolicy:
         if any(_inside(target, p) for p in gitconfig.code_paths(self.roots, self.home)):
             raise PolicyError(
                 f"Cannot write {shown}: git runs hooks from it or reads it as configuration "
-                "(core.hooksPath or an include), so it is protected like .git/hooks."
+                "(core.hooksPath, an include, or a hook framework's file: .husky, "
+                ".pre-commit-config.yaml, lefthook), so it is protected like .git/hooks; "
+                "ask the user to change it."
             )
         return target
 

@@ -96,6 +96,56 @@ def test_a_background_command_cannot_swap_the_folder_above_a_hooks_folder(tmp_pa
     assert list((ws / ".husky" / "_").iterdir()) == [] and not (ws / ".h2").exists()
 
 
+def test_a_background_command_cannot_change_a_hook_frameworks_files(tmp_path: Path) -> None:
+    """husky's scripts and pre-commit's configuration, present when the command starts, stay as
+    they are for its whole life."""
+    ws = repo(tmp_path)
+    git(ws, "config", "core.hooksPath", ".husky/_")
+    (ws / ".husky" / "_").mkdir(parents=True)
+    (ws / ".husky" / "pre-commit").write_text("true\n")
+    (ws / ".pre-commit-config.yaml").write_text("repos: []\n")
+    ctx = context(ws)
+
+    async def work() -> None:
+        await background(
+            ctx,
+            "echo 'touch pwned' >> .husky/pre-commit; echo 'touch pwned' > .husky/post-merge; "
+            "echo '- repo: local' >> .pre-commit-config.yaml; mv .husky .h2; touch done; sleep 60",
+        )
+        await settle(ctx, ws / "done")
+        assert (ws / ".husky" / "pre-commit").read_text() == "true\n"
+        assert not (ws / ".husky" / "post-merge").exists() and not (ws / ".h2").exists()
+        assert (ws / ".pre-commit-config.yaml").read_text() == "repos: []\n"
+        await ctx.shells.kill_all()
+
+    asyncio.run(work())
+
+
+def test_a_hook_frameworks_configuration_a_background_command_creates_is_removed(tmp_path: Path) -> None:
+    """Missing when the command started, so nothing held it: the sweep removes it while the command
+    runs, as it removes planted settings files, and the user's next commit runs nothing of it."""
+    ws = repo(tmp_path)
+    ctx = context(ws)
+    ctx.shells = BackgroundShells(sweep_every_s=0.2)
+    planted = ws / "lefthook.yml"
+
+    async def work() -> None:
+        await background(
+            ctx,
+            "printf 'pre-commit:\\n  commands:\\n    x:\\n      run: touch pwned\\n' > lefthook.yml; touch done; sleep 60",
+        )
+        await settle(ctx, ws / "done")
+        for _ in range(100):  # swept within a few sweeps
+            if not await asyncio.to_thread(planted.exists):
+                break
+            await asyncio.sleep(0.1)
+        assert not planted.exists()
+        assert f"Removed {planted}" in (ctx.shells.news() or "")
+        await ctx.shells.kill_all()
+
+    asyncio.run(work())
+
+
 def test_settings_a_background_command_plants_deeper_in_the_tree_are_removed(tmp_path: Path) -> None:
     """A session started in `pkg/` would read `pkg/.claude/settings.json`: removed by the next
     reminder while the shell runs, and again when it ends."""

@@ -5,12 +5,14 @@ or the Write tool, and the check is what the user's next git command would run."
 from __future__ import annotations
 
 import asyncio
+import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from piton.builtin_tools.bash import Bash
+from piton.builtin_tools.edit import Edit
 from piton.builtin_tools.write import Write
 from piton.core.tools import ToolContext, ToolResult
 from tests.builtin_tools.helpers import call, call_async, context
@@ -75,6 +77,62 @@ def test_hooks_path_in_the_worktree_is_protected(tmp_path: Path) -> None:
     )
     assert (ws / ".husky" / "_" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
     assert not (ws / ".husky" / "_" / "post-commit").exists()
+
+
+def test_husky_scripts_that_its_hooks_folder_runs_are_protected(tmp_path: Path) -> None:
+    """husky's `.husky/_/pre-commit` runs `.husky/pre-commit`, which people write: neither Write,
+    Edit nor a command may change it, and the user's next commit runs what it ran before."""
+    ws = repo(tmp_path)
+    git(ws, "config", "core.hooksPath", ".husky/_")
+    (ws / ".husky" / "_").mkdir(parents=True)
+    (ws / ".husky" / "_" / "pre-commit").write_text('#!/bin/sh\n. "$(dirname "$0")/../pre-commit"\n')
+    (ws / ".husky" / "_" / "pre-commit").chmod(0o755)
+    (ws / ".husky" / "pre-commit").write_text("true\n")
+    ctx = context(ws)
+    for tool, args in (
+        (Write(), {"content": "touch pwned\n"}),
+        (Edit(), {"old_string": "true", "new_string": "touch pwned"}),
+    ):
+        out = call(tool, ctx, file_path=str(ws / ".husky" / "pre-commit"), **args)
+        assert out.is_error and "hook" in str(out.content), out.content
+    bash(ctx, "echo 'touch pwned' >> .husky/pre-commit; printf 'touch pwned\n' > .husky/post-merge")
+    assert (ws / ".husky" / "pre-commit").read_text() == "true\n"
+    assert not (ws / ".husky" / "post-merge").exists()
+    git(ws, "commit", "-q", "--allow-empty", "-m", "x")
+    assert not (ws / "pwned").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "config"),
+    [
+        (
+            ".pre-commit-config.yaml",
+            "repos:\n- repo: local\n  hooks:\n  - {id: x, name: x, entry: touch pwned, language: system}\n",
+        ),
+        ("lefthook.yml", "pre-commit:\n  commands:\n    x:\n      run: touch pwned\n"),
+        (".lefthook.yml", "pre-commit:\n  commands:\n    x:\n      run: touch pwned\n"),
+        (".overcommit.yml", "PreCommit:\n  X:\n    enabled: true\n    command: ['touch', 'pwned']\n"),
+    ],
+    ids=[".pre-commit-config.yaml", "lefthook.yml", ".lefthook.yml", ".overcommit.yml"],
+)
+def test_a_hook_frameworks_configuration_can_be_neither_written_nor_created(
+    tmp_path: Path, name: str, config: str
+) -> None:
+    """pre-commit, lefthook and overcommit run the commands their configuration names at each
+    commit: a configuration the model wrote would run outside the sandbox at the user's next one."""
+    ws = repo(tmp_path)
+    ctx = context(ws)
+    out = call(Write(), ctx, file_path=str(ws / name), content=config)
+    assert out.is_error and "hook" in str(out.content), out.content
+    bash(
+        ctx,
+        f"printf '%s' {shlex.quote(config)} > {name}; mkdir -p .lefthook/pre-commit && touch .lefthook/pre-commit/x",
+    )
+    assert not (ws / name).exists()
+    assert not (ws / ".lefthook").exists() or not any((ws / ".lefthook").rglob("*"))
+    (ws / name).write_text("# the user's own\n")  # what exists is kept as it is, too
+    bash(ctx, f"echo 'x: y' >> {name}")
+    assert (ws / name).read_text() == "# the user's own\n"
 
 
 def test_a_hooks_path_created_by_a_command_is_emptied(tmp_path: Path) -> None:
