@@ -78,7 +78,12 @@ def _set_permission_mode(session: ControlSession, mode: Any) -> dict[str, Any]:
         raise UnsupportedRequest(f"unknown permission mode {mode!r} (one of {', '.join(PERMISSION_MODES)})")
     if gate is None:
         raise UnsupportedRequest("this session has no permission checks to change")
-    gate.permissions.mode = mode
+    from piton.core.safety.rules import ModeRefused
+
+    try:
+        gate.permissions.mode = mode
+    except ModeRefused as e:
+        raise UnsupportedRequest(str(e)) from None
     return {}
 
 

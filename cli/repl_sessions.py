@@ -284,7 +284,8 @@ def _carry_permissions(old: Runtime, new: Runtime) -> None:
     before, after = old.agent.gate, new.agent.gate
     if before is None or after is None:
         return
-    after.permissions.mode = before.permissions.mode
+    if after.permissions.allows_mode(before.permissions.mode):  # the settings may have changed
+        after.permissions.mode = before.permissions.mode
     after.permissions.allow += [r for r in before.permissions.allow if r not in after.permissions.allow]
 
 

@@ -103,6 +103,8 @@ class AgentFactory:
         # the parent's gate, not the factory's: a client's hooks wrap the main agent's after it is built
         gate = (parent.gate or self.gate).fork()
         mode = subagent_mode(gate.permissions.mode, agent_type)
+        if not gate.permissions.allows_mode(mode):  # an agent file cannot lift the settings' narrowing
+            mode = gate.permissions.mode
         if mode != gate.permissions.mode:  # the same rules (shared lists), its own mode
             gate.permissions = replace(gate.permissions, mode=mode)  # type: ignore[arg-type]
         from piton.builtin_tools.aliases import requested_aliases

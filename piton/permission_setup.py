@@ -27,6 +27,7 @@ from piton.core.safety.permissions import (
     Rule,
 )
 from piton.core.safety.policy import SANDBOX_MODES, SandboxPolicy, real
+from piton.core.safety.rules import BYPASS_REFUSED
 from piton.setup_errors import SetupError
 
 MACHINE_SANDBOX_NOTICE = (
@@ -70,9 +71,7 @@ def permissions_for(options: RunOptions, settings: Settings, trust: Trust, notic
     flag = "default" if chosen in EXTRA_MODES else chosen
     mode = settings.narrowed(("permissions", "defaultMode"), MODE_STRICTNESS, flag, "default")
     if mode == "bypassPermissions" and settings.bypass_disabled:
-        notices.append(
-            "bypassPermissions is disabled by the settings (disableBypassPermissionsMode); default"
-        )
+        notices.append(f"{BYPASS_REFUSED}; default")
         mode = "default"
     for text in [*options.allowed_tools, *options.disallowed_tools]:
         try:
@@ -90,7 +89,14 @@ def permissions_for(options: RunOptions, settings: Settings, trust: Trust, notic
     allow = [*(r for r in user if r in valid), *granted, *options.allowed_tools]
     ask = valid_rules(settings.rules("ask"), "settings", notices)
     deny = [*valid_rules(settings.rules("deny"), "settings", notices), *options.disallowed_tools]
-    return Permissions.from_texts(mode, allow, ask, deny, project=options.cwd)  # type: ignore[arg-type]
+    return Permissions.from_texts(
+        mode,  # type: ignore[arg-type]
+        allow,
+        ask,
+        deny,
+        project=options.cwd,
+        bypass_disabled=settings.bypass_disabled,
+    )
 
 
 def _read_globs(permissions: Permissions, rules: list[str]) -> list[str]:

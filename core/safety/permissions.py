@@ -171,8 +171,8 @@ class PermissionGate:
     def _allowed(self, tool: GovernedTool, decision: Decision) -> Decision:
         """An allowed call that moves the session to another mode: an approved plan ends plan mode
         (in the mode the user chose, else the default)."""
-        if decision.mode is not None:
-            self.permissions.mode = decision.mode
+        if decision.mode is not None and self.permissions.allows_mode(decision.mode):
+            self.permissions.mode = decision.mode  # a mode the settings forbid is not taken up
         elif tool.kind == "plan" and self.permissions.mode == "plan":
             self.permissions.mode = "default"
         return decision

@@ -114,6 +114,13 @@ def _names_server(rule: str, tool: str) -> bool:
     return server.count("__") == 1 and len(server) > 5 and tool.startswith(server + "__")
 
 
+BYPASS_REFUSED = "bypassPermissions is disabled by the settings (disableBypassPermissionsMode)"
+
+
+class ModeRefused(ValueError):
+    """A change to a permission mode the settings forbid."""
+
+
 @dataclass(slots=True)
 class Permissions:
     mode: PermissionMode = "default"
@@ -122,6 +129,22 @@ class Permissions:
     deny: list[Rule] = field(default_factory=list)
     project: Path = field(default_factory=Path.cwd)
     home: Path = field(default_factory=Path.home)
+    # `permissions.disableBypassPermissionsMode: "disable"` in any settings file
+    bypass_disabled: bool = False
+
+    def __post_init__(self) -> None:
+        if self.mode == "bypassPermissions" and self.bypass_disabled:
+            raise ModeRefused(BYPASS_REFUSED)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        # the one narrowing every change of mode goes through, whoever asks for it: a client's
+        # control request, the library, a permission answer, a reopened session
+        if name == "mode" and value == "bypassPermissions" and getattr(self, "bypass_disabled", False):
+            raise ModeRefused(BYPASS_REFUSED)
+        object.__setattr__(self, name, value)
+
+    def allows_mode(self, mode: str) -> bool:
+        return not (mode == "bypassPermissions" and self.bypass_disabled)
 
     @classmethod
     def from_texts(
@@ -133,6 +156,7 @@ class Permissions:
         *,
         project: Path,
         home: Path | None = None,
+        bypass_disabled: bool = False,
     ) -> Permissions:
         """Raises ValueError naming the first malformed rule."""
         return cls(
@@ -142,6 +166,7 @@ class Permissions:
             [Rule.parse(t) for t in deny],
             project,
             home or Path.home(),
+            bypass_disabled,
         )
 
     def path_pattern(self, spec: str) -> str:
