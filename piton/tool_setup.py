@@ -29,12 +29,12 @@ def default_tools() -> list[AnyTool]:
 def memory_folder(cwd: Path, settings: Settings) -> Path:
     """Where the memory tool keeps this project's notes: Piton's state directory, or the project's
     `.piton/memories` when the settings say so."""
-    from piton.core.conversation.session import project_key, state_dir
+    from piton.core.conversation.session import private_state_dir, project_key
 
     # Piton's folders resolved once, here; below them the memory tool follows no link
     if settings.memory_in_project:
         return Path(os.path.realpath(cwd)) / ".piton" / "memories"
-    return Path(os.path.realpath(state_dir())) / "memories" / project_key(cwd)
+    return Path(os.path.realpath(private_state_dir())) / "memories" / project_key(cwd)
 
 
 def memory_tool(cwd: Path, settings: Settings) -> AnyTool:

@@ -45,6 +45,18 @@ def state_dir() -> Path:
     return Path(xdg if os.path.isabs(xdg) else Path.home() / ".local" / "state") / "piton"
 
 
+def private_state_dir() -> Path:
+    """`state_dir()`, made if missing and closed to other accounts (0700): it holds transcripts,
+    memory notes and the prompt's history. A folder an earlier version left open is closed too."""
+    folder = state_dir()
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        st = folder.stat()
+        if st.st_mode & 0o077 and st.st_uid == os.getuid():
+            os.chmod(folder, 0o700)
+    return folder
+
+
 def project_key(cwd: Path) -> str:
     """A directory name for a project: its path made readable, plus a hash so names cannot collide."""
     resolved = str(cwd.resolve())
@@ -101,7 +113,7 @@ class SessionStore:
     """Finds, creates and opens sessions under one root (the state directory by default)."""
 
     def __init__(self, root: Path | None = None) -> None:
-        self.root = root if root is not None else state_dir() / "projects"
+        self.root = root if root is not None else private_state_dir() / "projects"
         self.max_age_days: float = PRUNE_AGE_DAYS  # the settings' cleanupPeriodDays
 
     def project_dir(self, cwd: Path) -> Path:
