@@ -61,11 +61,12 @@ def read(path: Path, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) 
         raise
     except OSError as e:
         raise JsonFileError(f"cannot read it ({e.strerror or e})") from e
+    # checked on the descriptor before Python's file object, which refuses a folder with its own error
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise JsonFileError("it is not a regular file")
     with open(fd, "rb") as f:
         try:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise JsonFileError("it is not a regular file")
             data = f.read(max_bytes + 1)
         except OSError as e:
             raise JsonFileError(f"cannot read it ({e.strerror or e})") from e

@@ -260,3 +260,15 @@ def test_a_fifo_where_settings_or_memory_belong_does_not_hang_the_start(
         done.stderr
         == f"piton: ignored {project / '.piton' / 'settings.local.json'}: it is not a regular file\n"
     )
+
+
+def test_a_folder_where_a_settings_file_belongs_is_one_warning_and_the_run_goes_on(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    (project / ".claude" / "settings.json").mkdir(parents=True)
+    fake_api.add(reply("Fine."))
+    done = piton("-p", "hi")
+    assert (done.returncode, done.stdout) == (0, "Fine.\n"), done.stderr
+    assert (
+        done.stderr == f"piton: ignored {project / '.claude' / 'settings.json'}: it is not a regular file\n"
+    )
