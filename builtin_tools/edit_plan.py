@@ -68,12 +68,14 @@ def _lf(text: str) -> str:
     return text.replace("\r\n", "\n")
 
 
-def _line_numbers(text: str, needle: str) -> list[int]:
+def _line_numbers(text: str, needle: str, step: int | None = None) -> list[int]:
+    """The line of each occurrence of `needle` (the next looked for `step` characters on, by
+    default past the end of this one), up to a few more than are listed."""
     numbers: list[int] = []
     start = 0
     while (index := text.find(needle, start)) >= 0 and len(numbers) <= _MAX_LISTED:
         numbers.append(text.count("\n", 0, index) + 1)
-        start = index + max(1, len(needle))
+        start = index + (step or max(1, len(needle)))
     return numbers
 
 
@@ -242,9 +244,13 @@ def plan_edit(
     count = 0 if style == "mixed" and _bare_newline(old) else text.count(old)
     if count == 0:
         return _plan_loose(text, old, new, replace_all, path, removed, style)
+    index = text.find(old)
+    if count == 1 and not replace_all and text.find(old, index + 1) >= 0:
+        # str.count skips overlaps: "aa" in "x aaa y" starts at two places, so which one is meant?
+        starts = _line_numbers(text, old, step=1)
+        raise EditError(_ambiguous(path, len(starts), starts))
     if count > 1 and not replace_all:
         raise EditError(_ambiguous(path, count, _line_numbers(text, old)))
-    index = text.find(old)
     new = _restored(new, removed) or _in_style(new, old, text, index, style)
     new_text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
     return Plan(new_text, index, len(new), count, old, style, new=new)

@@ -133,6 +133,18 @@ def test_edit_of_a_repeated_string_needs_context_or_replace_all(ws: Path) -> Non
     assert result.summary == "2 replacements"
 
 
+@pytest.mark.parametrize(
+    ("content", "old"),
+    [(b"x aaa y\n", "aa"), ("a\x85\x85\x85b\n".encode("utf-16"), "\x85\x85")],
+    ids=["aaa", "utf-16"],
+)
+def test_overlapping_occurrences_are_not_unique(ws: Path, content: bytes, old: str) -> None:
+    """`aa` starts at two places in `aaa`: which one is meant is not known, so nothing changes."""
+    target, result = edit_file(ws, content, old_string=old, new_string="Z")
+    assert result.is_error and "occurs 2 times" in text(result), text(result)
+    assert target.read_bytes() == content
+
+
 def test_edit_needs_a_fresh_read(ws: Path) -> None:
     target = ws / "f.txt"
     target.write_text("a\n")
