@@ -156,6 +156,8 @@ async def run_rg(
     error = err.decode("utf-8", "replace").strip()
     if code not in (0, 1, 2):
         code, error = 2, error or f"ripgrep exited with status {process.returncode}"
+    elif code == 1 and error.startswith("bwrap:"):  # bubblewrap's own failure, never "no matches"
+        code, error = 2, f"the sandbox could not start ({error})"
     return RgOutput(code, out.decode("utf-8", "replace"), error)
 
 

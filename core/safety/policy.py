@@ -109,6 +109,25 @@ def _unprivileged_can(st: os.stat_result, bit_user: int) -> bool:
     return bool(st.st_mode & (bit_user >> shift))
 
 
+def unprivileged_reaches(folder: str) -> bool:
+    """Whether a process without root's privilege to override permissions (a sandboxed command, and
+    bubblewrap itself as it builds the sandbox) can enter `folder`: every folder on the way has an
+    execute bit for it. Root reaches another account's 0750 home; the sandbox does not."""
+    if os.geteuid() != 0:
+        return True  # the kernel already checked, for the user Piton runs as
+    path = folder
+    while True:
+        try:
+            if not _unprivileged_can(os.stat(path), stat.S_IXUSR):
+                return False
+        except OSError:
+            return False
+        parent = os.path.dirname(path)
+        if parent == path:
+            return True
+        path = parent
+
+
 def real(path: Path) -> Path:
     """The real location of `path`: symlinks resolved as far as the path exists, `..` folded."""
     return Path(os.path.realpath(path))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 from pathlib import Path
@@ -10,7 +11,10 @@ import pytest
 
 from piton.builtin_tools.glob import Glob
 from piton.builtin_tools.grep import Grep
-from piton.builtin_tools.ripgrep import rg_path
+from piton.builtin_tools.ripgrep import rg_path, run_rg
+from piton.core.safety.policy import SandboxPolicy
+from piton.core.safety.sandbox import NoSandbox
+from piton.core.safety.sandbox.base import Launch
 from tests.builtin_tools.helpers import call, context, text
 
 GLOB, GREP = Glob(), Grep()
@@ -234,3 +238,24 @@ def test_a_ripgrep_the_sandbox_would_hide_is_shown_to_it_and_a_failure_is_no_emp
     assert (found.code, found.paths()) == (0, [str(ws / "a.txt")])
     missing = asyncio.run(run_rg(["-l", "needle"], cwd=ws, rg=str(tools / "absent"), sandbox=sandbox))
     assert missing.code == 2 and missing.error
+
+
+class _FailingSandbox(NoSandbox):
+    """A sandbox whose bubblewrap fails as it does where it cannot make a mount point."""
+
+    def launch(self, script: str, cwd: Path) -> Launch:
+        return Launch(["sh", "-c", 'echo "bwrap: Can\'t mkdir /home/u/.ssh: Permission denied" >&2; exit 1'])
+
+
+def test_a_sandbox_that_did_not_start_is_an_error_never_no_matches(tmp_path: Path) -> None:
+    """bubblewrap exits 1 when it fails, as ripgrep does when nothing matches: told apart by what
+    it says, so the model is never told that the code it looks for does not exist."""
+    out = asyncio.run(
+        run_rg(
+            ["-l", "x"],
+            tmp_path,
+            rg=rg_path(),
+            sandbox=_FailingSandbox(SandboxPolicy.create("read-only", tmp_path)),
+        )
+    )
+    assert out.code == 2 and "sandbox could not start" in out.error and "Can't mkdir" in out.error

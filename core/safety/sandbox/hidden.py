@@ -15,6 +15,7 @@ import stat
 import time
 from dataclasses import dataclass
 
+from piton.core.safety.policy import unprivileged_reaches
 from piton.core.safety.settings_index import SETTLED_NS
 
 
@@ -63,6 +64,11 @@ class Present:
         except OSError:
             self.seen.pop(folder, None)
             return None  # none of its locations can exist (or be reached)
+        if not unprivileged_reaches(folder):
+            # root sees into another account's closed home; the sandbox cannot, so nothing there
+            # needs hiding, and bubblewrap could not make the mount point for it anyway
+            self.seen.pop(folder, None)
+            return None
         status = (st.st_dev, st.st_ino, st.st_ctime_ns)
         known = self.seen.get(folder)
         if known is not None and known.status == status and status[2] < known.read_ns - SETTLED_NS:
