@@ -14,6 +14,7 @@ from piton.builtin_tools.files import policy_of
 from piton.core.display import CommandOutput
 from piton.core.safety.readonly import classify
 from piton.core.safety.run_command import CommandRunner, Ran, Refused
+from piton.core.safety.shell import MAX_CAPTURE_BYTES
 from piton.core.tools import Tool, ToolContext, ToolInput, ToolResult
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -51,7 +52,11 @@ def _report(ran: Ran, timeout_ms: int) -> ToolResult:
     result = ran.result
     parts = [result.output.rstrip("\n")] if result.output.strip() else []
     if result.dropped_bytes:
-        parts.append(f"[... {result.dropped_bytes:,} more bytes of output were discarded]")
+        half = MAX_CAPTURE_BYTES // 2 // (1024 * 1024)
+        parts.append(
+            f"[{result.dropped_bytes:,} bytes from the middle of the output were cut: shown are "
+            f"its first and last {half} MiB]"
+        )
     if result.timed_out:
         parts.append(f"Command timed out after {timeout_ms / 1000:g} s; it and its children were killed.")
         summary = "timed out"

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from piton.core.safety.sandbox import Launch, Sandbox
 
-MAX_CAPTURE_BYTES = 16 * 1024 * 1024  # beyond this, output is counted but not kept
+MAX_CAPTURE_BYTES = 16 * 1024 * 1024  # kept of an output: its first and its last half of this
+_NULS = re.compile("\x00+")
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _READ_CHUNK = 65536
 _DRAIN_S = 1.0
@@ -37,9 +38,13 @@ class ShellResult:
 
 
 def clean_output(text: str) -> str:
-    """Terminal output as text: colours and NUL bytes gone, and of a line redrawn with carriage
-    returns (a progress bar) only what was drawn last."""
-    text = _ANSI.sub("", text).replace("\x00", "").replace("\r\n", "\n")
+    """Terminal output as text: colours gone, NUL bytes shown as ␀ (a run as its count), and of a
+    line redrawn with carriage returns (a progress bar) only what was drawn last."""
+    text = _ANSI.sub("", text).replace("\r\n", "\n")
+    if "\x00" in text:  # shown, not dropped: binary output is not "no output"
+        text = _NULS.sub(
+            lambda m: "\u2400" * len(m[0]) if len(m[0]) < 4 else f"[{len(m[0]):,} NUL bytes]", text
+        )
     if "\r" in text:
         text = "\n".join(line.rstrip("\r").rpartition("\r")[2] for line in text.split("\n"))
     return text
@@ -56,11 +61,34 @@ def _kill_group(process: asyncio.subprocess.Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-async def _read_into(stream: asyncio.StreamReader, kept: bytearray, dropped: list[int]) -> None:
+class _Capture:
+    """An output's first and last MAX_CAPTURE_BYTES / 2, and how many bytes between them went: the
+    end is where a failing command says why."""
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        half = MAX_CAPTURE_BYTES // 2
+        room = half - len(self.head)
+        self.head += chunk[:room]
+        self.tail += chunk[room:] if room > 0 else chunk
+        if len(self.tail) > half:
+            self.dropped += len(self.tail) - half
+            del self.tail[: len(self.tail) - half]
+
+    def text(self) -> str:
+        if not self.dropped:
+            return (self.head + self.tail).decode("utf-8", "replace")
+        cut = f"\n[... {self.dropped:,} bytes of output cut here ...]\n"
+        return self.head.decode("utf-8", "replace") + cut + self.tail.decode("utf-8", "replace")
+
+
+async def _read_into(stream: asyncio.StreamReader, capture: _Capture) -> None:
     while chunk := await stream.read(_READ_CHUNK):
-        room = MAX_CAPTURE_BYTES - len(kept)
-        kept += chunk[:room]
-        dropped[0] += max(0, len(chunk) - room)
+        capture.add(chunk)
 
 
 def _read_reported_cwd(fd: int) -> Path | None:
@@ -130,8 +158,8 @@ async def run_shell(command: str, *, cwd: Path, sandbox: Sandbox, timeout_s: flo
 
 async def _collect(process: asyncio.subprocess.Process, read_fd: int, timeout_s: float) -> ShellResult:
     assert process.stdout is not None
-    kept, dropped = bytearray(), [0]
-    reader = asyncio.create_task(_read_into(process.stdout, kept, dropped))
+    capture = _Capture()
+    reader = asyncio.create_task(_read_into(process.stdout, capture))
     timed_out = False
     try:
         try:
@@ -152,11 +180,11 @@ async def _collect(process: asyncio.subprocess.Process, read_fd: int, timeout_s:
     finally:
         reader.cancel()
     reported = _read_reported_cwd(read_fd)
-    output = clean_output(kept.decode("utf-8", "replace"))
+    output = clean_output(capture.text())
     return ShellResult(
         output=output,
         exit_code=None if timed_out else process.returncode,
         timed_out=timed_out,
         cwd=None if timed_out else reported,
-        dropped_bytes=dropped[0],
+        dropped_bytes=capture.dropped,
     )

@@ -89,9 +89,19 @@ def test_huge_output_is_captured_whole(ws: Path) -> None:
     assert len(out) == 2_000_000
 
 
-def test_progress_bars_and_nul_bytes_are_cleaned(ws: Path) -> None:
+def test_progress_bars_are_cleaned_and_nul_bytes_shown(ws: Path) -> None:
     out = text(call(BASH, context(ws), command=r"printf '10%%\r50%%\r100%%\nbin\0ary\r\nend\n'"))
-    assert out == "100%\nbinary\nend"
+    assert out == "100%\nbin\u2400ary\nend"
+    out = text(call(BASH, context(ws), command="head -c 2000000 /dev/zero"))
+    assert out == "[2,000,000 NUL bytes]"  # binary output is not "(no output)"
+
+
+def test_of_a_huge_output_the_head_and_the_tail_are_kept(ws: Path) -> None:
+    """The end is where a failing command says why: what is cut is the middle, and it is said."""
+    command = "echo first-line; head -c 40000000 /dev/zero | tr '\\0' 'x'; echo; echo the-error-at-the-end"
+    out = text(call(BASH, context(ws), command=command))
+    assert out.startswith("first-line\n") and "the-error-at-the-end" in out
+    assert "bytes of output cut here" in out and "from the middle of the output were cut" in out
 
 
 def test_a_command_that_hides_its_directory_says_so(ws: Path) -> None:
