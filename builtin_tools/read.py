@@ -48,6 +48,11 @@ DOCUMENT_PAGES = 10  # a PDF this short, read whole, goes to the model as a docu
 MAX_DOCUMENT_BYTES = 10 * 1024 * 1024  # and this small (the API takes 32 MB a request)
 _DETECT_BYTES = 4 * 1024 * 1024
 _KEEP_BYTES = MAX_LINE_CHARS * 4 + 4  # enough bytes for MAX_LINE_CHARS characters of UTF-8, and a bit
+# How far Read looks: for the end of one line, and for the line an offset names. A 2 GiB file of one
+# line (or a sparse one) would otherwise be read whole, for minutes, to say how long that line is.
+SCAN_LINE_BYTES = 64 * 1024 * 1024
+SCAN_OFFSET_BYTES = 256 * 1024 * 1024
+_UNREACHED = -1  # a line longer than SCAN_LINE_BYTES: its end, and what follows, were not looked for
 
 
 class ReadInput(ToolInput):
@@ -79,18 +84,28 @@ def _raw_lines(f: IO[bytes]) -> Iterator[tuple[bytes, int | None]]:
         head, length = chunk, len(chunk)
         while not chunk.endswith(b"\n") and (chunk := f.readline(1 << 20)):
             length += len(chunk)
+            if length > SCAN_LINE_BYTES:
+                yield head, _UNREACHED
+                return
         if length > len(head):
             yield head, length - chunk.endswith(b"\n")  # the length of the line, not its newline
         else:
             yield head, None
 
 
+class _TooFar(Exception):
+    """The offset lies beyond SCAN_OFFSET_BYTES, past `args[0]` lines."""
+
+
 def _skip_lines(f: IO[bytes], count: int) -> int:
     """Move past `count` lines by counting newlines in large blocks (fast for a far offset).
     Returns how many lines were passed: fewer than `count` at the end of the file."""
-    passed, unterminated = 0, False
+    passed, unterminated, scanned = 0, False, 0
     while passed < count:
+        if scanned >= SCAN_OFFSET_BYTES:
+            raise _TooFar(passed)
         block = f.read(1 << 20)
+        scanned += len(block)
         if not block:
             return passed + unterminated  # a last line without a newline is a line too
         newlines = block.count(b"\n")
@@ -108,6 +123,11 @@ def _skip_lines(f: IO[bytes], count: int) -> int:
 
 def _show(raw: bytes, skipped_length: int | None, number: int, encoding: Encoding | None) -> str:
     line = decode_line(raw, encoding).rstrip("\r\n")
+    if skipped_length == _UNREACHED:
+        return (
+            f"{numbered(line[:MAX_LINE_CHARS], number)}… [line cut: over {SCAN_LINE_BYTES >> 20} MiB; "
+            "Read goes no further in this file: use Bash (tail -c, sed -n) for what follows]"
+        )
     if skipped_length is not None:  # the rest was never read; say how long the line really is
         return f"{numbered(line[:MAX_LINE_CHARS], number)}… [line cut: about {skipped_length:,} bytes]"
     return numbered(line, number)
@@ -180,7 +200,14 @@ class Read(FileTool[ReadInput]):
             )
             skipped = min(start - 1, len(lines))
         else:
-            skipped = _skip_lines(f, start - 1)
+            try:
+                skipped = _skip_lines(f, start - 1)
+            except _TooFar as e:
+                return ToolResult.error(
+                    f"Read looks for an offset in the first {SCAN_OFFSET_BYTES >> 20} MiB of a file, "
+                    f"which hold {e.args[0]:,} lines here; use Bash (sed -n '{start},+{DEFAULT_LIMIT}p') "
+                    "beyond them."
+                )
             rows = _raw_lines(f)
         limit = args.limit or DEFAULT_LIMIT
         shown: list[str] = []

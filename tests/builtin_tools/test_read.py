@@ -142,3 +142,16 @@ def test_offsets_count_lines_exactly_with_or_without_a_final_newline(ws: Path) -
     assert text(call(READ, context(ws), file_path="big.txt", offset=250_000, limit=1)).startswith(
         "250000\trow 250000"
     )
+
+
+def test_a_huge_sparse_file_is_read_only_as_far_as_the_answer_needs(ws: Path) -> None:
+    """16 KB of text, then 2 GiB of a hole: Read shows the text and stops at the endless line, and an
+    offset past what it scans is an error that says what to do, both without reading 2 GiB."""
+    big = ws / "sparse.log"
+    with big.open("wb") as f:
+        f.write(b"".join(b"line %d\n" % i for i in range(1, 1801)))
+        f.truncate(2 * 1024**3)
+    out = text(call(Read(), context(ws), file_path=str(big)))
+    assert "     1\tline 1" in out and "over 64 MiB" in out and "Read goes no further" in out
+    far = call(Read(), context(ws), file_path=str(big), offset=5000)
+    assert far.is_error and "sed -n '5000," in text(far)
