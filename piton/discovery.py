@@ -102,7 +102,9 @@ def workspace_trust(
         if valid_rules([rule], "settings", [])
     ]
     grants += [skill_grant(options.cwd, skill) for skill in catalog.granting()]
-    grants += extension_grants(options.cwd, settings, hook_commands(settings, []))
+    grants += extension_grants(
+        options.cwd, settings, hook_commands(settings, []), strict_mcp=options.strict_mcp_config
+    )
     return decide(
         options.cwd,
         grants,

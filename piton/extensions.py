@@ -37,17 +37,23 @@ def hook_commands(settings: Settings, warnings: list[str]) -> list[HookCommand]:
     return found
 
 
-def grants(cwd: Path, settings: Settings, hooks: list[HookCommand]) -> list[Grant]:
+def grants(
+    cwd: Path, settings: Settings, hooks: list[HookCommand], *, strict_mcp: bool = False
+) -> list[Grant]:
     """What a project's files would run outside the sandbox: its hooks, its status line, the MCP
     servers its `.mcp.json` and its settings files name (approved one by one: a new server is a new
-    grant) and the plugins its settings enable."""
+    grant) and the plugins its settings enable. A server the user's own settings start
+    (`enableAllProjectMcpServers`, `enabledMcpjsonServers`), one a file turns off, and every one
+    under `--strict-mcp-config` are no grant of the folder's: none waits on its trust."""
     from piton.core.mcp.config import project_servers
 
     out = [Grant(_where(cwd, h.source), h.grant) for h in hooks if not h.trusted]
     from piton.skills.plugins import plugin_grants
 
-    servers = project_servers(cwd, settings_tables=settings.project_mcp_servers())
-    out += [Grant(s.grant_where, s.grant_what) for s in servers]
+    servers = [] if strict_mcp else project_servers(cwd, settings_tables=settings.project_mcp_servers())
+    decided = {*settings.enabled_mcpjson_servers, *settings.disabled_mcpjson_servers}
+    if not settings.enable_all_project_mcp_servers:
+        out += [Grant(s.grant_where, s.grant_what) for s in servers if s.name not in decided]
     out += plugin_grants(cwd, settings)  # a plugin brings hooks and MCP servers of its own
     line = settings.status_line()
     if line is not None and not line[1]:

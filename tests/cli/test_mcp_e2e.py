@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
 from tests.helpers import CEILING_S
@@ -85,6 +87,24 @@ def test_a_project_server_starts_in_a_trusted_folder(fake_api: FakeAnthropicAPI,
     assert done.returncode == 0, done.stderr
     assert marker.exists()
     assert "mcp__planted__echo" in [t["name"] for t in fake_api.bodies[0]["tools"]]
+
+
+@pytest.mark.parametrize(
+    "setting", [{"enableAllProjectMcpServers": True}, {"enabledMcpjsonServers": ["planted"]}]
+)
+def test_a_server_the_users_settings_approve_starts_and_no_notice_says_it_was_ignored(
+    fake_api: FakeAnthropicAPI, project: Path, setting: dict[str, Any]
+) -> None:
+    (project / ".mcp.json").write_text(config(planted=fixture()))
+    (Path.home() / ".claude").mkdir(exist_ok=True)
+    (Path.home() / ".claude" / "settings.json").write_text(json.dumps(setting))
+    fake_api.add(reply("ok"), reply("ok"))
+    done = piton("-p", "q")
+    assert done.returncode == 0, done.stderr
+    assert "mcp__planted__echo" in [t["name"] for t in fake_api.bodies[0]["tools"]]
+    assert "not trusted" not in done.stderr and "ignored" not in done.stderr, done.stderr
+    strict = piton("-p", "q", "--strict-mcp-config", "--mcp-config", config())
+    assert strict.returncode == 0 and "ignored" not in strict.stderr, strict.stderr
 
 
 def test_strict_mcp_config_leaves_the_users_servers_out(fake_api: FakeAnthropicAPI, project: Path) -> None:
