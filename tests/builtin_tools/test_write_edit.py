@@ -328,3 +328,15 @@ def test_edit_applies_exactly_or_changes_nothing(
         # an all-CRLF file stays all-CRLF when the model writes plain \n (as it sees the file in Read)
         after = target.read_bytes().decode(_SCHEMES[written][1]).removeprefix("\ufeff")
         assert after.count("\n") == after.count("\r\n")
+
+
+def test_a_latin1_file_with_one_accidental_utf8_pair_stays_latin1(ws: Path) -> None:
+    """`É` followed by a no-break space is valid UTF-8 (`à`) by accident: the file's other accented
+    letters say Latin-1, so Read shows them and Edit writes its new ones in Latin-1, never a second
+    encoding into the file."""
+    content = "École: É\xa0fin. Café, crème brûlée, garçon, élève.\n".encode("latin-1")
+    target, result = edit_file(ws, content, old_string="Café", new_string="Thé")
+    assert not result.is_error, text(result)
+    assert target.read_bytes() == content.replace("Café".encode("latin-1"), "Thé".encode("latin-1"))
+    shown = text(call(Read(), context(ws), file_path=str(target)))
+    assert "crème brûlée" in shown and "\ufffd" not in shown
