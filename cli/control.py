@@ -337,8 +337,9 @@ class ControlSession:
             return "\n\n".join(texts)
 
     async def _run_turn(self, prompt: str | list[ContentBlock], turn_id: str) -> None:
-        async for event in self.session.turn(prompt, turn_id=turn_id):
-            self.writer.handle(event)
+        async with contextlib.aclosing(self.session.turn(prompt, turn_id=turn_id)) as events:
+            async for event in events:  # closed here if the writer fails, before the session ends
+                self.writer.handle(event)
 
     def _interrupted(self, started: float) -> None:
         self._end(started, INTERRUPTED, ())

@@ -7,6 +7,7 @@ SIGHUP and SIGQUIT are handled like it, exiting 128 + the signal's number (`cli/
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import select
@@ -98,15 +99,18 @@ async def _drive(session: Session, prompt: str, writer: Writer, stopper: Stopper
     try:
         for shown in await session.start():
             writer.handle(shown)
-        async for event in session.turn(prompt):
-            try:
-                writer.handle(event)
-            except OSError as e:  # the terminal hung up before its SIGHUP came: stop as it will
-                if task is None or not stopper.lost_terminal(e):
-                    raise
-                task.cancel()
-            if isinstance(event, Result):
-                result = event
+        # closed here, not left to the loop's shutdown: a turn cut short (a reader gone, a hangup)
+        # records its interruption in the log before `aclose` below closes the log
+        async with contextlib.aclosing(session.turn(prompt)) as events:
+            async for event in events:
+                try:
+                    writer.handle(event)
+                except OSError as e:  # the terminal hung up before its SIGHUP came: stop as it will
+                    if task is None or not stopper.lost_terminal(e):
+                        raise
+                    task.cancel()
+                if isinstance(event, Result):
+                    result = event
     except NoTurn as e:
         writer.notice(str(e))
         return None

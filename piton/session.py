@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -116,7 +116,7 @@ class Session:
         turn_id: str | None = None,
         mentions: bool = False,
         extra: Extra | None = None,
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """One turn of the user's. A typed `/name args` starts a skill or command, a
         `/mcp__server__prompt` line becomes the prompt's messages, `@server:uri` attaches an MCP
         resource, and with `mentions` `@path` attaches a file; `extra` adds what the front end holds
