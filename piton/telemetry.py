@@ -205,8 +205,10 @@ class SessionTelemetry:
                 "piton.cost_usd": cost,
             }
         )
-        if scope.first_token is not None and scope.first_token >= start:
-            attributes["piton.time_to_first_token_ms"] = (scope.first_token - start) / 1e6
+        if scope.first_token is not None:
+            # `start` counts back only the time spent waiting on the API, so the first token may
+            # seem to come before it when whoever reads the events was slow: then it came at once
+            attributes["piton.time_to_first_token_ms"] = max(0, scope.first_token - start) / 1e6
         scope.first_token = None
         span = self.tracer.start_span(
             f"chat {model}",
