@@ -44,6 +44,16 @@ async def settle(ctx: ToolContext, marker: Path) -> None:
     raise AssertionError("the background command never got to its marker")
 
 
+async def swept(ctx: ToolContext, planted: Path) -> None:
+    """Wait until the guard's sweep has removed `planted` (within a few sweeps), and said so."""
+    for _ in range(100):
+        if not await asyncio.to_thread(planted.exists):
+            break
+        await asyncio.sleep(0.1)
+    assert not await asyncio.to_thread(planted.exists)
+    assert f"Removed {planted}" in (ctx.shells.news() or "")
+
+
 def assert_nothing_planted(ws: Path) -> None:
     assert not (ws / ".git" / "hooks" / "pre-commit").exists()
     assert "fsmonitor" not in (ws / ".git" / "config").read_text()
@@ -135,12 +145,7 @@ def test_a_hook_frameworks_configuration_a_background_command_creates_is_removed
             "printf 'pre-commit:\\n  commands:\\n    x:\\n      run: touch pwned\\n' > lefthook.yml; touch done; sleep 60",
         )
         await settle(ctx, ws / "done")
-        for _ in range(100):  # swept within a few sweeps
-            if not await asyncio.to_thread(planted.exists):
-                break
-            await asyncio.sleep(0.1)
-        assert not planted.exists()
-        assert f"Removed {planted}" in (ctx.shells.news() or "")
+        await swept(ctx, planted)
         await ctx.shells.kill_all()
 
     asyncio.run(work())
@@ -165,12 +170,7 @@ def test_settings_a_background_command_plants_deeper_in_the_tree_are_removed(tmp
             " mkdir -p lib/.piton && echo '{}' > lib/.piton/settings.local.json",
         )
         await settle(ctx, ws / "done")
-        for _ in range(100):  # swept within a few sweeps
-            if not await asyncio.to_thread(planted.exists):
-                break
-            await asyncio.sleep(0.1)
-        assert not planted.exists()
-        assert f"Removed {planted}" in (ctx.shells.news() or "")
+        await swept(ctx, planted)
         (ws / "again").touch()
         shell = ctx.shells.get("bash_1")
         assert shell is not None and await shell.wait(30)

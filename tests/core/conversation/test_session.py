@@ -272,15 +272,17 @@ def test_project_keys_are_stable_and_distinct(tmp_path: Path) -> None:
     assert project_key(tmp_path / "a-b") != project_key(tmp_path / "a" / "b")
 
 
-@pytest.mark.skipif(sys.platform == "darwin", reason="macOS keeps state in ~/Library/Application Support")
 def test_sessions_live_in_the_xdg_state_folder_and_a_relative_one_is_ignored(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    """On Linux; macOS keeps them in ~/Library/Application Support, whatever XDG says."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    default = home / "Library" / "Application Support" / "piton" if sys.platform == "darwin" else None
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    assert state_dir() == tmp_path / "state" / "piton"
+    assert state_dir() == (default or tmp_path / "state" / "piton")
     for ignored in ("relative/state", ""):
         monkeypatch.setenv("XDG_STATE_HOME", ignored)
-        assert state_dir() == tmp_path / "home" / ".local" / "state" / "piton"
+        assert state_dir() == (default or home / ".local" / "state" / "piton")
     monkeypatch.delenv("XDG_STATE_HOME")
-    assert state_dir() == tmp_path / "home" / ".local" / "state" / "piton"
+    assert state_dir() == (default or home / ".local" / "state" / "piton")
