@@ -184,7 +184,9 @@ def _plugin_lines(cwd: Path, settings: Any) -> tuple[list[Line], Plugins]:
     from piton.skills.catalog import Catalog
     from piton.skills.plugins import load_plugins, plugin_grants, summary
 
-    trust = decide(cwd, plugin_grants(cwd, settings), trusted_folders=settings.trusted_folders)
+    trust = decide(
+        cwd, plugin_grants(cwd, settings), trusted_folders=settings.trusted_folders, first_use=False
+    )
     catalog = Catalog()
     plugins = load_plugins(cwd, settings, trust, catalog=catalog)
     lines = [("✓", f"plugin {line}") for line in summary(plugins, list(catalog.skills.values()))]

@@ -207,12 +207,15 @@ def _show(name: str | None, cwd: Path, out: TextIO) -> int:
     """`list` (every server, connected once to see) or `get` (one, in detail)."""
     from piton.core.mcp.manager import McpManager
     from piton.core.options import RunOptions
+    from piton.permission_setup import programs_for
     from piton.runtime import SetupError, mcp_selection, run_settings, workspace_trust
 
     options = RunOptions(cwd=cwd)
     try:
         settings = run_settings(options)
-        found, chosen = mcp_selection(options, settings, workspace_trust(options, settings=settings))
+        trust = workspace_trust(options, settings=settings)
+        found, chosen = mcp_selection(options, settings, trust)
+        programs = programs_for(options, settings, trust)
     except SetupError as e:
         raise UsageError(str(e)) from e
     active = [s for s in chosen.active if name in (None, s.name)]
@@ -225,7 +228,7 @@ def _show(name: str | None, cwd: Path, out: TextIO) -> int:
         return 0
     if active:
         out.write("Checking MCP server health…\n\n")
-    for state in _started(McpManager(active, cwd=cwd, pending=pending, disabled=disabled)):
+    for state in _started(McpManager(active, cwd=cwd, pending=pending, disabled=disabled, programs=programs)):
         status = describe_state(state)
         if name is None:
             out.write(f"{state.config.name}: {state.config.target} - {status}\n")
@@ -252,14 +255,21 @@ def server_health(cwd: Path) -> list[ServerState]:
     """Every MCP server a session here would know of, started once to see (`piton doctor`)."""
     from piton.core.mcp.manager import McpManager
     from piton.core.options import RunOptions
+    from piton.permission_setup import programs_for
     from piton.runtime import mcp_selection, run_settings, workspace_trust
 
     options = RunOptions(cwd=cwd)
     settings = run_settings(options)
-    found, chosen = mcp_selection(options, settings, workspace_trust(options, settings=settings))
+    trust = workspace_trust(options, settings=settings)
+    found, chosen = mcp_selection(options, settings, trust)
     if not found.servers:
         return []
-    return _started(McpManager(chosen.active, cwd=cwd, pending=chosen.pending, disabled=chosen.disabled))
+    programs = programs_for(options, settings, trust)
+    return _started(
+        McpManager(
+            chosen.active, cwd=cwd, pending=chosen.pending, disabled=chosen.disabled, programs=programs
+        )
+    )
 
 
 def status_lines(states: list[ServerState]) -> list[tuple[str, str]]:

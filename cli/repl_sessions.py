@@ -211,7 +211,8 @@ class ReplSessions:
             if self.driver.renderer is not None:
                 self.driver.renderer.handle(event)
         if runtime.status_command is not None:
-            self.status = StatusCommand(runtime.status_command, lambda t: say(f"piton: {t}", "yellow"))
+            command, sandboxed = runtime.status_command
+            self.status = StatusCommand(command, lambda t: say(f"piton: {t}", "yellow"), sandboxed=sandboxed)
             self.status.refresh(runtime, self.driver.totals, self.host.redraw)
         self.host.redraw()
 

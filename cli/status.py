@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any
 from piton import __version__
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from piton.cli.turns import SessionTotals
+    from piton.core.safety.sandbox import Launch
     from piton.runtime import Runtime
 
 
@@ -52,8 +55,9 @@ class StatusCommand:
 
     TIMEOUT_S = 5.0
 
-    def __init__(self, command: str, say: Callable[[str], None]) -> None:
+    def __init__(self, command: str, say: Callable[[str], None], *, sandboxed: bool = True) -> None:
         self.command = command
+        self.sandboxed = sandboxed  # in a read-only sandbox, unless the user's settings opt it out
         self.text: str | None = None
         self._say = say
         self._told = False
@@ -66,14 +70,30 @@ class StatusCommand:
         self._running = asyncio.ensure_future(self._run(_status_input(runtime, totals), runtime, redraw))
 
     async def _run(self, payload: dict[str, Any], runtime: Runtime, redraw: Callable[[], None]) -> None:
-        env = {**os.environ, "CLAUDE_PROJECT_DIR": str(runtime.agent.config.cwd)}
+        cwd = runtime.agent.config.cwd
+        programs = runtime.programs
+        if programs is None:
+            return self._fail("did not run: the session has no sandbox for it")
+        listed = {"CLAUDE_PROJECT_DIR": str(cwd)}
+        launch = programs.launch(
+            "status", self.command, cwd, os.environ, listed, opted_out=not self.sandboxed
+        )
+        if isinstance(launch, str):
+            return self._fail(f"did not run: {launch}")
+        try:
+            await self._launched(launch, cwd, payload, redraw)
+        finally:
+            launch.close()
+
+    async def _launched(
+        self, launch: Launch, cwd: Path, payload: dict[str, Any], redraw: Callable[[], None]
+    ) -> None:
         try:
             process = await asyncio.create_subprocess_exec(
-                "/bin/sh",
-                "-c",
-                self.command,
-                cwd=runtime.agent.config.cwd,
-                env=env,
+                *launch.argv,
+                cwd=cwd,
+                env=launch.env,
+                pass_fds=launch.pass_fds,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.DEVNULL,
@@ -81,6 +101,7 @@ class StatusCommand:
             )
         except OSError as e:
             return self._fail(f"could not start ({e.strerror or e})")
+        launch.started()
         try:
             out, _ = await asyncio.wait_for(process.communicate(json.dumps(payload).encode()), self.TIMEOUT_S)
         except TimeoutError:
@@ -99,7 +120,10 @@ class StatusCommand:
         self.text = None
         if not self._told:
             self._told = True
-            self._say(f"the statusLine command `{self.command}` {why}; showing Piton's own")
+            from piton.core.safety.programs import OPT_OUT_HINT
+
+            hint = f" (it ran in a read-only sandbox; {OPT_OUT_HINT})" if self.sandboxed else ""
+            self._say(f"the statusLine command `{self.command}` {why}; showing Piton's own{hint}")
 
 
 _UNSAFE = re.compile(r"\x1b\[[0-9;?]*[A-Za-ln-z]|\x1b[^\[]|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f]")

@@ -12,6 +12,7 @@ from piton.core.hooks.session import Hooks
 from piton.core.project.settings import Settings
 from piton.core.project.settings_sources import shown
 from piton.core.project.trust import Grant, Trust
+from piton.core.safety.programs import Programs
 
 # what the settings' env may not set in Piton's own process: what says where the user's Claude Code
 # files are and whether the machine is a sandbox comes from whoever started Piton, never from a file
@@ -33,7 +34,7 @@ def attribution(settings: Settings) -> str:
 def hook_commands(settings: Settings, warnings: list[str]) -> list[HookCommand]:
     found: list[HookCommand] = []
     for path, trusted, value in settings.hook_layers():
-        found += parse_hooks(path, trusted, value, warnings)
+        found += parse_hooks(path, trusted, value, warnings, may_opt_out=trusted)
     return found
 
 
@@ -71,28 +72,48 @@ def make_hooks(
     transcript_path: str,
     mode: Callable[[], str],
     notices: list[str],
+    programs: Programs,
 ) -> Hooks | None:
     """The session's hooks: the user's, and the project's that the folder's trust covers. They get
-    Piton's environment with the settings' `env` (a project's only in a trusted folder)."""
+    Piton's environment with the settings' `env` (a project's only in a trusted folder), and start
+    through `programs` (in a sandbox, unless the user's settings opt one out)."""
     chosen = [h for h in commands if h.trusted or trust.honours(Grant(_where(cwd, h.source), h.grant))]
     if not chosen:
         return None
-    env = {**os.environ, **settings.env(trusted_only=not trust.trusted)}
+    listed = settings.env(trusted_only=not trust.trusted)
     if skipped := len(commands) - len(chosen):
         notices.append(f"{skipped} hook(s) of the project's settings do not run: the folder is not trusted")
-    return Hooks(chosen, cwd, env, session_id=session_id, transcript_path=transcript_path, mode=mode)
+    return Hooks(
+        chosen,
+        cwd,
+        dict(os.environ),
+        programs,
+        listed,
+        session_id=session_id,
+        transcript_path=transcript_path,
+        mode=mode,
+    )
 
 
-def status_command(cwd: Path, settings: Settings, trust: Trust) -> str | None:
-    """The statusLine command to run, if the file that names it may (a project's needs trust)."""
+def status_command(
+    cwd: Path, settings: Settings, trust: Trust, warnings: list[str]
+) -> tuple[str, bool] | None:
+    """The statusLine command to run, if the file that names it may (a project's needs trust), and
+    whether it runs sandboxed (only the user's own settings can say `"sandbox": false`)."""
     line = settings.status_line()
     if line is None:
         return None
     path, trusted, value = line
     command = str(value["command"])
-    if trusted or trust.honours(Grant(_where(cwd, path), f"statusLine: {command}")):
-        return command
-    return None
+    if not (trusted or trust.honours(Grant(_where(cwd, path), f"statusLine: {command}"))):
+        return None
+    opted_out = value.get("sandbox") is False
+    if opted_out and not trusted:
+        warnings.append(
+            f'statusLine in {shown(path)}: "sandbox": false counts only in your user settings; '
+            "it runs sandboxed"
+        )
+    return command, not (opted_out and trusted)
 
 
 def _where(cwd: Path, path: Path) -> str:

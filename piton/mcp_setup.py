@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from piton.core.mcp.config import Found, Selection
     from piton.core.mcp.manager import McpManager
     from piton.core.mcp.sdk import SdkHost
+    from piton.core.safety.programs import Programs
     from piton.skills.plugins import Plugins
 
 
@@ -53,6 +54,7 @@ def mcp_servers(
     notices: list[str],
     host: SdkHost | None = None,
     plugins: Plugins | None = None,
+    programs: Programs | None = None,
 ) -> McpManager | None:
     """The session's MCP servers, started in the background; None when there are none (the SDK is
     then never imported)."""
@@ -67,8 +69,17 @@ def mcp_servers(
         return None
     from piton.core.mcp.manager import McpManager
 
+    if programs is None:
+        from piton.permission_setup import programs_for
+
+        programs = programs_for(options, settings, trust)
     manager = McpManager(
-        chosen.active, cwd=options.cwd, pending=chosen.pending, disabled=chosen.disabled, host=host
+        chosen.active,
+        cwd=options.cwd,
+        pending=chosen.pending,
+        disabled=chosen.disabled,
+        host=host,
+        programs=programs,
     )
     manager.start()
     return manager

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from piton.core.conversation.session import state_dir
 from piton.core.mode_names import CHOSEN_MODES, EXTRA_MODES
@@ -29,6 +30,9 @@ from piton.core.safety.permissions import (
 from piton.core.safety.policy import SANDBOX_MODES, SandboxPolicy, real
 from piton.core.safety.rules import BYPASS_REFUSED
 from piton.setup_errors import SetupError
+
+if TYPE_CHECKING:
+    from piton.core.safety.programs import Programs
 
 MACHINE_SANDBOX_NOTICE = (
     "IS_SANDBOX=1: this machine is the sandbox, so commands run without bwrap (--sandbox overrides)"
@@ -208,3 +212,12 @@ def secure(
         notices.append("permission mode auto: Piton has no classifier to decide; asking as in default mode")
     gate = PermissionGate(permissions, approver or DenyAll())
     return Secured(replace(policy, limits=limits), gate, notices)
+
+
+def programs_for(options: RunOptions, settings: Settings, trust: Trust) -> Programs:
+    """How the settings' programs start outside a session (`piton mcp list`, `piton doctor`): in
+    the sandbox a session here would give them."""
+    from piton.core.safety.programs import Programs
+
+    permissions = permissions_for(options, settings, trust, [])
+    return Programs(policy_for(options, settings, permissions, [], [], []))

@@ -28,6 +28,7 @@ from piton.core.project.system_prompt import OutputStyle, environment_section
 from piton.core.providers import Provider
 from piton.core.safety.permissions import Approver
 from piton.core.safety.policy import PolicyError, SandboxPolicy
+from piton.core.safety.programs import Programs
 from piton.core.shells import BackgroundShells
 from piton.core.subagents import AgentType, Spawn, SubagentRunner
 from piton.core.tools import AnyTool, ToolContext
@@ -86,7 +87,8 @@ class Runtime:
     agent_types: dict[str, AgentType] = field(default_factory=dict)
     trust: Trust | None = None  # what the folder's own files may grant
     mcp: McpManager | None = None  # the MCP servers, running beside the agent
-    status_command: str | None = None  # the settings' statusLine command
+    status_command: tuple[str, bool] | None = None  # the settings' statusLine command, and if sandboxed
+    programs: Programs | None = None  # how the settings' programs start (hooks, servers, statusLine)
     unsupported: list[str] = field(default_factory=list)  # settings keys Piton does not apply
     plugins: Plugins | None = None  # the Claude Code plugins loaded, and what they added
     output_style: OutputStyle | None = None  # the style the model answers in
@@ -169,11 +171,12 @@ def _wire(
     spawn = _spawner(factory, main, mirror)
     runner = SubagentRunner(spawn, found.agent_types, subagent_directory(log), budget=budget)
     observer = _telemetry(parts, log.session_id, notices)
-    agent_parts = _parts(options, parts, found, opened, secured, mirror, notices)
+    programs = Programs(secured.policy)  # the settings' programs; hooks share the session's command lock
+    agent_parts = _parts(options, parts, found, opened, secured, mirror, notices, programs)
     agent_parts.observer = observer
     tools = _tools(options, parts, found, runner, budget, agent_parts, opened, notices)
     main.append(agent := factory.build(config, tools, agent_parts, history=opened.history))
-    mcp = mcp_servers(options, settings, found.trust, notices, parts.sdk_host, found.plugins)
+    mcp = mcp_servers(options, settings, found.trust, notices, parts.sdk_host, found.plugins, programs)
     if mcp is not None:
         mcp.attach(agent.tools)
     return Runtime(
@@ -185,7 +188,8 @@ def _wire(
         agent_types=found.agent_types,
         trust=found.trust,
         mcp=mcp,
-        status_command=status_command(options.cwd, settings, found.trust),
+        status_command=status_command(options.cwd, settings, found.trust, notices),
+        programs=programs,
         unsupported=settings.unsupported_keys(),
         plugins=found.plugins,
         output_style=found.style if options.system_prompt is None else None,  # a prompt of one's own has none
@@ -202,6 +206,7 @@ def _parts(
     secured: Secured,
     mirror: ClaudeTranscript | None,
     notices: list[str],
+    programs: Programs,
 ) -> AgentParts:
     """The main agent's collaborators: its transcript, tool context, gate, hooks, and the after-tool
     steps (the settings' PostToolUse hooks first; clients put theirs after)."""
@@ -215,6 +220,7 @@ def _parts(
         timeouts=found.settings.tool_timeouts,
         # the session's own, or those the session before handed over: they go on
         shells=parts.shells if parts.shells is not None else BackgroundShells(),
+        lock=programs.lock,
     )
     hooks = make_hooks(
         options.cwd,
@@ -225,6 +231,7 @@ def _parts(
         transcript_path=str(mirror.path if mirror is not None else log.path),
         mode=lambda: str(gate.permissions.mode),
         notices=notices,
+        programs=programs,
     )
     after_tool = AfterToolChain()
     if hooks is not None and hooks.has("PreToolUse"):

@@ -253,7 +253,8 @@ def _servers(plugin: Plugin, env: Mapping[str, str], warnings: list[str]) -> lis
         named = (
             {f"plugin:{plugin.name}:{k}": v for k, v in table.items()} if isinstance(table, dict) else table
         )
-        found += servers_of(named, scope="user", source=str(path), env=env, warnings=warnings)
+        servers = servers_of(named, scope="user", source=str(path), env=env, warnings=warnings)
+        found += [replace(s, may_opt_out=False) for s in servers]  # only the user may
     return found
 
 

@@ -26,9 +26,12 @@ from tests.helpers import piton
 CONTEXT = "Remember: the release branch is frozen"
 
 
-def lifecycle_hooks(folder: Path) -> Path:
+def lifecycle_hooks(project: Path) -> Path:
     """SessionStart and SessionEnd hooks in the user's settings; each appends `event:source` or
-    `event:reason` to the returned log, and SessionStart prints context for the model."""
+    `event:reason` to the returned log, and SessionStart prints context for the model. The hook and
+    its log live in the project: hooks run in the sandbox, where the rest of /tmp is private."""
+    folder = project / ".hook-files"
+    folder.mkdir(exist_ok=True)
     log = folder / "lifecycle.log"
     recorder = folder / "record.py"
     recorder.write_text(
@@ -54,7 +57,7 @@ def events(log: Path) -> list[str]:
 def test_print_mode_starts_and_ends_the_session_and_resumes_it(
     fake_api: FakeAnthropicAPI, project: Path, tmp_path: Path
 ) -> None:
-    log = lifecycle_hooks(tmp_path)
+    log = lifecycle_hooks(project)
     fake_api.add(reply("First."), reply("Second."))
     done = piton(project, "-p", "hi")
     assert done.returncode == 0, done.stderr
@@ -72,7 +75,7 @@ def test_print_mode_starts_and_ends_the_session_and_resumes_it(
 def test_print_mode_ends_the_session_when_the_prompt_makes_no_turn(
     fake_api: FakeAnthropicAPI, project: Path, tmp_path: Path
 ) -> None:
-    log = lifecycle_hooks(tmp_path)
+    log = lifecycle_hooks(project)
     done = piton(project, "-p", "/no-such-command")
     assert done.returncode == 1 and "Unknown command: /no-such-command" in done.stderr
     assert events(log) == ["SessionStart:startup", "SessionEnd:other"] and fake_api.requests == []
@@ -81,7 +84,7 @@ def test_print_mode_ends_the_session_when_the_prompt_makes_no_turn(
 def test_the_agent_sdks_control_protocol_starts_and_ends_the_session(
     fake_api: FakeAnthropicAPI, project: Path, tmp_path: Path
 ) -> None:
-    log = lifecycle_hooks(tmp_path)
+    log = lifecycle_hooks(project)
     fake_api.add(reply("Hello from the SDK."))
 
     async def go() -> list[Any]:
@@ -95,7 +98,7 @@ def test_the_agent_sdks_control_protocol_starts_and_ends_the_session(
 
 
 def test_the_library_starts_and_ends_the_session(project: Path, tmp_path: Path) -> None:
-    log = lifecycle_hooks(tmp_path)
+    log = lifecycle_hooks(project)
     provider = ScriptedProvider(reply("One."), reply("Two."))
 
     async def go() -> list[str]:
@@ -113,7 +116,7 @@ def test_the_library_starts_and_ends_the_session(project: Path, tmp_path: Path) 
 
 
 def test_the_terminal_starts_ends_and_clears_the_session(project: Path, tmp_path: Path) -> None:
-    log = lifecycle_hooks(tmp_path)
+    log = lifecycle_hooks(project)
 
     async def script(s: Session) -> None:
         await s.until(lambda: events(log) == ["SessionStart:startup"])

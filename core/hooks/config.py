@@ -38,6 +38,7 @@ class HookCommand:
     timeout: float
     source: Path  # the settings file that names it
     trusted: bool  # from the user's own files (else the project's: it runs only in a trusted folder)
+    sandboxed: bool = True  # False only by `"sandbox": false` in the user's own settings
 
     @property
     def grant(self) -> str:
@@ -57,8 +58,11 @@ class HookCommand:
             return self.matcher == value
 
 
-def parse_hooks(source: Path, trusted: bool, value: dict[str, Any], warn: list[str]) -> list[HookCommand]:
-    """The command hooks of one settings file's `"hooks"` object."""
+def parse_hooks(
+    source: Path, trusted: bool, value: dict[str, Any], warn: list[str], *, may_opt_out: bool = False
+) -> list[HookCommand]:
+    """The command hooks of one settings file's `"hooks"` object. `may_opt_out`: the file is the
+    user's own settings, whose `"sandbox": false` on a hook runs it unconfined."""
     found: list[HookCommand] = []
     for event, entries in value.items():
         if event not in EVENTS:
@@ -68,11 +72,13 @@ def parse_hooks(source: Path, trusted: bool, value: dict[str, Any], warn: list[s
             warn.append(f"ignored hooks.{event} in {source}: expected a list of matchers")
             continue
         for entry in entries:
-            found += _entry(event, entry, source, trusted, warn)
+            found += _entry(event, entry, source, (trusted, may_opt_out), warn)
     return found
 
 
-def _entry(event: str, entry: Any, source: Path, trusted: bool, warn: list[str]) -> list[HookCommand]:
+def _entry(
+    event: str, entry: Any, source: Path, trust: tuple[bool, bool], warn: list[str]
+) -> list[HookCommand]:
     matcher = entry.get("matcher", "") if isinstance(entry, dict) else None
     hooks = entry.get("hooks") if isinstance(entry, dict) else None
     if not isinstance(matcher, str) or not isinstance(hooks, list):
@@ -91,5 +97,24 @@ def _entry(event: str, entry: Any, source: Path, trusted: bool, warn: list[str])
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             warn.append(f"hook {command!r} in {source}: timeout {timeout!r} is not a number of seconds; 60 s")
             timeout = DEFAULT_TIMEOUT_S
-        found.append(HookCommand(event, matcher.strip(), command, float(timeout), source, trusted))
+        sandboxed = _sandboxed(hook, command, source, trust[1], warn)
+        found.append(
+            HookCommand(event, matcher.strip(), command, float(timeout), source, trust[0], sandboxed)
+        )
     return found
+
+
+def _sandboxed(hook: dict[str, Any], command: str, source: Path, may_opt_out: bool, warn: list[str]) -> bool:
+    value = hook.get("sandbox", True)
+    if value is True:
+        return True
+    if value is not False:
+        warn.append(f"hook {command!r} in {source}: sandbox must be true or false; it runs sandboxed")
+        return True
+    if not may_opt_out:
+        warn.append(
+            f'hook {command!r} in {source}: "sandbox": false counts only in your user settings; '
+            "it runs sandboxed"
+        )
+        return True
+    return False

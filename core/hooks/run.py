@@ -1,10 +1,11 @@
 """Running hook commands: the event's JSON on stdin, exit code and output read back.
 
-Hooks are the user's own commands (or a trusted folder's) and run as the user, outside the bash
-sandbox, as Claude Code runs them: through `sh -c`, in the project folder, with
-`$CLAUDE_PROJECT_DIR` set and the settings' `env` added. Every hook of one event runs at the same
-time. A hook that hangs is killed (its whole process group) at its timeout; one that crashes or
-prints garbage is reported and changes nothing.
+Hooks are the user's own commands (or a trusted folder's), run as Claude Code runs them: through
+`sh -c`, in the project folder, with `$CLAUDE_PROJECT_DIR` set and the settings' `env` added, but in
+a sandbox like Bash's unless the user's settings opt one out (`piton.core.safety.programs`, which
+the caller's `start` asks). Every hook of one event runs at the same time. A hook that hangs is
+killed (its whole process group) at its timeout; one that crashes, prints garbage or cannot start
+is reported and changes nothing.
 """
 
 from __future__ import annotations
@@ -14,14 +15,18 @@ import contextlib
 import json
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from piton.core.hooks.config import HookCommand
+from piton.core.safety.programs import OPT_OUT_HINT
+from piton.core.safety.sandbox import Launch
 
 MAX_OUTPUT = 1_000_000  # bytes kept of each stream: a hook that prints a gigabyte is not read whole
+# how to start a hook: the argv and environment (sandboxed or not), or why it cannot start
+Starter = Callable[[HookCommand], Launch | str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,34 +67,51 @@ class HookRun:
     def failure(self) -> str | None:
         """One line for people when the hook failed without blocking (a crash, a timeout)."""
         if self.problem is not None:
-            return f"{self.hook.event} hook `{self.hook.command}` {self.problem}"
+            return f"{self.hook.event} hook `{self.hook.command}` {self.problem}{self._hint()}"
         if self.exit_code not in (0, 2):
             tail = (self.stderr.strip().splitlines() or [""])[-1][:200]
-            return f"{self.hook.event} hook `{self.hook.command}` failed (exit {self.exit_code})" + (
-                f": {tail}" if tail else ""
+            return (
+                f"{self.hook.event} hook `{self.hook.command}` failed (exit {self.exit_code})"
+                + (f": {tail}" if tail else "")
+                + self._hint()
             )
         if self.exit_code == 0 and self.stdout.strip().startswith("{") and self.output is None:
             return f"{self.hook.event} hook `{self.hook.command}` printed output that is not a JSON object"
         return None
 
+    def _hint(self) -> str:
+        """For a user's hook that failed in the sandbox: how to run it unconfined."""
+        if not (self.hook.sandboxed and self.hook.trusted):
+            return ""
+        return f" (it ran in the sandbox; {OPT_OUT_HINT})"
+
 
 async def run_hooks(
-    hooks: Sequence[HookCommand], payload: dict[str, Any], cwd: Path, env: Mapping[str, str]
+    hooks: Sequence[HookCommand], payload: dict[str, Any], cwd: Path, start: Starter
 ) -> list[HookRun]:
     """Run `hooks` side by side (each distinct command once), all given `payload` on stdin."""
     unique = list({h.command: h for h in hooks}.values())
     data = json.dumps(payload).encode()
-    return list(await asyncio.gather(*(_run(h, data, cwd, env) for h in unique)))
+    return list(await asyncio.gather(*(_run(h, data, cwd, start) for h in unique)))
 
 
-async def _run(hook: HookCommand, data: bytes, cwd: Path, env: Mapping[str, str]) -> HookRun:
+async def _run(hook: HookCommand, data: bytes, cwd: Path, start: Starter) -> HookRun:
+    launch = start(hook)
+    if isinstance(launch, str):
+        return HookRun(hook, None, "", "", problem=f"did not run: {launch}")
+    try:
+        return await _run_launched(hook, data, cwd, launch)
+    finally:
+        launch.close()
+
+
+async def _run_launched(hook: HookCommand, data: bytes, cwd: Path, launch: Launch) -> HookRun:
     try:
         process = await asyncio.create_subprocess_exec(
-            "/bin/sh",
-            "-c",
-            hook.command,
+            *launch.argv,
             cwd=cwd,
-            env=dict(env),
+            env=launch.env,
+            pass_fds=launch.pass_fds,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -97,6 +119,7 @@ async def _run(hook: HookCommand, data: bytes, cwd: Path, env: Mapping[str, str]
         )
     except OSError as e:
         return HookRun(hook, None, "", "", problem=f"could not start ({e.strerror or e})")
+    launch.started()
     try:
         stdout, stderr = await asyncio.wait_for(_communicate(process, data), hook.timeout)
     except TimeoutError:

@@ -21,6 +21,8 @@ from piton.core.conversation.events import AgentEvent, HookResponse, Notice
 from piton.core.conversation.messages import TextBlock, ToolUseBlock
 from piton.core.hooks.config import HookCommand
 from piton.core.hooks.run import HookRun, run_hooks
+from piton.core.safety.programs import Programs
+from piton.core.safety.sandbox import Launch
 from piton.core.tools import ToolResult, current_call
 
 
@@ -37,7 +39,9 @@ class Hooks:
 
     commands: Sequence[HookCommand]
     cwd: Path
-    env: Mapping[str, str]
+    env: Mapping[str, str]  # what hooks inherit: Piton's environment
+    programs: Programs  # how each starts: sandboxed, unless the user's settings opt it out
+    listed: Mapping[str, str] = field(default_factory=dict)  # the settings' `env`, given as written
     session_id: str = ""
     transcript_path: str = ""
     mode: Callable[[], str] = lambda: "default"
@@ -69,10 +73,21 @@ class Hooks:
             "hook_event_name": event,
             **fields,
         }
-        env = {**self.env, "CLAUDE_PROJECT_DIR": str(self.cwd)}
-        runs = await run_hooks(chosen, payload, self.cwd, env)
+        listed = {**self.listed, "CLAUDE_PROJECT_DIR": str(self.cwd)}
+
+        def start(hook: HookCommand) -> Launch | str:
+            return self.programs.launch(
+                "hook", hook.command, self.cwd, self.env, listed, opted_out=not hook.sandboxed
+            )
+
+        if any(h.sandboxed for h in chosen):
+            async with self.programs.guarded() as notes:
+                runs = await run_hooks(chosen, payload, self.cwd, start)
+        else:
+            runs, notes = await run_hooks(chosen, payload, self.cwd, start), []
         for run in runs:
             self._report(run, fields.get("tool_use_id"))
+        self._emit([Notice(f"{event} hooks: {note}") for note in notes])
         return runs
 
     def _report(self, run: HookRun, tool_use_id: str | None) -> None:
@@ -94,6 +109,9 @@ class Hooks:
             events.append(Notice(message.strip()))
         if output.get("continue") is False:
             self.halt = str(output.get("stopReason") or f"a {run.hook.event} hook stopped the run")
+        self._emit(events)
+
+    def _emit(self, events: list[AgentEvent]) -> None:
         scope = current_call.get()
         for event in events:
             if scope is not None:

@@ -65,6 +65,7 @@ class ServerConfig:
     source: str = ""  # the file it came from, or "--mcp-config"
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     where: str = ""  # a project server's file, relative to the project (`.mcp.json` when empty)
+    may_opt_out: bool = True  # its `"sandbox": false` counts (the user's own entry, not a plugin's)
 
     @property
     def target(self) -> str:
@@ -74,6 +75,11 @@ class ServerConfig:
         if self.transport == "sdk":
             return "in-process server of the SDK client"
         return self.url
+
+    @property
+    def sandboxed(self) -> bool:
+        """Whether a stdio server starts sandboxed: unless the user's own entry says `"sandbox": false`."""
+        return not (self.raw.get("sandbox") is False and self.may_opt_out and self.scope != "project")
 
     @property
     def always_load(self) -> bool:

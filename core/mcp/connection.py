@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
+import shlex
 import tempfile
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
@@ -24,7 +26,16 @@ from piton.core.mcp.config import ServerConfig
 from piton.core.mcp.offers import PromptInfo, ResourceInfo, list_prompts, list_resources
 from piton.core.mcp.sdk import SdkHost, sdk_transport
 from piton.core.mcp.tool import Caller, McpCallError, McpTool
-from piton.core.mcp.transport import EndWatch, describe, server_env, stderr_tail, watched
+from piton.core.mcp.transport import (
+    EndWatch,
+    describe,
+    inherited_env,
+    resolve_command,
+    stderr_tail,
+    watched,
+)
+from piton.core.safety.programs import OPT_OUT_HINT, Programs
+from piton.core.safety.sandbox import Launch
 
 Status = Literal["starting", "connected", "failed", "pending", "disabled", "stopped", "needs-auth"]
 _CHANGES = {
@@ -51,6 +62,10 @@ class ServerState:
     reported: bool = field(default=False)  # a failure is told once
 
 
+class SandboxRefused(Exception):
+    """A stdio server whose sandbox cannot start: it does not start either."""
+
+
 class Connection:
     def __init__(
         self,
@@ -61,8 +76,10 @@ class Connection:
         connect_timeout: float,
         changed: Callable[[], None],
         host: SdkHost | None = None,
+        programs: Programs,
     ) -> None:
         self.config = config
+        self._programs = programs  # how a stdio server starts (sandboxed, unless opted out)
         self.state = ServerState(config)
         self._caller = caller
         self._cwd = cwd
@@ -105,14 +122,50 @@ class Connection:
             self._settled.set()
         self._changed()
 
-    def _transport(self, errlog: TextIO | None) -> Any:
+    def _launch(self) -> Launch:
+        """How a stdio server starts: in a sandbox like a command left running, unless the user's
+        own configuration opts it out (`piton.core.safety.programs`)."""
         config = self.config
-        if config.transport == "stdio":
+        self._check_command({**inherited_env(), **config.env}.get("PATH", os.defpath))
+        script = shlex.join([config.command, *config.args])
+        launch = self._programs.launch(
+            "server", script, self._cwd, inherited_env(), config.env, opted_out=self._opted_out()
+        )
+        if isinstance(launch, str):
+            raise SandboxRefused(f"its sandbox cannot start: {launch}")
+        if launch.pass_fds:  # nothing the SDK's stdio client could hand over
+            launch.close()
+            raise SandboxRefused("its sandbox needs a file descriptor the MCP client cannot pass")
+        return launch
+
+    @property
+    def confined(self) -> bool:
+        """A stdio server that starts in a sandbox."""
+        return self.config.transport == "stdio" and self._programs.confining and not self._opted_out()
+
+    def _opted_out(self) -> bool:
+        """`"sandbox": false` from the user's own configuration; an `--mcp-config` file the model
+        could have written (inside the project) cannot say it."""
+        config = self.config
+        if config.sandboxed:
+            return False
+        given = config.scope == "flag" and os.path.isabs(config.source)
+        return not (given and self._programs.policy.in_roots(Path(config.source)))
+
+    def _check_command(self, path: str) -> None:
+        """A command that is not there is "command not found", said before any sandbox starts; one
+        under /tmp cannot run in the sandbox, whose /tmp is its own."""
+        found = resolve_command(self.config.command, self._cwd, path)
+        if self.confined and os.path.realpath(found).startswith("/tmp/"):
+            raise SandboxRefused(f"{found} is under /tmp, which the sandbox keeps private; {OPT_OUT_HINT}")
+
+    def _transport(self, errlog: TextIO | None, launch: Launch | None) -> Any:
+        config = self.config
+        if launch is not None:
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            params = StdioServerParameters(
-                command=config.command, args=list(config.args), env=server_env(config), cwd=self._cwd
-            )
+            argv, env = launch.argv, launch.env or {}
+            params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=self._cwd)
             return stdio_client(params, errlog=errlog) if errlog is not None else stdio_client(params)
         if config.transport == "sdk":
             return sdk_transport(config.url, self._host)
@@ -183,8 +236,11 @@ class Connection:
 
         self._watch.clear()
         async with AsyncExitStack() as stack:
+            launch = self._launch() if self.config.transport == "stdio" else None
+            if launch is not None:
+                stack.callback(launch.close)  # after the server has exited: its cgroup goes
             client = Client(
-                watched(self._transport(errlog), self._watch, self._server_ended),
+                watched(self._transport(errlog, launch), self._watch, self._server_ended),
                 message_handler=self._on_message,
                 client_info=Implementation(name="piton", version=__version__),
                 cache=None,  # every listing is asked afresh: list_changed must see the new tools

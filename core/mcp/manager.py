@@ -25,6 +25,8 @@ from piton.core.mcp.connection import Connection, ServerState
 from piton.core.mcp.offers import PromptInfo, ResourceInfo
 from piton.core.mcp.sdk import SdkHost
 from piton.core.mcp.tool import McpCallError, McpTool
+from piton.core.safety.programs import Programs
+from piton.core.shells import SWEEP_EVERY_S
 from piton.core.tools import ToolRegistry
 
 DEFAULT_CONNECT_MS = 30_000  # Claude Code's MCP_TIMEOUT default
@@ -52,10 +54,13 @@ class McpManager:
         connect_timeout: float | None = None,
         call_timeout: float | None = None,
         host: SdkHost | None = None,
+        programs: Programs,
     ) -> None:
-        """`host`: the Agent SDK client that serves the `sdk` servers, when one drives the run."""
+        """`host`: the Agent SDK client that serves the `sdk` servers, when one drives the run;
+        `programs`: how stdio servers start (in the session's sandbox for them)."""
         self.connect_timeout = connect_timeout or env_seconds("MCP_TIMEOUT", DEFAULT_CONNECT_MS)
         self.call_timeout = call_timeout or env_seconds("MCP_TOOL_TIMEOUT", DEFAULT_TOOL_MS)
+        self._programs = programs
         self._connections = {
             s.name: Connection(
                 s,
@@ -64,6 +69,7 @@ class McpManager:
                 connect_timeout=self.connect_timeout,
                 changed=self._changed,
                 host=host,
+                programs=programs,
             )
             for s in servers
         }
@@ -103,11 +109,29 @@ class McpManager:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         self._running.set()
+        confined = any(c.confined for c in self._connections.values())
+        if confined:
+            await self._programs.watch_servers()
         tasks = [asyncio.ensure_future(c.serve()) for c in self._connections.values()]
+        sweeper = asyncio.ensure_future(self._sweep_while_serving()) if confined else None
         await self._stop.wait()
         for connection in self._connections.values():
             connection.stop()
         await asyncio.wait(tasks, timeout=_CLOSE_WAIT_S)
+        if sweeper is not None:
+            sweeper.cancel()
+            await self._sweep()  # the last: what a server planted as it ended
+
+    async def _sweep_while_serving(self) -> None:
+        """Remove the settings files and hook frameworks' files the servers plant below the roots,
+        every few seconds while they run (a session started there, or a commit, would obey them)."""
+        while True:
+            await asyncio.sleep(SWEEP_EVERY_S)
+            await self._sweep()
+
+    async def _sweep(self) -> None:
+        for note in await self._programs.servers_guard.sweep():
+            self._report(f"MCP servers: {note}")
 
     def close(self) -> None:
         """Stop every server (their processes exit or are killed) and the thread. Idempotent."""

@@ -5,13 +5,14 @@ and its read stream watched for the server's end."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
-
-from piton.core.mcp.config import ServerConfig
 
 # the API credentials are Piton's, not a server's business
 _PRIVATE_ENV = (
@@ -24,9 +25,23 @@ _PRIVATE_ENV = (
 _STDERR_TAIL = 300
 
 
-def server_env(config: ServerConfig) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _PRIVATE_ENV}
-    return env | config.env
+def inherited_env() -> dict[str, str]:
+    """What a stdio server inherits of Piton's environment (its entry's `env` comes on top)."""
+    return {k: v for k, v in os.environ.items() if k not in _PRIVATE_ENV}
+
+
+def resolve_command(command: str, cwd: Path, path: str) -> str:
+    """Where a stdio server's `command` is: a path (relative to `cwd`), or found on `path`;
+    `FileNotFoundError` ("command not found") when it is not there."""
+    found: str | None
+    if os.sep in command:
+        found = command if os.path.isabs(command) else os.path.join(cwd, command)
+        found = found if os.path.isfile(found) and os.access(found, os.X_OK) else None
+    else:
+        found = shutil.which(command, path=path)
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, "command not found", command)
+    return found
 
 
 def stderr_tail(errlog: TextIO | None) -> str:

@@ -11,7 +11,9 @@ the project), with `--trust-workspace` for one run, or with `"trustedFolders"` i
 Trust is per folder one starts in: a subfolder of a trusted folder is not trusted, because a
 command can plant `sub/.piton/settings.json`. A remembered yes covers the grants the user was shown;
 a grant that appears later (a skill planted by a session) waits for a new yes, and a no is not asked
-again for the same grants.
+again for the same grants. A folder trusted by flag or setting is held to the same rule: what its
+files granted the first time it was trusted so is remembered, and a grant added since waits for a
+yes in the REPL.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ How = Literal["flag", "setting", "remembered", "declined", "unknown"]
 TRUST_FLAG = "--trust-workspace"
 HOW_TO_TRUST = f'trust it with {TRUST_FLAG}, or list it in "trustedFolders" in ~/.piton/settings.json'
 _SHOWN = 3  # grants named in the one-line notice
+_BY = {"flag": TRUST_FLAG, "setting": "trustedFolders"}
 
 
 def folder_key(folder: Path) -> str:
@@ -98,8 +101,16 @@ class TrustStore:
             "declined": sorted(set(declined)),
             "answered": datetime.now(UTC).isoformat(timespec="seconds"),
         }
+        self._store(folder, entry)
+
+    def save_baseline(self, folder: Path, grants: Iterable[str]) -> None:
+        """What the folder's files granted the first time it was trusted by flag or setting."""
+        self._store(folder, {"baseline": sorted(set(grants))})
+
+    def _store(self, folder: Path, fields: dict[str, Any]) -> None:
         records = self._read()  # another session may have answered for another folder meanwhile
-        records[folder_key(folder)] = entry
+        key = folder_key(folder)
+        records[key] = {**records.get(key, {}), **fields}
         self._records = records
         try:
             self._write({"version": 1, "folders": records})
@@ -155,9 +166,7 @@ class Trust:
         return self.how in ("flag", "setting", "remembered")
 
     def honours(self, grant: Grant) -> bool:
-        if self.how in ("flag", "setting"):
-            return True
-        return self.how == "remembered" and str(grant) in self.approved
+        return self.trusted and str(grant) in self.approved
 
     @property
     def ignored(self) -> list[Grant]:
@@ -172,6 +181,11 @@ class Trust:
         """The lines that show what trusting would grant, and the question itself."""
         if self.how == "remembered":
             head = "Since you trusted this folder, its files have added what would grant more power:"
+        elif self.trusted:
+            head = (
+                f"Since this folder was first trusted ({_BY[self.how]}), its files have added what "
+                "would grant more power:"
+            )
         else:
             head = "This folder's files would grant more power than you gave Piton:"
         lines = [head, *(f"  {g}" for g in self.ignored)]
@@ -186,7 +200,7 @@ class Trust:
         if yes:
             answered = replace(self, how="remembered", approved=frozenset(current), declined=frozenset())
         else:
-            how: How = "remembered" if self.how == "remembered" else "declined"
+            how: How = self.how if self.trusted else "declined"  # a no to added grants keeps the rest
             answered = replace(self, how=how, declined=self.declined | {str(g) for g in self.pending})
         if self.store is not None:
             self.store.save(
@@ -206,9 +220,12 @@ class Trust:
         shown = "; ".join(map(str, ignored[:_SHOWN]))
         if len(ignored) > _SHOWN:
             shown += f"; and {len(ignored) - _SHOWN} more"
-        if self.how == "remembered":
+        if self.trusted:
+            since = (
+                "you trusted it" if self.how == "remembered" else f"it was first trusted ({_BY[self.how]})"
+            )
             return (
-                f"ignored what this folder's files added since you trusted it ({shown}); "
+                f"ignored what this folder's files added since {since} ({shown}); "
                 "start piton here to review it"
             )
         told = f"this folder is not trusted, so its files grant nothing: ignored {shown} ({HOW_TO_TRUST})"
@@ -239,20 +256,30 @@ def decide(
     trusted_folders: Sequence[str] = (),
     store: TrustStore | None = None,
     flag: bool = False,
+    first_use: bool = True,
 ) -> Trust:
-    """The trust `folder` has: `flag` (`--trust-workspace`, for this run; nothing is remembered),
-    else the user's setting, else the answer remembered in `store` (the user's state directory)."""
+    """The trust `folder` has: `flag` (`--trust-workspace`, for this run), else the user's setting,
+    else the answer remembered in `store` (the user's state directory).
+
+    Trusted by flag or setting, the folder's files grant what they granted the first time it was
+    (remembered in `store` when `first_use`), and what the user approved since: a grant a session
+    planted waits for a yes in the REPL, as in a folder trusted by answering."""
     found = tuple(dict.fromkeys(grants))
     key = folder_key(folder)
-    if flag:
-        return Trust(Path(key), "flag", found, store=store)
-    if matches(folder, trusted_folders):
-        return Trust(Path(key), "setting", found, store=store)
     store = store if store is not None else TrustStore()
     record = store.record(folder)
+    approved = frozenset(v for v in (record or {}).get("approved", []) if isinstance(v, str))
+    declined = frozenset(v for v in (record or {}).get("declined", []) if isinstance(v, str))
+    if flag or matches(folder, trusted_folders):
+        how: How = "flag" if flag else "setting"
+        baseline = (record or {}).get("baseline")
+        if not isinstance(baseline, list):
+            baseline = [str(g) for g in found]
+            if first_use:
+                store.save_baseline(folder, baseline)
+        approved |= {v for v in baseline if isinstance(v, str)}
+        return Trust(Path(key), how, found, approved, declined, store=store)
     if record is None:
         return Trust(Path(key), "unknown", found, store=store)
-    approved = frozenset(v for v in record.get("approved", []) if isinstance(v, str))
-    declined = frozenset(v for v in record.get("declined", []) if isinstance(v, str))
-    how: How = "remembered" if record.get("trusted") is True else "declined"
+    how = "remembered" if record.get("trusted") is True else "declined"
     return Trust(Path(key), how, found, approved, declined, store=store)

@@ -170,6 +170,9 @@ class SandboxPolicy:
     lasting: bool = False
     # the resource limits of each command (the user's `sandbox.limits`); None: the defaults
     limits: Limits | None = None
+    # writable folders that hold no project (the caches of the settings' programs,
+    # `piton.core.safety.programs`): bound writable, never a root
+    scratch: tuple[Path, ...] = ()
 
     @classmethod
     def create(

@@ -65,12 +65,12 @@ def test_a_projects_env_cannot_redirect_pitons_own_requests(
 
 
 def test_a_projects_env_does_not_reach_the_users_hooks_in_an_untrusted_folder(
-    fake_api: FakeAnthropicAPI, project: Path, tmp_path: Path
+    fake_api: FakeAnthropicAPI, project: Path
 ) -> None:
     # BASH_ENV names a script bash runs first: through a user's hook it would run outside the sandbox
-    marker = tmp_path / "pwned"
+    marker = project / "pwned"  # where the hook, sandboxed, could write it
     evil = write(project / "evil.sh", f"touch {marker}\n")
-    seen = tmp_path / "seen"
+    seen = project / "seen"
     write(
         Path.home() / ".claude" / "settings.json",
         {"hooks": on("UserPromptSubmit", f'bash -c "echo \\$TEAM > {seen}"')},

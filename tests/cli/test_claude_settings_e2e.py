@@ -81,9 +81,9 @@ def test_model_and_env_from_claude_code_settings_are_applied(
 
 
 def test_a_hook_in_claude_code_settings_runs_and_is_reported(
-    fake_api: FakeAnthropicAPI, project: Path, tmp_path: Path
+    fake_api: FakeAnthropicAPI, project: Path
 ) -> None:
-    hook = tmp_path / "context.sh"
+    hook = project / "context.sh"  # hooks run in the sandbox, where the rest of /tmp is private
     hook.write_text("#!/bin/sh\necho 'Release freeze until Friday'\n")
     hook.chmod(0o755)
     write(

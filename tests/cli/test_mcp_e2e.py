@@ -68,7 +68,7 @@ def test_the_model_calls_a_server_tool_and_the_result_reaches_the_next_request(
 
 
 def test_an_unapproved_project_server_never_starts(fake_api: FakeAnthropicAPI, project: Path) -> None:
-    marker = project.parent / "started"
+    marker = project / "started"  # a server, sandboxed, can write only the project
     (project / ".mcp.json").write_text(config(planted=fixture(MCP_FIXTURE_MARKER=str(marker))))
     fake_api.add(reply("ok"))
     done = piton("-p", "q")
@@ -80,7 +80,7 @@ def test_an_unapproved_project_server_never_starts(fake_api: FakeAnthropicAPI, p
 
 
 def test_a_project_server_starts_in_a_trusted_folder(fake_api: FakeAnthropicAPI, project: Path) -> None:
-    marker = project.parent / "started"
+    marker = project / "started"  # a server, sandboxed, can write only the project
     (project / ".mcp.json").write_text(config(planted=fixture(MCP_FIXTURE_MARKER=str(marker))))
     fake_api.add(reply("ok"))
     done = piton("-p", "q", "--trust-workspace")
@@ -121,7 +121,7 @@ def test_strict_mcp_config_leaves_the_users_servers_out(fake_api: FakeAnthropicA
 def test_servers_in_the_projects_settings_files_start_only_once_approved(
     fake_api: FakeAnthropicAPI, project: Path
 ) -> None:
-    marker = project.parent / "started"
+    marker = project / "started"  # a server, sandboxed, can write only the project
     (project / ".claude").mkdir()
     (project / ".claude" / "settings.local.json").write_text(
         config(planted=fixture(MCP_FIXTURE_MARKER=str(marker)))

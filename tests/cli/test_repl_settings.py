@@ -41,7 +41,8 @@ def test_the_status_line_command_shows_its_output_and_is_refreshed(project: Path
         'model=$(echo "$input" | sed -n \'s/.*"id": "\\([^"]*\\)".*/\\1/p\')\n'
         'printf "\\033[32m[%s]\\033[0m run %s\\n" "$model" "$n"\n',
     )
-    user_settings({"statusLine": {"type": "command", "command": status}})
+    # it counts its runs in a file: only unconfined can it write one that lasts
+    user_settings({"statusLine": {"type": "command", "command": status, "sandbox": False}})
 
     async def script(s: Session) -> None:
         await s.until(lambda: s.repl.status is not None and s.repl.status.text is not None)
@@ -56,6 +57,19 @@ def test_the_status_line_command_shows_its_output_and_is_refreshed(project: Path
     run(project, ScriptedProvider(reply("hi")), script)
 
 
+def test_the_status_line_command_runs_in_a_read_only_sandbox(project: Path) -> None:
+    user_settings(
+        {"statusLine": {"type": "command", "command": "touch planted 2>/dev/null; echo ro-$PITON_SANDBOX"}}
+    )
+
+    async def script(s: Session) -> None:
+        await s.until(lambda: s.repl.status is not None and s.repl.status.text is not None)
+        assert s.repl.status.text == "ro-read-only"  # type: ignore[union-attr]
+
+    run(project, ScriptedProvider(reply("hi")), script)
+    assert not (project / "planted").exists(), "the status line wrote into the project"
+
+
 def test_a_failing_status_command_leaves_pitons_line_and_says_so_once(project: Path, tmp_path: Path) -> None:
     user_settings({"statusLine": {"type": "command", "command": "exit 3"}})
 
@@ -66,18 +80,21 @@ def test_a_failing_status_command_leaves_pitons_line_and_says_so_once(project: P
 
     s = run(project, ScriptedProvider(reply("hi")), script)
     assert s.screen.count("statusLine command `exit 3` failed (exit 3)") == 1
+    assert "itraninaread-onlysandbox" in "".join(s.screen.split())  # however the line wrapped
     toolbar = "".join(text for _, text, *_ in s.repl.view.toolbar())
     assert "sandbox" in toolbar
 
 
-def test_session_hooks_and_a_notification_on_a_permission_question(project: Path, tmp_path: Path) -> None:
-    log = tmp_path / "events"
+def test_session_hooks_and_a_notification_on_a_permission_question(project: Path) -> None:
+    files = project / ".hook-files"  # hooks run in the sandbox, where the rest of /tmp is private
+    files.mkdir()
+    log = files / "events"
     recorder = script_file(
-        tmp_path,
+        files,
         "record.sh",
         f'sed -n \'s/.*"hook_event_name": "\\([A-Za-z]*\\)".*/\\1/p\' >> {log}; echo >> {log}\n',
     )
-    start = script_file(tmp_path, "start.sh", "cat >/dev/null\necho 'Remember: the API is frozen'\n")
+    start = script_file(files, "start.sh", "cat >/dev/null\necho 'Remember: the API is frozen'\n")
     user_settings(
         {
             "hooks": {

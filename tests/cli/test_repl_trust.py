@@ -85,7 +85,7 @@ def test_a_folder_with_nothing_to_grant_is_not_asked_about(project: Path) -> Non
 def test_the_question_names_a_projects_hooks_status_line_and_servers_and_yes_runs_them(
     project: Path, tmp_path: Path
 ) -> None:
-    marker = tmp_path / "hook-ran"
+    marker = project / "hook-ran"  # a hook, sandboxed, can write only the project
     settings = {
         "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": f"touch {marker}"}]}]},
         "statusLine": {"type": "command", "command": "echo project-status"},
@@ -103,7 +103,7 @@ def test_the_question_names_a_projects_hooks_status_line_and_servers_and_yes_run
 
 
 def test_no_runs_none_of_a_projects_hooks(project: Path, tmp_path: Path) -> None:
-    marker = tmp_path / "hook-ran"
+    marker = project / "hook-ran"  # a hook, sandboxed, can write only the project
     path = project / ".claude" / "settings.json"
     path.parent.mkdir(parents=True)
     hooks = {"SessionStart": [{"hooks": [{"type": "command", "command": f"touch {marker}"}]}]}

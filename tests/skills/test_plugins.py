@@ -41,7 +41,7 @@ def user_text(body: dict[str, Any]) -> str:
 def test_a_plugin_dir_brings_its_command_agent_hook_and_mcp_server(
     fake_api: FakeAnthropicAPI, project: Path, monkeypatch: Any
 ) -> None:
-    marker = project.parent / "hook-ran"
+    marker = project / "hook-ran"  # a hook, sandboxed, can write only the project
     monkeypatch.setenv("PLUGIN_HOOK_MARKER", str(marker))
     monkeypatch.setenv("PLUGIN_PYTHON", sys.executable)
     fake_api.add(reply(ToolCall("Bash", {"command": "true"})), reply("Hello, Ada."))
@@ -58,7 +58,7 @@ def test_a_plugin_dir_brings_its_command_agent_hook_and_mcp_server(
 def test_an_untrusted_projects_enabled_plugin_loads_nothing(
     fake_api: FakeAnthropicAPI, project: Path, monkeypatch: Any
 ) -> None:
-    marker = project.parent / "hook-ran"
+    marker = project / "hook-ran"  # a hook, sandboxed, can write only the project
     monkeypatch.setenv("PLUGIN_HOOK_MARKER", str(marker))
     _claude_install(Path.home())
     (project / ".claude").mkdir()

@@ -22,7 +22,7 @@ _PASSED = (
     "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "PYENV_ROOT", "PYENV_VERSION",
     "NVM_DIR", "GOPATH", "GOROOT", "CARGO_HOME", "RUSTUP_HOME", "JAVA_HOME",
 )  # fmt: skip
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
 _FIXED = {
     "TMPDIR": "/tmp",
     "TERM": "dumb",
@@ -35,7 +35,7 @@ _FIXED = {
 def command_env(environ: Mapping[str, str], policy: SandboxPolicy) -> dict[str, str]:
     """The environment a sandboxed command sees: the allowlist, minus anything named like a secret,
     and what the settings' `env` lists (a value written there is given as written, on purpose)."""
-    env = {k: environ[k] for k in _PASSED if k in environ and not _SECRET_NAME.search(k)}
+    env = {k: environ[k] for k in _PASSED if k in environ and not SECRET_NAME.search(k)}
     env.setdefault("LANG", "C.UTF-8")
     env.update(policy.env)
     env.update(_FIXED)

@@ -54,7 +54,7 @@ class BwrapSandbox:
         if executable is not None:
             self.binary = inspect(executable, "given")
         else:
-            found = locate_bwrap(policy.workspace, policy.writable_roots())
+            found = locate_bwrap(policy.workspace, [*policy.writable_roots(), *policy.scratch])
             if isinstance(found, Bwrap):
                 self.binary = found
             else:
@@ -150,6 +150,9 @@ class BwrapSandbox:
         for root in self.policy.roots:
             # bound even when read-only: a project under /tmp would vanish under the private /tmp
             args += ["--bind" if root in writable else "--ro-bind", str(root), str(root)]
+        for folder in self.policy.scratch:
+            if folder.is_dir():
+                args += ["--bind", str(folder), str(folder)]
         # nothing of a read-only root needs binding read-only again
         protected = protected_paths(self.policy) if writable else []
         lasting = lasting_read_only(self.policy) if self.policy.lasting else []

@@ -62,7 +62,7 @@ def profile(policy: SandboxPolicy, private_tmp: str) -> tuple[str, dict[str, str
     each command a private /tmp)."""
     params: dict[str, str] = {"PRIVATE_TMP": private_tmp}
     writes = ['(subpath (param "PRIVATE_TMP"))']
-    for i, root in enumerate(policy.writable_roots()):
+    for i, root in enumerate([*policy.writable_roots(), *policy.scratch]):
         params[f"WRITABLE_{i}"] = str(root)
         writes.append(f'(subpath (param "WRITABLE_{i}"))')
     services = " ".join(f'(global-name "{name}")' for name in _MACH_SERVICES)

@@ -10,12 +10,23 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from piton.cli.headless import HeadlessOptions, Streams, run_headless
 from piton.core.conversation.messages import Message, TextBlock, ToolResultBlock
 from piton.core.options import RunOptions
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
 from tests.fakes.tools import Probe
+
+
+@pytest.fixture
+def files(project: Path) -> Path:
+    """Where the hook scripts and what they write live: in the project, since hooks run in the
+    sandbox (the project writable, the rest of /tmp, where the tests' folders are, private)."""
+    folder = project / ".hook-files"
+    folder.mkdir()
+    return folder
 
 
 def script(folder: Path, name: str, body: str) -> str:
@@ -64,9 +75,9 @@ def texts(message: Message) -> list[str]:
     return [b.text for b in message.content if isinstance(b, TextBlock)]
 
 
-def test_pre_tool_use_exit_2_blocks_the_call_and_the_model_reads_why(project: Path, tmp_path: Path) -> None:
-    seen = tmp_path / "seen.json"
-    guard = script(tmp_path, "guard.sh", f'cat > {seen}\necho "no deploys on Friday" >&2\nexit 2\n')
+def test_pre_tool_use_exit_2_blocks_the_call_and_the_model_reads_why(project: Path, files: Path) -> None:
+    seen = files / "seen.json"
+    guard = script(files, "guard.sh", f'cat > {seen}\necho "no deploys on Friday" >&2\nexit 2\n')
     user_hooks(on("PreToolUse", guard, matcher="Deploy|Other"))
     deploy = Probe("Deploy")
     provider = ScriptedProvider(reply(ToolCall("Deploy", {"text": "prod"})), reply("ok"))
@@ -87,15 +98,15 @@ def test_pre_tool_use_exit_2_blocks_the_call_and_the_model_reads_why(project: Pa
     )
 
 
-def test_a_matcher_that_does_not_name_the_tool_leaves_it_alone(project: Path, tmp_path: Path) -> None:
-    guard = script(tmp_path, "guard.sh", "exit 2\n")
+def test_a_matcher_that_does_not_name_the_tool_leaves_it_alone(project: Path, files: Path) -> None:
+    guard = script(files, "guard.sh", "exit 2\n")
     user_hooks(on("PreToolUse", guard, matcher="Bash"))
     echo = Probe("Echo", read_only=True)
     run(ScriptedProvider(reply(ToolCall("Echo", {"text": "x"})), reply("ok")), [echo])
     assert echo.log == ["start x", "end x"]
 
 
-def test_pre_tool_use_rewrites_the_input_and_allows_without_a_question(project: Path, tmp_path: Path) -> None:
+def test_pre_tool_use_rewrites_the_input_and_allows_without_a_question(project: Path, files: Path) -> None:
     answer = {
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
@@ -104,30 +115,30 @@ def test_pre_tool_use_rewrites_the_input_and_allows_without_a_question(project: 
             "updatedInput": {"text": "staging"},
         }
     }
-    hook = script(tmp_path, "rewrite.sh", f"cat >/dev/null\necho '{json.dumps(answer)}'\n")
+    hook = script(files, "rewrite.sh", f"cat >/dev/null\necho '{json.dumps(answer)}'\n")
     user_hooks(on("PreToolUse", hook, matcher="mcp__.*|Deploy"))
     deploy = Probe("Deploy")  # not read-only: without the hook, -p would refuse it
     run(ScriptedProvider(reply(ToolCall("Deploy", {"text": "prod"})), reply("ok")), [deploy])
     assert deploy.log == ["start staging", "end staging"]
 
 
-def test_a_hooks_allow_never_beats_a_deny_rule(project: Path, tmp_path: Path) -> None:
+def test_a_hooks_allow_never_beats_a_deny_rule(project: Path, files: Path) -> None:
     answer = {"hookSpecificOutput": {"permissionDecision": "allow"}}
-    hook = script(tmp_path, "allow.sh", f"echo '{json.dumps(answer)}'\n")
+    hook = script(files, "allow.sh", f"echo '{json.dumps(answer)}'\n")
     user_hooks(on("PreToolUse", hook), permissions={"deny": ["Deploy"]})
     deploy = Probe("Deploy")
     run(ScriptedProvider(reply(ToolCall("Deploy", {"text": "prod"})), reply("ok")), [deploy])
     assert deploy.log == []
 
 
-def test_post_tool_use_feedback_and_context_reach_the_model(project: Path, tmp_path: Path) -> None:
-    seen = tmp_path / "post.json"
+def test_post_tool_use_feedback_and_context_reach_the_model(project: Path, files: Path) -> None:
+    seen = files / "post.json"
     answer = {
         "decision": "block",
         "reason": "lint failed: missing semicolon",
         "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "style guide: use tabs"},
     }
-    hook = script(tmp_path, "post.sh", f"cat > {seen}\necho '{json.dumps(answer)}'\n")
+    hook = script(files, "post.sh", f"cat > {seen}\necho '{json.dumps(answer)}'\n")
     user_hooks(on("PostToolUse", hook, matcher="Echo"))
     provider = ScriptedProvider(reply(ToolCall("Echo", {"text": "x"})), reply("ok"))
     run(provider, [Probe("Echo", read_only=True)])
@@ -137,9 +148,9 @@ def test_post_tool_use_feedback_and_context_reach_the_model(project: Path, tmp_p
     assert payload["hook_event_name"] == "PostToolUse" and payload["tool_response"] == "Echo: x"
 
 
-def test_user_prompt_submit_adds_context_or_blocks_the_prompt(project: Path, tmp_path: Path) -> None:
+def test_user_prompt_submit_adds_context_or_blocks_the_prompt(project: Path, files: Path) -> None:
     hook = script(
-        tmp_path,
+        files,
         "prompt.sh",
         'input=$(cat)\ncase "$input" in *secret*) echo "prompts may not name secrets" >&2; exit 2;; esac\n'
         'echo "Current sprint: billing"\n',
@@ -158,9 +169,9 @@ def test_user_prompt_submit_adds_context_or_blocks_the_prompt(project: Path, tmp
     assert "prompts may not name secrets" in lines[-1]["result"] and lines[-1]["is_error"] is True
 
 
-def test_a_stop_hook_keeps_the_agent_going_once_then_lets_it_stop(project: Path, tmp_path: Path) -> None:
+def test_a_stop_hook_keeps_the_agent_going_once_then_lets_it_stop(project: Path, files: Path) -> None:
     hook = script(
-        tmp_path,
+        files,
         "stop.sh",
         'input=$(cat)\ncase "$input" in *\'"stop_hook_active": true\'*) exit 0;; esac\n'
         'echo "run the tests before you stop" >&2\nexit 2\n',
@@ -172,9 +183,9 @@ def test_a_stop_hook_keeps_the_agent_going_once_then_lets_it_stop(project: Path,
     assert "run the tests before you stop" in texts(provider.requests[1].messages[-1])[0]
 
 
-def test_continue_false_stops_the_run_with_its_reason(project: Path, tmp_path: Path) -> None:
+def test_continue_false_stops_the_run_with_its_reason(project: Path, files: Path) -> None:
     answer = {"continue": False, "stopReason": "budget review needed"}
-    hook = script(tmp_path, "halt.sh", f"echo '{json.dumps(answer)}'\n")
+    hook = script(files, "halt.sh", f"echo '{json.dumps(answer)}'\n")
     user_hooks(on("PostToolUse", hook))
     provider = ScriptedProvider(reply(ToolCall("Echo", {"text": "x"})))
     code, lines, _ = run(provider, [Probe("Echo", read_only=True)])
@@ -182,12 +193,10 @@ def test_continue_false_stops_the_run_with_its_reason(project: Path, tmp_path: P
     assert len(provider.requests) == 1, "no request after the hook stopped the run"
 
 
-def test_a_hanging_hook_is_stopped_at_its_timeout_and_garbage_is_reported(
-    project: Path, tmp_path: Path
-) -> None:
-    hang = script(tmp_path, "hang.sh", "sleep 30\n")
-    garbage = script(tmp_path, "garbage.sh", "echo '{not json'\n")
-    crash = script(tmp_path, "crash.sh", "echo 'Traceback: boom' >&2\nexit 1\n")
+def test_a_hanging_hook_is_stopped_at_its_timeout_and_garbage_is_reported(project: Path, files: Path) -> None:
+    hang = script(files, "hang.sh", "sleep 30\n")
+    garbage = script(files, "garbage.sh", "echo '{not json'\n")
+    crash = script(files, "crash.sh", "echo 'Traceback: boom' >&2\nexit 1\n")
     hooks = {
         "PreToolUse": [
             {"matcher": "Echo", "hooks": [{"type": "command", "command": hang, "timeout": 1}]},
@@ -204,17 +213,17 @@ def test_a_hanging_hook_is_stopped_at_its_timeout_and_garbage_is_reported(
     assert "failed (exit 1): Traceback: boom" in err
 
 
-def test_hooks_of_one_event_run_side_by_side(project: Path, tmp_path: Path) -> None:
+def test_hooks_of_one_event_run_side_by_side(project: Path, files: Path) -> None:
     # each waits for the other's mark: run one after the other, both would time out
     a = script(
-        tmp_path,
+        files,
         "a.sh",
-        f"touch {tmp_path}/a; for i in $(seq 100); do [ -e {tmp_path}/b ] && exit 0; sleep 0.1; done; exit 1\n",
+        f"touch {files}/a; for i in $(seq 100); do [ -e {files}/b ] && exit 0; sleep 0.1; done; exit 1\n",
     )
     b = script(
-        tmp_path,
+        files,
         "b.sh",
-        f"touch {tmp_path}/b; for i in $(seq 100); do [ -e {tmp_path}/a ] && exit 0; sleep 0.1; done; exit 1\n",
+        f"touch {files}/b; for i in $(seq 100); do [ -e {files}/a ] && exit 0; sleep 0.1; done; exit 1\n",
     )
     hooks = {
         "UserPromptSubmit": [
@@ -227,10 +236,10 @@ def test_hooks_of_one_event_run_side_by_side(project: Path, tmp_path: Path) -> N
     assert (code, outcomes, err) == (0, [0, 0], "")
 
 
-def test_session_start_context_and_session_end_run(project: Path, tmp_path: Path) -> None:
-    ended = tmp_path / "ended.json"
-    start = script(tmp_path, "start.sh", "echo 'Branch policy: never push to main'\n")
-    end = script(tmp_path, "end.sh", f"cat > {ended}\n")
+def test_session_start_context_and_session_end_run(project: Path, files: Path) -> None:
+    ended = files / "ended.json"
+    start = script(files, "start.sh", "echo 'Branch policy: never push to main'\n")
+    end = script(files, "end.sh", f"cat > {ended}\n")
     user_hooks({**on("SessionStart", start, matcher="startup"), **on("SessionEnd", end)})
     provider = ScriptedProvider(reply("ok"))
     run(provider, [])
@@ -239,8 +248,8 @@ def test_session_start_context_and_session_end_run(project: Path, tmp_path: Path
     assert json.loads(ended.read_text())["hook_event_name"] == "SessionEnd"
 
 
-def test_project_hooks_run_only_in_a_trusted_folder(project: Path, tmp_path: Path) -> None:
-    marker = tmp_path / "ran"
+def test_project_hooks_run_only_in_a_trusted_folder(project: Path, files: Path) -> None:
+    marker = files / "ran"
     settings = project / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps({"hooks": on("UserPromptSubmit", f"touch {marker}")}))
@@ -251,18 +260,18 @@ def test_project_hooks_run_only_in_a_trusted_folder(project: Path, tmp_path: Pat
     assert marker.exists()
 
 
-def test_the_settings_env_reaches_hooks_and_claude_project_dir_is_set(project: Path, tmp_path: Path) -> None:
-    seen = tmp_path / "env"
-    hook = script(tmp_path, "env.sh", f'echo "$TEAM $CLAUDE_PROJECT_DIR" > {seen}\n')
+def test_the_settings_env_reaches_hooks_and_claude_project_dir_is_set(project: Path, files: Path) -> None:
+    seen = files / "env"
+    hook = script(files, "env.sh", f'echo "$TEAM $CLAUDE_PROJECT_DIR" > {seen}\n')
     user_hooks(on("UserPromptSubmit", hook), env={"TEAM": "billing"})
     run(ScriptedProvider(reply("ok")), [])
     assert seen.read_text().strip() == f"billing {project}"
 
 
 def test_disable_all_hooks_in_a_project_file_cannot_switch_off_the_users_guard(
-    project: Path, tmp_path: Path
+    project: Path, files: Path
 ) -> None:
-    guard = script(tmp_path, "guard.sh", "echo 'guarded' >&2; exit 2\n")
+    guard = script(files, "guard.sh", "echo 'guarded' >&2; exit 2\n")
     user_hooks(on("PreToolUse", guard))
     (project / ".claude").mkdir()
     (project / ".claude" / "settings.json").write_text(json.dumps({"disableAllHooks": True}))
@@ -275,10 +284,10 @@ def test_disable_all_hooks_in_a_project_file_cannot_switch_off_the_users_guard(
     assert deploy.log == []
 
 
-def test_a_stop_hook_that_never_lets_go_is_ended(project: Path, tmp_path: Path) -> None:
+def test_a_stop_hook_that_never_lets_go_is_ended(project: Path, files: Path) -> None:
     from piton.core.turn_rules import MAX_KEPT_GOING
 
-    hook = script(tmp_path, "stubborn.sh", "cat >/dev/null\necho 'not yet' >&2\nexit 2\n")
+    hook = script(files, "stubborn.sh", "cat >/dev/null\necho 'not yet' >&2\nexit 2\n")
     user_hooks(on("Stop", hook))
     provider = ScriptedProvider(*(reply(f"try {i}") for i in range(MAX_KEPT_GOING + 1)))
     code, lines, err = run(provider, [])
@@ -287,12 +296,10 @@ def test_a_stop_hook_that_never_lets_go_is_ended(project: Path, tmp_path: Path) 
     provider.assert_complete()
 
 
-def test_a_subagents_end_is_a_subagent_stop_and_its_calls_pass_the_hooks(
-    project: Path, tmp_path: Path
-) -> None:
-    events = tmp_path / "events"
-    record = script(tmp_path, "record.sh", f"cat >> {events}; echo >> {events}\n")
-    guard = script(tmp_path, "guard.sh", "echo 'not in subagents either' >&2; exit 2\n")
+def test_a_subagents_end_is_a_subagent_stop_and_its_calls_pass_the_hooks(project: Path, files: Path) -> None:
+    events = files / "events"
+    record = script(files, "record.sh", f"cat >> {events}; echo >> {events}\n")
+    guard = script(files, "guard.sh", "echo 'not in subagents either' >&2; exit 2\n")
     user_hooks(
         {**on("SubagentStop", record), **on("Stop", record), **on("PreToolUse", guard, matcher="Deploy")}
     )
@@ -311,13 +318,13 @@ def test_a_subagents_end_is_a_subagent_stop_and_its_calls_pass_the_hooks(
     assert seen[0]["agent_id"] and seen[0]["stop_hook_active"] is False
 
 
-def test_pre_compact_runs_before_a_compaction(project: Path, tmp_path: Path) -> None:
+def test_pre_compact_runs_before_a_compaction(project: Path, files: Path) -> None:
     import asyncio
 
     from piton.runtime import Parts, build_runtime
 
-    seen = tmp_path / "compact.json"
-    user_hooks(on("PreCompact", script(tmp_path, "pre.sh", f"cat > {seen}\n"), matcher="manual"))
+    seen = files / "compact.json"
+    user_hooks(on("PreCompact", script(files, "pre.sh", f"cat > {seen}\n"), matcher="manual"))
     provider = ScriptedProvider(reply("first answer"), reply("A summary of the work."))
     runtime = build_runtime(RunOptions(cwd=project), provider, parts=Parts(tools=[]))
 

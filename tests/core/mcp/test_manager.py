@@ -8,6 +8,8 @@ import contextlib
 import os
 import signal
 import sys
+import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -17,6 +19,8 @@ import pytest
 from piton.core.conversation.messages import ImageBlock, TextBlock, ToolUseBlock
 from piton.core.mcp.config import ServerConfig
 from piton.core.mcp.manager import McpManager
+from piton.core.safety.policy import SandboxPolicy
+from piton.core.safety.programs import Programs
 from piton.core.tools import ToolContext, ToolRegistry, ToolResult
 from tests.fixtures.mcp_http import serve
 from tests.helpers import CEILING_S, eventually, wait_until
@@ -26,8 +30,22 @@ CTX = ToolContext(cwd=Path("."), session_id="test")
 HANG_S = 5.0  # how long a server may take to start here: a hanging one is given up on after it
 
 
-def fixture(name: str = "fixture") -> ServerConfig:
-    return ServerConfig(name, "stdio", command=sys.executable, args=(SERVER,))
+def fixture(name: str = "fixture", tag: str = "") -> ServerConfig:
+    """The fixture server; `tag` marks its processes (in their environment) for `tagged`."""
+    env = {"PITON_TEST_TAG": tag} if tag else {}
+    return ServerConfig(name, "stdio", command=sys.executable, args=(SERVER,), env=env)
+
+
+def tagged(tag: str) -> list[int]:
+    """The processes whose environment carries `tag`: the servers themselves, seen from outside
+    their sandbox (inside it, a server's own pid is that of its pid namespace)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if f"PITON_TEST_TAG={tag}".encode() in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+    return found
 
 
 def hanging() -> ServerConfig:
@@ -35,9 +53,16 @@ def hanging() -> ServerConfig:
     return ServerConfig("hang", "stdio", command=sys.executable, args=("-c", script))
 
 
+PROJECTS: dict[int, Path] = {}  # each manager's project: what its servers may write
+
+
 @contextlib.contextmanager
 def running(*servers: ServerConfig, **options: Any) -> Iterator[McpManager]:
-    manager = McpManager(servers, cwd=Path.cwd(), **options)
+    """The servers started as a session starts them: each in its sandbox, in a project of its own."""
+    project = Path(tempfile.mkdtemp(prefix="mcp-project-"))
+    programs = Programs(SandboxPolicy.create("workspace-write", project))
+    manager = McpManager(servers, cwd=project, programs=programs, **options)
+    PROJECTS[id(manager)] = project
     manager.start()
     try:
         yield manager
@@ -116,8 +141,8 @@ def test_a_tool_call_that_takes_too_long_is_an_error_and_the_server_goes_on() ->
     assert after.content == "echo: still here"
 
 
-def test_a_cancelled_call_leaves_the_server_usable(shared: McpManager, tmp_path: Path) -> None:
-    started = tmp_path / "started"
+def test_a_cancelled_call_leaves_the_server_usable(shared: McpManager) -> None:
+    started = PROJECTS[id(shared)] / "started"  # the server writes it: in its project
 
     async def go() -> ToolResult:
         registry = await synced(shared)
@@ -162,20 +187,24 @@ def test_failing_and_hanging_servers_are_reported_once_and_the_rest_work(tmp_pat
 
 
 def test_a_server_killed_mid_session_is_started_again_at_the_next_call() -> None:
-    async def go() -> tuple[str, ToolResult, str]:
+    tag = uuid.uuid4().hex
+
+    async def go() -> tuple[list[int], ToolResult, list[int]]:
         registry = await synced(manager)
-        first = str((await call(registry, "mcp__fixture__pid")).content)
-        os.kill(int(first), signal.SIGKILL)
+        first = tagged(tag)
+        assert first, "the server's process was not found"
+        for pid in first:
+            os.kill(pid, signal.SIGKILL)
         await eventually(lambda: manager.states()[0].status == "failed", "server's end noticed")
         again = await call(registry, "mcp__fixture__echo", text="back")
-        return first, again, str((await call(registry, "mcp__fixture__pid")).content)
+        return first, again, tagged(tag)
 
-    with running(fixture(), connect_timeout=CEILING_S) as manager:
+    with running(fixture(tag=tag), connect_timeout=CEILING_S) as manager:
         first, again, second = asyncio.run(go())
         [state] = manager.states()
         status = state.status
     assert again.content == "echo: back" and not again.is_error
-    assert first != second and state.restarts == 1 and status == "connected"
+    assert second and not set(first) & set(second) and state.restarts == 1 and status == "connected"
 
 
 def test_a_server_that_exits_during_a_call_gives_an_error_then_comes_back() -> None:
@@ -191,14 +220,12 @@ def test_a_server_that_exits_during_a_call_gives_an_error_then_comes_back() -> N
 
 
 def test_closing_leaves_no_server_process_behind() -> None:
-    async def pids() -> list[int]:
-        registry = await synced(manager)
-        return [int(str((await call(registry, f"mcp__{n}__pid")).content)) for n in ("one", "two")]
-
-    with running(fixture("one"), fixture("two"), connect_timeout=CEILING_S) as manager:
-        started = asyncio.run(pids())
-        assert all(alive(pid) for pid in started)
-    assert not any(alive(pid) for pid in started)
+    tag = uuid.uuid4().hex
+    with running(fixture("one", tag), fixture("two", tag), connect_timeout=CEILING_S) as manager:
+        asyncio.run(synced(manager))
+        started = tagged(tag)
+        assert len(started) >= 2 and all(alive(pid) for pid in started)
+    assert not any(alive(pid) for pid in started) and tagged(tag) == []
 
 
 def test_a_changed_tool_list_reaches_the_registry(shared: McpManager) -> None:

@@ -13,6 +13,8 @@ import httpx2
 from piton.core.mcp.config import ServerConfig
 from piton.core.mcp.manager import McpManager
 from piton.core.mcp.oauth import token_file
+from piton.core.safety.policy import SandboxPolicy
+from piton.core.safety.programs import Programs
 from tests.fixtures.mcp_oauth import serve_with_oauth
 
 
@@ -37,7 +39,8 @@ def test_oauth_authorizes_once_and_reuses_the_tokens(project: Path) -> None:
     with serve_with_oauth() as (url, provider):
         config = ServerConfig("secure", "http", url=url)
         for browser in (True, False):
-            manager = McpManager([config], cwd=project, connect_timeout=15)
+            programs = Programs(SandboxPolicy.create("workspace-write", project))  # http: never used
+            manager = McpManager([config], cwd=project, connect_timeout=15, programs=programs)
             manager.start()
             try:
                 assert "mcp__secure__echo" in asyncio.run(connected(manager, browser))

@@ -67,12 +67,22 @@ def test_a_subfolder_of_a_trusted_folder_is_not_trusted(project: Path) -> None:
     assert decide(sub, [RULE]).how == "unknown"
 
 
-def test_the_flag_and_the_setting_trust_everything_and_remember_nothing(project: Path) -> None:
-    flagged = decide(project, [RULE, SKILL], flag=True)
+def test_the_flag_and_the_setting_trust_what_the_folder_granted_when_first_trusted(project: Path) -> None:
+    flagged = decide(project, [RULE], flag=True)
     assert flagged.how == "flag" and flagged.ignored == [] and flagged.notice() is None
-    setting = decide(project, [SKILL], trusted_folders=[f"{project.parent}/*"])
-    assert setting.how == "setting" and setting.honours(SKILL)
-    assert not default_store_path().exists()
+    again = decide(project, [RULE, SKILL], flag=True)  # the skill appeared since: a session wrote it
+    assert again.trusted and again.honours(RULE) and again.ignored == [SKILL]
+    assert "added since it was first trusted (--trust-workspace)" in (again.notice() or "")
+    assert not decide(project, [RULE]).trusted, "the flag trusts for its run only"
+    assert again.answer(True).honours(SKILL), "a yes in the REPL approves the added grant"
+    setting = decide(project, [SKILL, RULE], trusted_folders=[f"{project.parent}/*"])
+    assert setting.how == "setting" and setting.honours(SKILL) and setting.honours(RULE)
+    other = project.parent / "other"
+    other.mkdir()
+    assert decide(other, [SKILL], trusted_folders=[f"{project.parent}/*"], first_use=False).honours(SKILL)
+    assert decide(other, [RULE], trusted_folders=[f"{project.parent}/*"]).honours(RULE), (
+        "a look that remembers nothing (piton doctor) leaves the first use to the first session"
+    )
 
 
 def test_trusted_folder_patterns(tmp_path: Path) -> None:
