@@ -44,6 +44,11 @@ class LoadedSession:
     uuids: list[str | None] = field(default_factory=list)
     writer_pid: int | None = None  # the process that last opened the session for writing
     newer_lines: int = 0  # lines of a later schema version, skipped (a newer Piton wrote them)
+    label: str = ""  # how warnings name it (a storage backend's rows are no file): else the file's name
+
+    @property
+    def shown(self) -> str:
+        return self.label or self.path.name
 
 
 def _valid_text(value: Any) -> Any:
@@ -66,7 +71,7 @@ class _Reader:
         self.staged: dict[str, Message] = {}  # compact_message lines, until their boundary
 
     def warn(self, where: str, text: str) -> None:
-        self.loaded.warnings.append(f"{self.loaded.path.name}: {where} {text}")
+        self.loaded.warnings.append(f"{self.loaded.shown}: {where} {text}")
 
     def line(self, data: bytes, where: str) -> None:
         try:
@@ -168,12 +173,18 @@ def _with_stubs(message: Message, stubs: dict[str, Any]) -> Message:
 
 
 def load_session(
-    path: Path, session_id: str, *, in_use: bool = False, lines: Iterable[bytes] | None = None
+    path: Path,
+    session_id: str,
+    *,
+    in_use: bool = False,
+    lines: Iterable[bytes] | None = None,
+    label: str = "",
 ) -> LoadedSession:
     """The session in `path`, line by line (or in `lines`, read from a storage backend; `path` then
-    names the session). `in_use`: another process is writing it, so a last line without its newline
-    is one being written, not a torn one, and is left out without a word."""
-    loaded = LoadedSession(session_id, path, [])
+    names the session, and `label` is what warnings call it). `in_use`: another process is writing
+    it, so a last line without its newline is one being written, not a torn one, and is left out
+    without a word."""
+    loaded = LoadedSession(session_id, path, [], label=label)
     reader = _Reader(loaded)
     held: tuple[bytes, int] | None = None  # one line behind, to know which is the last
     with contextlib.ExitStack() as stack:
@@ -191,5 +202,5 @@ def load_session(
     loaded.messages = messages
     loaded.uuids = [by_id.get(id(m)) for m in messages]
     if report:
-        loaded.warnings.append(f"{path.name}: {report.describe()}")
+        loaded.warnings.append(f"{loaded.shown}: {report.describe()}")
     return loaded

@@ -243,8 +243,13 @@ class SessionLog:
                     "the session up to here is intact, and the rest is saved once the log can be "
                     "written again"
                 )
-            self._say(f"cannot write the session log {self.path}: {reason}; {then}")
+            self._say(f"cannot write the session log {self.where}: {reason}; {then}")
         return False
+
+    @property
+    def where(self) -> str:
+        """Where the log is written, for people."""
+        return str(self.path)
 
     def _put(self, data: bytes) -> str | None:
         """Append `data`; None, or why it could not be (nothing of it is left in the file then)."""
@@ -280,7 +285,7 @@ class SessionLog:
         """After a failed write: try to write everything the file lacks, as one compaction."""
         if self._boundary({"trigger": "resync"}):
             self._failure = None
-            self._say(f"the session log {self.path} is written again; nothing was lost")
+            self._say(f"the session log {self.where} is written again; nothing was lost")
 
     # -- reporting ---------------------------------------------------------------------------------
     def report_to(self, report: Callable[[str], None]) -> None:
@@ -317,9 +322,9 @@ class SessionLog:
             self._catch_up()
         if self._failure is not None and not self._shut_out:
             self._say(
-                f"this session could not be saved in {self.path}: {self._failure}"
+                f"this session could not be saved in {self.where}: {self._failure}"
                 if self._size == 0
-                else f"the end of this session could not be saved in {self.path}: {self._failure}; "
+                else f"the end of this session could not be saved in {self.where}: {self._failure}; "
                 "--resume continues it from before that"
             )
         if self._file is not None:

@@ -206,6 +206,13 @@ def owner_name() -> str:
     return f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+def shown(storage: SessionStorage, session_id: str) -> str:
+    """A stored session, for people: its id and the backend's file, if it has one (the protocol
+    asks for none); never the `.jsonl` path that only names it."""
+    where = getattr(storage, "path", None)
+    return f"session {session_id}" + (f" in {where}" if where is not None else "")
+
+
 class StoredLog(SessionLog):
     """A session log that appends to a `SessionStorage` rather than a file. `path` names the
     session's folder (`path` without its suffix), as for the files."""
@@ -216,6 +223,10 @@ class StoredLog(SessionLog):
         self.project = project
         self._owner = owner_name()
         self._claimed = False
+
+    @property
+    def where(self) -> str:
+        return shown(self.storage, self.session_id)
 
     def acquire(self) -> bool:
         if not self._claimed:
@@ -264,7 +275,11 @@ class StorageStore(SessionStore):
             raise SessionError(f"cannot read session {session_id}: {e}") from e
         if data is None:
             raise SessionError(f"no session {session_id}")
-        return load_session(path, session_id, in_use=in_use, lines=data.splitlines(keepends=True))
+        where = getattr(self.storage, "path", None)  # a backend need not be a file (the protocol has none)
+        label = f"session {session_id}" + (f" in {where}" if where is not None else "")
+        return load_session(
+            path, session_id, in_use=in_use, lines=data.splitlines(keepends=True), label=label
+        )
 
     def _listed(self, project: str | None) -> list[StoredSession]:
         try:

@@ -34,7 +34,7 @@ from piton.core.mcp.transport import (
     stderr_tail,
     watched,
 )
-from piton.core.safety.programs import OPT_OUT_HINT, Programs
+from piton.core.safety.programs import Programs
 from piton.core.safety.sandbox import Launch
 
 Status = Literal["starting", "connected", "failed", "pending", "disabled", "stopped", "needs-auth"]
@@ -126,8 +126,13 @@ class Connection:
         """How a stdio server starts: in a sandbox like a command left running, unless the user's
         own configuration opts it out (`piton.core.safety.programs`)."""
         config = self.config
-        self._check_command({**inherited_env(), **config.env}.get("PATH", os.defpath))
-        script = shlex.join([config.command, *config.args])
+        # "command not found" before any sandbox starts; one found under /tmp is named by its path,
+        # so that the sandbox, whose /tmp is its own, binds it
+        found = resolve_command(
+            config.command, self._cwd, {**inherited_env(), **config.env}.get("PATH", os.defpath)
+        )
+        command = found if found.startswith("/tmp/") else config.command
+        script = shlex.join([command, *config.args])
         launch = self._programs.launch(
             "server", script, self._cwd, inherited_env(), config.env, opted_out=self._opted_out()
         )
@@ -151,13 +156,6 @@ class Connection:
             return False
         given = config.scope == "flag" and os.path.isabs(config.source)
         return not (given and self._programs.policy.in_roots(Path(config.source)))
-
-    def _check_command(self, path: str) -> None:
-        """A command that is not there is "command not found", said before any sandbox starts; one
-        under /tmp cannot run in the sandbox, whose /tmp is its own."""
-        found = resolve_command(self.config.command, self._cwd, path)
-        if self.confined and os.path.realpath(found).startswith("/tmp/"):
-            raise SandboxRefused(f"{found} is under /tmp, which the sandbox keeps private; {OPT_OUT_HINT}")
 
     def _transport(self, errlog: TextIO | None, launch: Launch | None) -> Any:
         config = self.config

@@ -26,8 +26,8 @@ HOOK_FRAMEWORK_FILES = (
     ".pre-commit-config.yaml",
     ".pre-commit-config.yml",
     *(
-        f"{dot}{name}.{ext}"
-        for dot in ("", ".")
+        f"{where}{name}.{ext}"
+        for where in ("", ".", ".config/")  # lefthook also reads .config/lefthook.yml
         for name in ("lefthook", "lefthook-local")
         for ext in ("yml", "yaml", "json", "jsonc", "toml")
     ),

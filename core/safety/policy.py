@@ -173,6 +173,9 @@ class SandboxPolicy:
     # writable folders that hold no project (the caches of the settings' programs,
     # `piton.core.safety.programs`): bound writable, never a root
     scratch: tuple[Path, ...] = ()
+    # paths under /tmp a settings program's command line names, bound read-only into the sandbox's
+    # own /tmp (where they would vanish otherwise): its interpreter's environment, its script
+    named_in_tmp: tuple[Path, ...] = ()
 
     @classmethod
     def create(

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import stat
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -68,9 +69,39 @@ def program_env(environ: Mapping[str, str], listed: Mapping[str, str], cache: Pa
     return env | dict(listed)
 
 
-def program_policy(session: SandboxPolicy, kind: Kind, env: Mapping[str, str], cache: Path) -> SandboxPolicy:
-    """The sandbox policy a program of `kind` runs under in a session under `session`."""
-    policy = replace(session, network=True, env=tuple(sorted(env.items())), scratch=(cache,))
+def named_in_tmp(script: str, cwd: Path) -> tuple[Path, ...]:
+    """What a command line names under /tmp, which the sandbox's own /tmp would hide: each word that
+    is an existing path there (relative words from `cwd`), and for a program inside a Python
+    virtual environment, the whole environment (its packages)."""
+    lexer = shlex.shlex(script, posix=True, punctuation_chars=True)  # `a;b` is three words
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:
+        return ()
+    found: list[Path] = []
+    for word in words:
+        path = Path(os.path.abspath(cwd / word)) if "/" in word else None
+        if path is None or path == Path("/tmp") or not path.is_relative_to("/tmp"):
+            continue
+        try:
+            if stat.S_ISSOCK(os.stat(path).st_mode):  # an X server's or an agent's: stays hidden
+                continue
+        except OSError:
+            continue
+        venv = next((p for p in path.parents if (p / "pyvenv.cfg").is_file()), None)
+        found.append(venv if venv is not None and venv != Path("/tmp") else path)
+    return tuple(dict.fromkeys(found))
+
+
+def program_policy(
+    session: SandboxPolicy, kind: Kind, env: Mapping[str, str], cache: Path, named: tuple[Path, ...] = ()
+) -> SandboxPolicy:
+    """The sandbox policy a program of `kind` runs under in a session under `session`; `named`:
+    what its command line names under /tmp."""
+    policy = replace(
+        session, network=True, env=tuple(sorted(env.items())), scratch=(cache,), named_in_tmp=named
+    )
     if kind == "status" or policy.mode == "read-only":
         return policy.read_only()
     return policy.left_running() if kind == "server" else policy
@@ -128,7 +159,7 @@ class Programs:
             return Launch(["/bin/sh", "-c", line], {**inherited, **listed})
         os.makedirs(self.cache, mode=0o700, exist_ok=True)
         env = program_env(inherited, listed, self.cache)
-        policy = program_policy(self.policy, kind, env, self.cache)
+        policy = program_policy(self.policy, kind, env, self.cache, named_in_tmp(script, cwd))
         if kind == "server":
             try:
                 hold(policy)  # the guarded folders it may not change exist, so they can be held

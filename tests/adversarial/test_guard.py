@@ -112,8 +112,15 @@ def test_husky_scripts_that_its_hooks_folder_runs_are_protected(tmp_path: Path) 
         ("lefthook.yml", "pre-commit:\n  commands:\n    x:\n      run: touch pwned\n"),
         (".lefthook.yml", "pre-commit:\n  commands:\n    x:\n      run: touch pwned\n"),
         (".overcommit.yml", "PreCommit:\n  X:\n    enabled: true\n    command: ['touch', 'pwned']\n"),
+        (".config/lefthook.yml", "pre-commit:\n  commands:\n    x:\n      run: touch pwned\n"),
     ],
-    ids=[".pre-commit-config.yaml", "lefthook.yml", ".lefthook.yml", ".overcommit.yml"],
+    ids=[
+        ".pre-commit-config.yaml",
+        "lefthook.yml",
+        ".lefthook.yml",
+        ".overcommit.yml",
+        ".config/lefthook.yml",
+    ],
 )
 def test_a_hook_frameworks_configuration_can_be_neither_written_nor_created(
     tmp_path: Path, name: str, config: str
@@ -126,10 +133,12 @@ def test_a_hook_frameworks_configuration_can_be_neither_written_nor_created(
     assert out.is_error and "hook" in str(out.content), out.content
     bash(
         ctx,
-        f"printf '%s' {shlex.quote(config)} > {name}; mkdir -p .lefthook/pre-commit && touch .lefthook/pre-commit/x",
+        f"mkdir -p $(dirname {name}); printf '%s' {shlex.quote(config)} > {name}; "
+        "mkdir -p .lefthook/pre-commit && touch .lefthook/pre-commit/x",
     )
     assert not (ws / name).exists()
     assert not (ws / ".lefthook").exists() or not any((ws / ".lefthook").rglob("*"))
+    (ws / name).parent.mkdir(exist_ok=True)
     (ws / name).write_text("# the user's own\n")  # what exists is kept as it is, too
     bash(ctx, f"echo 'x: y' >> {name}")
     assert (ws / name).read_text() == "# the user's own\n"

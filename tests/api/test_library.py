@@ -486,3 +486,41 @@ def test_the_model_and_the_mode_change_from_the_next_turn(project: Path) -> None
     assert provider.requests[1].model.startswith("claude-haiku")
     assert not (project / "w.txt").exists()  # plan mode: nothing is written
     provider.assert_complete()
+
+
+def test_the_library_caller_hears_of_a_fork_and_of_damaged_rows_in_sqlite(
+    fake_api: FakeAnthropicAPI, project: Path, tmp_path: Path
+) -> None:
+    """What the command line says about a stored session, the library's caller is told too
+    (`Agent.notices`): a session in use goes on in a new one, and damaged rows are skipped."""
+    import sqlite3
+
+    from piton import Agent, AgentOptions
+    from piton.api import SqliteSessionStorage
+    from piton.core.conversation.storage import StorageStore
+
+    storage = SqliteSessionStorage(tmp_path / "sessions.db")
+    fake_api.add(Reply([Text("first")]), Reply([Text("second")]), Reply([Text("third")]))
+
+    async def turn(options: AgentOptions, prompt: str) -> tuple[str, list[str]]:
+        async with Agent(options) as agent:
+            async for _ in agent.query(prompt):
+                pass
+            return agent.session_id, agent.notices()
+
+    first, _ = _run(turn(AgentOptions(cwd=project, session_storage=storage), "one"))
+    with sqlite3.connect(storage.path) as db:
+        (project_key, seq) = db.execute(
+            "SELECT project, MAX(seq) FROM entries WHERE session_id = ?", (first,)
+        ).fetchone()
+        db.execute("INSERT INTO entries VALUES (?, ?, ?, ?)", (project_key, first, seq + 1, b"{not json\n"))
+    resumed, told = _run(turn(AgentOptions(cwd=project, session_storage=storage, resume=first), "two"))
+    assert resumed == first and any("damaged" in t or "skipped" in t for t in told), told
+    assert not any(".jsonl" in t for t in told), f"a notice names a file this store never writes: {told}"
+    holder = StorageStore(storage).open(first, project)[1]  # another writer holds it
+    assert holder.where == f"session {first} in {storage.path}"  # what its disk errors name
+    try:
+        forked, told = _run(turn(AgentOptions(cwd=project, session_storage=storage, resume=first), "three"))
+    finally:
+        holder.close()
+    assert forked != first and any("in use" in t for t in told), told

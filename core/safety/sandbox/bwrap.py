@@ -146,6 +146,8 @@ class BwrapSandbox:
 
     def _mounts(self) -> list[str]:
         args: list[str] = []
+        for path in self.policy.named_in_tmp:  # before the roots, which may lie inside them
+            args += ["--ro-bind", str(path), str(path)]
         writable = self.policy.writable_roots()
         for root in self.policy.roots:
             # bound even when read-only: a project under /tmp would vanish under the private /tmp

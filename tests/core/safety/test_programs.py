@@ -4,13 +4,14 @@ and when one runs unconfined. The processes are real (bwrap where the machine ha
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from piton.core.safety.policy import SandboxPolicy
-from piton.core.safety.programs import Programs, program_env, program_policy
+from piton.core.safety.programs import Programs, named_in_tmp, program_env, program_policy
 from piton.core.safety.sandbox import Launch, Unavailable, make_sandbox
 
 
@@ -101,3 +102,29 @@ def test_a_hook_writes_the_project_and_its_cache_but_not_the_home(tmp_path: Path
     assert (project / "out.txt").read_text() == "formatted\n"
     assert (cache / "npm.txt").read_text() == "cached\n"
     assert "outside-refused" in done.stdout and not outside.exists()
+
+
+def test_what_a_command_names_under_tmp_is_bound_into_the_sandboxs_own_tmp(tmp_path: Path) -> None:
+    assert tmp_path.is_relative_to("/tmp"), "the test needs its folder under /tmp"
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    tool = venv / "bin" / "tool"
+    tool.write_text("#!/bin/sh\necho tool ran\n")
+    tool.chmod(0o755)
+    script = tmp_path / "hook.sh"
+    script.write_text("echo hook ran\n")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "x.sock"))
+    named = named_in_tmp(f"{tool} --x && sh ./hook.sh /tmp {tmp_path / 'x.sock'} /tmp/none", tmp_path)
+    assert named == (venv, script), "the environment whole, the script; never /tmp, a socket, or nothing"
+    project = tmp_path / "project"
+    project.mkdir()
+    if not sandbox_works(project):
+        pytest.fail("the sandbox cannot start on this machine: the test cannot prove the binds")
+    programs = Programs(SandboxPolicy.create("workspace-write", project), cache=tmp_path / "c")
+    done = run(
+        programs.launch("hook", f"{tool}; sh {script}", project, {"PATH": "/usr/bin:/bin"}, {}), project
+    )
+    assert (done.returncode, done.stdout) == (0, "tool ran\nhook ran\n"), done.stderr
+    sock.close()
