@@ -8,6 +8,7 @@ import codecs
 import contextlib
 import difflib
 import os
+import re
 import stat
 from abc import abstractmethod
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from piton.core.tools import InputT, Tool, ToolContext, ToolKind, ToolResult
 
 MAX_LINE_CHARS = 2_000
 SNIFF_BYTES = 8_192
+_ESCAPED = re.compile(r"\\x([89a-fA-F][0-9a-fA-F])")  # a byte of a name that is not UTF-8, as shown
 _READS = "files_read"  # ToolContext.state key: real path -> FileStamp at the last read or write
 
 
@@ -32,11 +34,18 @@ def policy_of(ctx: ToolContext) -> SandboxPolicy:
 
 
 def resolve(ctx: ToolContext, file_path: str) -> Path:
-    """An absolute path: `~` expanded, relative paths taken from the project directory."""
+    """An absolute path: `~` expanded, relative paths taken from the project directory. A name that
+    is not UTF-8, as Glob and Grep show it (`name_\\xff.txt`), is the file of those bytes when no
+    file has the name as written."""
     if "\0" in file_path:
         raise PolicyError(f"The path {file_path!r} holds a NUL byte; no file has such a name.")
     path = Path(os.path.expanduser(file_path))
-    return path if path.is_absolute() else ctx.cwd / path
+    path = path if path.is_absolute() else ctx.cwd / path
+    if "\\x" in file_path and not os.path.lexists(path):
+        raw = _ESCAPED.sub(lambda m: chr(0xDC00 + int(m[1], 16)), str(path))
+        if os.path.lexists(raw):
+            return Path(raw)
+    return path
 
 
 def readable(ctx: ToolContext, file_path: str) -> Path:

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import heapq
 import os
+import re
 import shlex
 import sysconfig
 from collections.abc import Sequence
@@ -158,7 +159,19 @@ async def run_rg(
         code, error = 2, error or f"ripgrep exited with status {process.returncode}"
     elif code == 1 and error.startswith("bwrap:"):  # bubblewrap's own failure, never "no matches"
         code, error = 2, f"the sandbox could not start ({error})"
-    return RgOutput(code, out.decode("utf-8", "replace"), error)
+    return RgOutput(code, shown_bytes(out), error)
+
+
+_STRAY = re.compile("[\udc80-\udcff]")  # bytes surrogateescape could not decode
+
+
+def shown_bytes(data: bytes) -> str:
+    """ripgrep's output as text: a byte that is not UTF-8 (a file name that is not, above all) as
+    `\\xNN`, which the file tools take back (`files.resolve`); a U+FFFD would name no file."""
+    text = data.decode("utf-8", "surrogateescape")
+    if not _STRAY.search(text):
+        return text
+    return _STRAY.sub(lambda m: f"\\x{ord(m[0]) - 0xDC00:02x}", text)
 
 
 def list_files(cwd: Path, limit: int) -> list[str]:

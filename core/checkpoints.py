@@ -251,9 +251,8 @@ class Checkpoints:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = os.open(self.folder / _INDEX, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
             with open(fd, "ab") as f:
-                f.write(
-                    (b"\n" if self._torn else b"") + json.dumps(entry, ensure_ascii=False).encode() + b"\n"
-                )
+                # ASCII JSON: a file name that is not UTF-8 (a lone surrogate here) is escaped, not an error
+                f.write((b"\n" if self._torn else b"") + json.dumps(entry).encode() + b"\n")
             self._torn = False
         except OSError as e:
             self._fail(e)

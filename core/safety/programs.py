@@ -80,18 +80,21 @@ def named_in_tmp(script: str, cwd: Path) -> tuple[Path, ...]:
     except ValueError:
         return ()
     found: list[Path] = []
-    for word in words:
-        path = Path(os.path.abspath(cwd / word)) if "/" in word else None
-        if path is None or path == Path("/tmp") or not path.is_relative_to("/tmp"):
-            continue
-        try:
-            if stat.S_ISSOCK(os.stat(path).st_mode):  # an X server's or an agent's: stays hidden
-                continue
-        except OSError:
-            continue
-        venv = next((p for p in path.parents if (p / "pyvenv.cfg").is_file()), None)
-        found.append(venv if venv is not None and venv != Path("/tmp") else path)
-    return tuple(dict.fromkeys(found))
+    for word in (w for w in words if "/" in w):
+        # `a/b/../x` needs `a/b` as well as `a/x`: the kernel walks through it
+        for path in {Path(os.path.abspath(cwd / word)), Path(os.path.abspath(cwd / word.split("/..")[0]))}:
+            if path != Path("/tmp") and path.is_relative_to("/tmp") and _bindable(path):
+                venv = next((p for p in path.parents if (p / "pyvenv.cfg").is_file()), None)
+                found.append(venv if venv is not None and venv != Path("/tmp") else path)
+    return tuple(sorted(set(found)))
+
+
+def _bindable(path: Path) -> bool:
+    """There, and not a socket (an X server's or an agent's stays hidden)."""
+    try:
+        return not stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def program_policy(

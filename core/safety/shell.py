@@ -16,7 +16,7 @@ import contextlib
 import os
 import re
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from piton.core.safety.sandbox import Launch, Sandbox
@@ -142,6 +142,27 @@ async def start_process(
 
 
 async def run_shell(command: str, *, cwd: Path, sandbox: Sandbox, timeout_s: float) -> ShellResult:
+    """Run `command` once. A sandbox that failed to start ran nothing, so it is started again once:
+    a place it hides may have come or gone between its look and its mounts (another user's
+    credential file). One that fails again is the result, saying so."""
+    result = await _run_once(command, cwd, sandbox, timeout_s)
+    if not _never_started(result):
+        return result
+    result = await _run_once(command, cwd, sandbox, timeout_s)
+    if not _never_started(result):
+        return result
+    why = result.output.strip()
+    return replace(result, output=f"The command did not run: its sandbox could not start ({why}).")
+
+
+def _never_started(result: ShellResult) -> bool:
+    """bubblewrap failed before the shell ran: an error of its own, and no directory reported by
+    the shell's EXIT trap (which every shell that started sets first)."""
+    text = result.output.strip()
+    return result.exit_code == 1 and result.cwd is None and text.startswith("bwrap: ") and "\n" not in text
+
+
+async def _run_once(command: str, cwd: Path, sandbox: Sandbox, timeout_s: float) -> ShellResult:
     read_fd, write_fd = os.pipe()
     try:
         process, launch = await start_process(sandbox, _script(command, write_fd), cwd, write_fd)

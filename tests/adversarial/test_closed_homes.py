@@ -51,3 +51,46 @@ def test_a_credential_folder_the_sandbox_cannot_enter_breaks_neither_bash_nor_gr
     assert not found.is_error and "a.txt" in str(found.content), found.content
     leaked = call(Bash(), ctx, command=f"cat {closed}/.ssh/id_rsa")
     assert "secret-key" not in str(leaked.content)
+
+
+def test_a_credential_file_that_comes_and_goes_never_stops_a_command(outside: Path, tmp_path: Path) -> None:
+    """Another account creates and deletes a credential file while commands start: the sandbox
+    looked (the file is there), then bubblewrap mounts over it (it is gone, and its mount point
+    cannot be made on the read-only root). Each command must still run, or say it did not."""
+    import asyncio
+    import threading
+
+    from piton.core.safety.policy import SandboxPolicy
+    from piton.core.safety.sandbox import make_sandbox
+    from piton.core.safety.shell import run_shell
+
+    secret = outside / "token"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    policy = SandboxPolicy.create("workspace-write", ws, private_paths=[secret])
+    sandbox = make_sandbox(policy)
+    if sandbox.unavailable_reason() is not None:
+        pytest.fail(f"the sandbox cannot start here: {sandbox.unavailable_reason()}")
+    stop = threading.Event()
+
+    def toggle() -> None:
+        while not stop.is_set():
+            secret.write_text("s3cret")
+            secret.unlink()
+
+    async def commands() -> list[str]:
+        failures = []
+        for attempt in range(150):
+            done = await run_shell("echo ran", cwd=ws, sandbox=sandbox, timeout_s=30)
+            if done.output.strip() != "ran" and "its sandbox could not start" not in done.output:
+                failures.append(f"attempt {attempt}: exit {done.exit_code}: {done.output.strip()[:200]}")
+        return failures
+
+    thread = threading.Thread(target=toggle, daemon=True)
+    thread.start()
+    try:
+        failures = asyncio.run(commands())
+    finally:
+        stop.set()
+        thread.join()
+    assert failures == [], failures[:3]

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -243,3 +244,36 @@ def test_edit_deny_rules_cover_notebook_edit(tmp_path: Path) -> None:
     assert content == str((tmp_path / "secret" / "x.ipynb").resolve())
     permissions = Permissions.from_texts("acceptEdits", deny=["Edit(secret/**)"], project=tmp_path)
     assert permissions.decide(tool, content).behavior == "deny"
+
+
+def test_a_file_whose_name_is_not_utf8_is_shown_by_a_name_the_tools_take_back(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    """Glob and Grep once showed `name_\\xff.txt` as `name_�.txt`, a name no file has: the model
+    could find the file but never open it. It is shown with the byte escaped, which Read and Edit
+    take back, and nothing on the way (the checkpoint of the edit) fails on the name."""
+    raw = os.fsencode(project) + b"/name_\xff.txt"
+    with open(raw, "wb") as f:
+        f.write(b"hello latin\n")
+    shown = "name_\\xff.txt"
+    fake_api.add(
+        reply(ToolCall("Glob", {"pattern": "*.txt"})),
+        reply(ToolCall("Grep", {"pattern": "hello", "output_mode": "files_with_matches"})),
+        reply(ToolCall("Read", {"file_path": shown})),
+        reply(ToolCall("Edit", {"file_path": shown, "old_string": "hello", "new_string": "bye"})),
+        reply("done"),
+    )
+    done = piton("-p", "go", "--permission-mode", "acceptEdits", cwd=project)
+    assert done.returncode == 0, done.stderr
+    found, grepped, read, edited = (last_result(fake_api.bodies[i]) for i in range(1, 5))
+    assert found.endswith(shown) and grepped.endswith(shown), (found, grepped)
+    assert "hello latin" in read and not edited.startswith(("Edit failed", "Error")), edited
+    with open(raw, "rb") as f:
+        assert f.read() == b"bye latin\n"
+
+
+def last_result(body: dict[str, Any]) -> str:
+    """The text of the newest tool result a request carries."""
+    [block] = [b for b in body["messages"][-1]["content"] if b["type"] == "tool_result"]
+    content = block["content"]
+    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)

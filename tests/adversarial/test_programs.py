@@ -84,7 +84,7 @@ def test_a_trusted_projects_hook_script_the_model_rewrote_runs_only_in_the_sandb
     write(project / ".claude" / "settings.json", post_write_hook("sh .claude/hooks/fmt.sh"))
     write(project / ".claude" / "hooks" / "fmt.sh", "true\n")
     write(project / "plant.py", PLANTED)
-    script = f"{sys.executable} {project / 'plant.py'} {outside}\n"
+    script = f"python3 {project / 'plant.py'} {outside}\n"  # the system python: the sandbox sees it
     fake_api.add(
         reply(ToolCall("Read", {"file_path": str(project / ".claude/hooks/fmt.sh")})),
         reply(ToolCall("Write", {"file_path": str(project / ".claude/hooks/fmt.sh"), "content": script})),

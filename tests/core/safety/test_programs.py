@@ -117,7 +117,7 @@ def test_what_a_command_names_under_tmp_is_bound_into_the_sandboxs_own_tmp(tmp_p
     sock = socket.socket(socket.AF_UNIX)
     sock.bind(str(tmp_path / "x.sock"))
     named = named_in_tmp(f"{tool} --x && sh ./hook.sh /tmp {tmp_path / 'x.sock'} /tmp/none", tmp_path)
-    assert named == (venv, script), "the environment whole, the script; never /tmp, a socket, or nothing"
+    assert set(named) == {venv, script}, "the environment whole, the script; never /tmp, a socket, or nothing"
     project = tmp_path / "project"
     project.mkdir()
     if not sandbox_works(project):
@@ -128,3 +128,10 @@ def test_what_a_command_names_under_tmp_is_bound_into_the_sandboxs_own_tmp(tmp_p
     )
     assert (done.returncode, done.stdout) == (0, "tool ran\nhook ran\n"), done.stderr
     sock.close()
+
+
+def test_a_path_through_dot_dot_keeps_the_folder_it_walks_through(tmp_path: Path) -> None:
+    (tmp_path / "plugins" / "p").mkdir(parents=True)
+    (tmp_path / "server.py").write_text("")
+    named = named_in_tmp(f"python {tmp_path}/plugins/p/../../server.py", tmp_path)
+    assert set(named) == {tmp_path / "server.py", tmp_path / "plugins" / "p"}
