@@ -91,6 +91,7 @@ def _case(path: Path) -> Case:
     extra = path.parent / "files"
     if extra.is_dir():
         for file in sorted(p for p in extra.rglob("*") if p.is_file()):
+            _inside(file, extra, path)
             files.setdefault(file.relative_to(extra).as_posix(), file.read_text(encoding="utf-8"))
     return Case(
         name=path.parent.name,
@@ -137,12 +138,22 @@ class Outcome:
         }
 
 
+def _inside(path: Path, root: Path, case: Path) -> None:
+    """A file copied into a case's project must be of the project: a link to `~/.ssh/id_rsa` would
+    be copied as the key itself, where the model reads it (`CaseError` when it leads outside)."""
+    real = Path(os.path.realpath(path))
+    if not real.is_relative_to(os.path.realpath(root)):
+        raise CaseError(f"{case}: {path} leads outside {root} (to {real}); not copied into the case")
+
+
 def _prepare(case: Case, folder: Path, source: Path) -> Path:
     """The case's starting project in `folder`, by the path its tools will report."""
     project = folder.resolve()
     if case.project_files:
         for name in PROJECT_FILES:
             origin = source / name
+            if os.path.lexists(origin):
+                _inside(origin, source, case.folder / "case.toml")
             if origin.is_dir():
                 shutil.copytree(origin, project / name, symlinks=True, dirs_exist_ok=True)
             elif origin.is_file():

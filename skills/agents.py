@@ -12,7 +12,15 @@ from pathlib import Path
 from piton.core.project.claude_home import user_config_dirs
 from piton.core.project.roots import project_dirs
 from piton.core.subagents import DEFAULT_MAX_TURNS, TASK_TOOL, AgentType, builtin_types
-from piton.skills.frontmatter import FrontmatterError, list_field, markdown_files, read, shown, text_field
+from piton.skills.frontmatter import (
+    FrontmatterError,
+    leaves_project,
+    list_field,
+    markdown_files,
+    read,
+    shown,
+    text_field,
+)
 
 
 def load_agent_type(path: Path, source: str) -> AgentType:
@@ -62,6 +70,9 @@ def discover_agent_types(cwd: Path, home: Path | None = None) -> tuple[dict[str,
     warnings: list[str] = []
     for folder, source in folders:
         for path in markdown_files(folder, warnings):
+            if source == "project" and (why := leaves_project(path, folder.parent)):
+                warnings.append(why)  # read outside the sandbox, it would become an agent's prompt
+                continue
             try:
                 found = load_agent_type(path, source)
             except FrontmatterError as e:

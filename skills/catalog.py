@@ -34,6 +34,7 @@ from piton.skills.frontmatter import (
     bool_field,
     entries,
     hint_field,
+    leaves_project,
     list_field,
     read,
     shown,
@@ -338,6 +339,9 @@ def discover(cwd: Path, home: Path | None = None, *, bundled: Path | None = None
     catalog = Catalog()
     for root, source in search_roots(cwd, home):
         for path, kind in candidates(root, catalog.warnings):
+            if source == "project" and (why := leaves_project(path, root)):
+                catalog.warnings.append(why)
+                continue
             _add(catalog, path, kind, source)
     bundled = bundled if bundled is not None else bundled_root()
     for folder in entries(bundled) if bundled.is_dir() else []:

@@ -313,6 +313,16 @@ def bool_field(meta: dict[str, Any], key: str, default: bool) -> bool:
     raise FrontmatterError(f"'{key}' should be true or false")
 
 
+def leaves_project(path: Path, config_dir: Path) -> str | None:
+    """Why a file of a project's `.claude`/`.piton` folder is not loaded: it leads outside the
+    project (a link to `~/.ssh/id_rsa` a command planted would be read outside the sandbox and go
+    into the prompt). None when it stays inside."""
+    real = Path(os.path.realpath(path))
+    if real.is_relative_to(os.path.realpath(config_dir.parent)):
+        return None
+    return f"{shown(path)}: not loaded: it leads outside the project (to {real})"
+
+
 def markdown_files(top: Path, warnings: list[str]) -> list[Path]:
     """The `*.md` files anywhere under `top` but READMEs (links to folders not followed); a folder
     that cannot be listed is named in `warnings` (a glob would say nothing) and its siblings are

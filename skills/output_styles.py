@@ -23,6 +23,7 @@ from piton.core.project.system_prompt import OutputStyle
 from piton.skills.frontmatter import (
     FrontmatterError,
     bool_field,
+    leaves_project,
     markdown_files,
     printable,
     read,
@@ -117,7 +118,12 @@ def discover_output_styles(
     ]
     styles = {DEFAULT.lower(): BUILTIN[0]}
     warnings: list[str] = []
-    found = [(path, source) for folder, source in folders for path in markdown_files(folder, warnings)]
+    found = [
+        (path, source)
+        for folder, source in folders
+        for path in markdown_files(folder, warnings)
+        if not (source == "project" and _refused(path, folder.parent, warnings))
+    ]
     for plugin in plugins:
         for folder in plugin.paths("outputStyles", "output-styles"):
             found += [
@@ -155,3 +161,11 @@ def choose(styles: dict[str, OutputStyle], name: str | None, notices: list[str])
         notices.append(f"outputStyle {name!r}: no such output style (there are: {names}); using Default")
         return styles[DEFAULT.lower()]
     return style
+
+
+def _refused(path: Path, config_dir: Path, warnings: list[str]) -> bool:
+    """A project's style that leads outside the project is not read (it would become the prompt)."""
+    why = leaves_project(path, config_dir)
+    if why is not None:
+        warnings.append(why)
+    return why is not None

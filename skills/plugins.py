@@ -197,7 +197,7 @@ def load_plugins(
     if _hooks_off(settings):
         out.hooks = []
     if catalog is not None:
-        add_plugins(catalog, out.plugins)
+        add_plugins(catalog, out.plugins, cwd)
     return out
 
 
@@ -297,10 +297,14 @@ def summary(plugins: Plugins, skills: Sequence[Any] = ()) -> list[str]:
     return lines
 
 
-def add_plugins(catalog: Catalog, plugins: Iterable[Plugin]) -> None:
+def add_plugins(catalog: Catalog, plugins: Iterable[Plugin], cwd: Path | None = None) -> None:
     """Each plugin's skills and commands as `plugin-name:name` (after the project's and the user's,
-    which win a clash), `${CLAUDE_PLUGIN_ROOT}` in their text made the plugin's folder."""
+    which win a clash), `${CLAUDE_PLUGIN_ROOT}` in their text made the plugin's folder. A plugin
+    inside the project `cwd` (`--plugin-dir ./my-plugin`) is the project's files, which the model
+    may have written: its `allowed-tools` grant nothing."""
+    project = Path(os.path.realpath(cwd)) if cwd is not None else None
     for plugin in plugins:
+        inside = project is not None and Path(os.path.realpath(plugin.root)).is_relative_to(project)
         found = candidates(plugin.root, catalog.warnings) if plugin.paths("skills", "skills") else []
         found = [c for c in found if c[1] == "skill"]
         for folder in plugin.paths("commands", "commands"):
@@ -308,9 +312,14 @@ def add_plugins(catalog: Catalog, plugins: Iterable[Plugin]) -> None:
             found += [(path, "command") for path in files]
         for path, kind in found:
             try:
-                skill = load(path, kind, "plugin", catalog.warnings)
+                skill = load(path, kind, "project" if inside else "plugin", catalog.warnings)
             except FrontmatterError as e:
                 catalog.warnings.append(f"{shown(path)}: {e}; skipped")
                 continue
             name = f"{plugin.name}:{skill.name}"
+            if inside and skill.allowed_tools:
+                catalog.warnings.append(
+                    f"{shown(path)}: allowed-tools not applied: plugin {plugin.name} lies inside the "
+                    "project, whose files the model may have written"
+                )
             catalog.add(replace(skill, name=name, body=plugin.expand(skill.body), plugin_root=plugin.root))

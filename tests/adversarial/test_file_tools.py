@@ -6,9 +6,12 @@ real sandboxed commands."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -277,3 +280,73 @@ def last_result(body: dict[str, Any]) -> str:
     [block] = [b for b in body["messages"][-1]["content"] if b["type"] == "tool_result"]
     content = block["content"]
     return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+
+
+def _bomb_pdf(raw_mb: int) -> bytes:
+    """A one-page PDF whose content stream inflates to `raw_mb` MB of text operators (about 3 KB per
+    MB compressed)."""
+    import io
+    import zlib
+
+    line = b"BT /F1 12 Tf 10 10 Td (" + b"A" * 60 + b") Tj ET\n"
+    squeeze = zlib.compressobj(9)
+    block = line * (1_000_000 // len(line))
+    stream = b"".join(squeeze.compress(block) for _ in range(raw_mb)) + squeeze.flush()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out, offsets = io.BytesIO(b"%PDF-1.4\n"), []
+    out.seek(0, io.SEEK_END)
+    for number, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    out.write(b"".join(b"%010d 00000 n \n" % o for o in offsets))
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
+    return out.getvalue()
+
+
+def test_a_pdf_decompression_bomb_is_one_line_not_a_gigabyte(tmp_path: Path) -> None:
+    """2 MB on disk, 500 MB inflated: Read says the PDF cannot be read, and holds nothing like it."""
+    import resource
+
+    (tmp_path / "bomb.pdf").write_bytes(_bomb_pdf(500))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    out = call(Read(), context(tmp_path), file_path=str(tmp_path / "bomb.pdf"))
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert out.is_error and "cannot be read" in str(out.content), out.content
+    assert "\n" not in str(out.content).strip(), "one line"
+    assert grown_mb < 400, f"reading the bomb took {grown_mb:.0f} MB more"
+
+
+def test_notebook_edit_never_writes_through_a_link_out_of_the_project(tmp_path: Path) -> None:
+    from piton.builtin_tools.notebook import NotebookEdit
+
+    outside = Path(tempfile.mkdtemp(dir="/var/tmp")) / "out.ipynb"
+    cell = {"cell_type": "code", "source": ["x = 1"], "metadata": {}, "outputs": [], "id": "a"}
+    original = json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    outside.write_text(original)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "nb.ipynb").symlink_to(outside)
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    try:
+        ctx = context(ws)
+        out = call(
+            NotebookEdit(), ctx, notebook_path=str(ws / "nb.ipynb"), cell_id="a", new_source="import os"
+        )
+        assert out.is_error and "outside the writable directories" in str(out.content), out.content
+        hook = ws / ".git" / "hooks" / "pre-commit.ipynb"
+        out = call(
+            NotebookEdit(), ctx, notebook_path=str(hook), new_source="x", edit_mode="insert", cell_type="code"
+        )
+        assert out.is_error and not hook.exists(), out.content
+        assert outside.read_text() == original
+    finally:
+        shutil.rmtree(outside.parent, ignore_errors=True)

@@ -272,3 +272,65 @@ def test_what_a_folder_granted_when_first_trusted_by_flag_keeps_working(
         assert done.returncode == 0, done.stderr
         assert "added since" not in done.stderr
     assert (project / "started").exists(), "the folder's own server never started"
+
+
+def test_a_plugin_developed_inside_the_project_grants_no_tools(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    """`--plugin-dir ./my-plugin` while working on the plugin: its files are the project's, which the
+    model may write, so a command's `allowed-tools` there grants nothing (Bash is asked for)."""
+    plugin = project / "my-plugin"
+    write(plugin / ".claude-plugin" / "plugin.json", {"name": "mine"})
+    write(plugin / "commands" / "go.md", "---\ndescription: Go.\nallowed-tools: Bash\n---\nRun it.\n")
+    fake_api.add(reply(ToolCall("Bash", {"command": "touch ran"})), reply("done"))
+    done = piton("-p", "/mine:go", "--plugin-dir", str(plugin), cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert not (project / "ran").exists(), "the command's allowed-tools unlocked Bash"
+    assert "allowed-tools not applied: plugin mine lies inside the project" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        ".claude/output-styles/concise.md",
+        ".claude/commands/leak.md",
+        ".claude/skills/leak/SKILL.md",
+        ".claude/agents/leak.md",
+        ".piton/output-styles/concise.md",
+    ],
+)
+def test_a_project_file_linked_to_a_credential_never_reaches_the_prompt(
+    fake_api: FakeAnthropicAPI, project: Path, home: Path, planted: str
+) -> None:
+    """A command can plant a link in the project's `.claude` folder; Piton reads styles, commands,
+    skills and agents outside the sandbox, and would put the SSH key into the prompt. The user's own
+    style of the same name must win, not be shadowed by the link."""
+    write(home / ".claude" / "output-styles" / "concise.md", "---\nname: concise\n---\nBe brief.\n")
+    write(home / ".claude" / "settings.json", {"outputStyle": "concise"})
+    link = project / planted
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(home / ".ssh" / "id_rsa")
+    fake_api.add(reply("ok"))
+    prompt = "/leak now" if "commands" in planted else "hi"
+    done = piton("-p", prompt, cwd=project)
+    assert SECRET not in json.dumps(fake_api.bodies), f"{planted} carried the SSH key into a request"
+    assert "leads outside the project" in done.stderr, done.stderr
+    if "output-styles" in planted:
+        assert "Be brief." in json.dumps(fake_api.bodies[0]["system"]), "the user's own style was lost"
+
+
+@pytest.mark.parametrize("planted", ["CLAUDE.md", "evals/leak/files/notes.txt", ".claude"])
+def test_a_hostile_eval_case_cannot_copy_a_credential_into_the_prompt(
+    fake_api: FakeAnthropicAPI, project: Path, home: Path, planted: str
+) -> None:
+    """`piton eval` copies the project's instructions and a case's files into a fresh folder: a link
+    there to `~/.ssh/id_rsa` (or to `~/.ssh` itself) would be copied as the key, which the model
+    then reads. The case is refused in one line instead."""
+    write(project / "evals" / "leak" / "case.toml", 'prompt = "read notes.txt"\n')
+    link = project / planted
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(home / ".ssh" if planted == ".claude" else home / ".ssh" / "id_rsa")
+    fake_api.add(reply("ok"))
+    done = piton("eval", "--live", cwd=project, timeout=120)
+    assert SECRET not in json.dumps(fake_api.bodies), f"{planted} carried the SSH key into a request"
+    assert done.returncode != 0 and "leads outside" in done.stdout + done.stderr, done.stdout + done.stderr
