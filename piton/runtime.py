@@ -172,13 +172,13 @@ def _wire(
     runner = SubagentRunner(spawn, found.agent_types, subagent_directory(log), budget=budget)
     observer = _telemetry(parts, log.session_id, notices)
     programs = Programs(secured.policy)  # the settings' programs; hooks share the session's command lock
-    agent_parts = _parts(options, parts, found, opened, secured, mirror, notices, programs)
-    agent_parts.observer = observer
+    agent_parts = _parts(options, parts, found, opened, secured, mirror, notices, programs, observer)
     tools = _tools(options, parts, found, runner, budget, agent_parts, opened, notices)
     main.append(agent := factory.build(config, tools, agent_parts, history=opened.history))
-    mcp = mcp_servers(options, settings, found.trust, notices, parts.sdk_host, found.plugins, programs)
-    if mcp is not None:
+    if mcp := mcp_servers(options, settings, found.trust, notices, parts.sdk_host, found.plugins, programs):
         mcp.attach(agent.tools)
+    status = status_command(options.cwd, settings, found.trust, notices)
+    notices += _sandboxed_notice(programs, agent_parts.hooks, mcp, status)  # said once, ever
     return Runtime(
         agent,
         log,
@@ -188,7 +188,7 @@ def _wire(
         agent_types=found.agent_types,
         trust=found.trust,
         mcp=mcp,
-        status_command=status_command(options.cwd, settings, found.trust, notices),
+        status_command=status,
         programs=programs,
         unsupported=settings.unsupported_keys(),
         plugins=found.plugins,
@@ -207,6 +207,7 @@ def _parts(
     mirror: ClaudeTranscript | None,
     notices: list[str],
     programs: Programs,
+    observer: SessionTelemetry | None,
 ) -> AgentParts:
     """The main agent's collaborators: its transcript, tool context, gate, hooks, and the after-tool
     steps (the settings' PostToolUse hooks first; clients put theirs after)."""
@@ -239,7 +240,26 @@ def _parts(
     if hooks is not None and hooks.has("PostToolUse"):
         after_tool.put("settings", hooks.post_tool_use)
     transcript = log if mirror is None else Mirrored(log, mirror)
-    return AgentParts(transcript, context, gate, hooks=hooks, after_tool=after_tool)
+    return AgentParts(transcript, context, gate, hooks=hooks, after_tool=after_tool, observer=observer)
+
+
+def _sandboxed_notice(
+    programs: Programs, hooks: Hooks | None, mcp: McpManager | None, status: tuple[str, bool] | None
+) -> list[str]:
+    """One line, the first time any of the settings' programs runs sandboxed for this user: a
+    Claude Code user's hook or server ran unconfined there."""
+    if not programs.confining:
+        return []
+    sandboxed = any(h.sandboxed for h in hooks.commands) if hooks is not None else False
+    sandboxed |= mcp is not None and mcp.confines_any
+    sandboxed |= status is not None and status[1]
+    if not sandboxed:
+        return []
+    from piton.core.conversation.session import private_state_dir
+    from piton.core.safety.programs import first_time
+
+    told = first_time(private_state_dir())
+    return [told] if told is not None else []
 
 
 def _telemetry(parts: Parts, session_id: str, notices: list[str]) -> SessionTelemetry | None:

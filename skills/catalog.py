@@ -156,6 +156,8 @@ def _skill_file(folder: Path) -> Path | None:
         try:
             mode = (folder / name).stat().st_mode
         except FileNotFoundError:
+            if (folder / name).is_symlink():  # there, but leading nowhere: said, not skipped silently
+                raise FrontmatterError(f"its {name} is a link to nothing") from None
             continue
         if not stat.S_ISREG(mode):
             raise FrontmatterError(f"its {name} is not a regular file")

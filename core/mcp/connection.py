@@ -34,7 +34,7 @@ from piton.core.mcp.transport import (
     stderr_tail,
     watched,
 )
-from piton.core.safety.programs import Programs
+from piton.core.safety.programs import OPT_OUT_HINT, Programs
 from piton.core.safety.sandbox import Launch
 
 Status = Literal["starting", "connected", "failed", "pending", "disabled", "stopped", "needs-auth"]
@@ -80,6 +80,7 @@ class Connection:
     ) -> None:
         self.config = config
         self._programs = programs  # how a stdio server starts (sandboxed, unless opted out)
+        self._launched = False  # this start got as far as its sandbox
         self.state = ServerState(config)
         self._caller = caller
         self._cwd = cwd
@@ -141,6 +142,7 @@ class Connection:
         if launch.pass_fds:  # nothing the SDK's stdio client could hand over
             launch.close()
             raise SandboxRefused("its sandbox needs a file descriptor the MCP client cannot pass")
+        self._launched = self.confined  # a failure from here on is one inside the sandbox
         return launch
 
     @property
@@ -200,6 +202,7 @@ class Connection:
     async def _session(self) -> None:
         # `_settled` is made new by whoever starts the server, so that a waiter never holds a stale one
         self._done, self._list_changed = anyio.Event(), anyio.Event()
+        self._launched = False
         self._set("starting")
         stdio = self.config.transport == "stdio"
         # a stdio server's stderr is kept off the terminal; its tail explains a failure
@@ -224,7 +227,10 @@ class Connection:
 
     def _fail(self, reason: str, errlog: TextIO | None) -> None:
         tail = stderr_tail(errlog)
-        self._set("failed", f"{reason} (stderr: {tail})" if tail else reason)
+        reason = f"{reason} (stderr: {tail})" if tail else reason
+        if self._launched and self.config.may_opt_out and self.config.scope != "project":
+            reason += f"; it ran in the sandbox: {OPT_OUT_HINT}"  # the user's own server: say the way out
+        self._set("failed", reason)
 
     async def _connected(self, errlog: TextIO | None, deadline: anyio.CancelScope) -> None:
         from mcp import Client

@@ -109,7 +109,7 @@ class McpManager:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         self._running.set()
-        confined = any(c.confined for c in self._connections.values())
+        confined = self.confines_any
         if confined:
             await self._programs.watch_servers()
         tasks = [asyncio.ensure_future(c.serve()) for c in self._connections.values()]
@@ -146,6 +146,11 @@ class McpManager:
         if thread is not threading.current_thread():
             thread.join(_CLOSE_WAIT_S + 2)
         atexit.unregister(self.close)
+
+    @property
+    def confines_any(self) -> bool:
+        """Whether any of its servers starts in a sandbox."""
+        return any(c.confined for c in self._connections.values())
 
     # -- state, for people ------------------------------------------------------------------------
     def states(self) -> list[ServerState]:

@@ -45,6 +45,21 @@ from piton.core.safety.sandbox.base import SECRET_NAME
 
 Kind = Literal["hook", "server", "status"]
 OPT_OUT_HINT = 'add "sandbox": false to its entry in your user settings to run it unconfined'
+FIRST_NOTICE = (
+    "hooks, MCP servers and the status line run in a sandbox (the project writable, your home "
+    f"read-only, credentials hidden, the network on); {OPT_OUT_HINT} (said once)"
+)
+
+
+def first_time(state: Path) -> str | None:
+    """`FIRST_NOTICE` the first time programs run sandboxed for this user (a marker in Piton's
+    state folder remembers it was said), else None."""
+    marker = state / "told-programs-sandboxed"
+    if marker.exists():
+        return None
+    with contextlib.suppress(OSError):  # a state folder that cannot be written: said again next time
+        marker.touch()
+    return FIRST_NOTICE
 
 
 def cache_dir() -> Path:

@@ -245,6 +245,8 @@ def test_links_to_nothing_and_files_in_a_folders_place_are_named(project: Path) 
     (root / "gone").symlink_to(project / "nowhere")
     (root / "not-a-file").mkdir()
     (root / "not-a-file" / "SKILL.md").mkdir()
+    (root / "dangling").mkdir()
+    (root / "dangling" / "SKILL.md").symlink_to(project / "nowhere.md")
     (root / "README.md").write_text("These are our skills.\n")  # a stray file is no skill, and no problem
     (project / ".piton").mkdir()
     (project / ".piton" / "skills").write_text("a file where the skills folder belongs\n")
@@ -257,6 +259,7 @@ def test_links_to_nothing_and_files_in_a_folders_place_are_named(project: Path) 
     assert catalog.warnings == [
         f"{project / '.piton' / 'skills'}: cannot list it (Not a directory); skipped",
         f"{commands / 'dangling.md'}: cannot read it: No such file or directory; skipped",
+        f"{root / 'dangling'}: its SKILL.md is a link to nothing; skipped",
         f"{root / 'gone'}: it is a link to nothing; skipped",
         f"{root / 'not-a-file'}: its SKILL.md is not a regular file; skipped",
     ]

@@ -183,6 +183,10 @@ def test_failing_and_hanging_servers_are_reported_once_and_the_rest_work(tmp_pat
     assert states["hang"].status == "failed"
     assert f"did not start within {HANG_S:g} s" in str(states["hang"].error)
     assert "stuck on purpose" in str(states["hang"].error)  # the tail of its stderr
+    assert '"sandbox": false' in str(states["hang"].error), (
+        "a server that failed in the sandbox says the way out"
+    )
+    assert "sandbox" not in str(states["missing"].error), "one that never started has nothing to opt out of"
     assert sorted(line.split(" failed")[0] for line in told) == ["MCP server hang", "MCP server missing"]
 
 
