@@ -175,7 +175,8 @@ class Programs:
         line = f"exec {script}" if kind == "server" else script
         if opted_out or not self.confining:
             return Launch(["/bin/sh", "-c", line], {**inherited, **listed})
-        os.makedirs(self.cache, mode=0o700, exist_ok=True)
+        with contextlib.suppress(OSError):  # a home that cannot be written: it runs without a cache
+            os.makedirs(self.cache, mode=0o700, exist_ok=True)
         env = program_env(inherited, listed, self.cache)
         policy = program_policy(self.policy, kind, env, self.cache, named_in_tmp(script, cwd))
         if kind == "server":
