@@ -275,10 +275,9 @@ class StorageStore(SessionStore):
             raise SessionError(f"cannot read session {session_id}: {e}") from e
         if data is None:
             raise SessionError(f"no session {session_id}")
-        where = getattr(self.storage, "path", None)  # a backend need not be a file (the protocol has none)
-        label = f"session {session_id}" + (f" in {where}" if where is not None else "")
+        lines = data.splitlines(keepends=True)
         return load_session(
-            path, session_id, in_use=in_use, lines=data.splitlines(keepends=True), label=label
+            path, session_id, in_use=in_use, lines=lines, label=shown(self.storage, session_id)
         )
 
     def _listed(self, project: str | None) -> list[StoredSession]:

@@ -39,6 +39,7 @@ class HookCommand:
     source: Path  # the settings file that names it
     trusted: bool  # from the user's own files (else the project's: it runs only in a trusted folder)
     sandboxed: bool = True  # False only by `"sandbox": false` in the user's own settings
+    may_opt_out: bool = False  # from the user's own settings, where `"sandbox": false` counts
 
     @property
     def grant(self) -> str:
@@ -72,12 +73,12 @@ def parse_hooks(
             warn.append(f"ignored hooks.{event} in {source}: expected a list of matchers")
             continue
         for entry in entries:
-            found += _entry(event, entry, source, (trusted, may_opt_out), warn)
+            found += _entry(event, entry, source, trusted, may_opt_out, warn)
     return found
 
 
 def _entry(
-    event: str, entry: Any, source: Path, trust: tuple[bool, bool], warn: list[str]
+    event: str, entry: Any, source: Path, trusted: bool, may_opt_out: bool, warn: list[str]
 ) -> list[HookCommand]:
     matcher = entry.get("matcher", "") if isinstance(entry, dict) else None
     hooks = entry.get("hooks") if isinstance(entry, dict) else None
@@ -97,9 +98,11 @@ def _entry(
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             warn.append(f"hook {command!r} in {source}: timeout {timeout!r} is not a number of seconds; 60 s")
             timeout = DEFAULT_TIMEOUT_S
-        sandboxed = _sandboxed(hook, command, source, trust[1], warn)
+        sandboxed = _sandboxed(hook, command, source, may_opt_out, warn)
         found.append(
-            HookCommand(event, matcher.strip(), command, float(timeout), source, trust[0], sandboxed)
+            HookCommand(
+                event, matcher.strip(), command, float(timeout), source, trusted, sandboxed, may_opt_out
+            )
         )
     return found
 

@@ -80,8 +80,9 @@ class HookRun:
         return None
 
     def _hint(self) -> str:
-        """For a user's hook that failed in the sandbox: how to run it unconfined."""
-        if not (self.hook.sandboxed and self.hook.trusted):
+        """For a user's hook that failed in the sandbox: how to run it unconfined (not for a
+        project's or a plugin's, which cannot be)."""
+        if not (self.hook.sandboxed and self.hook.may_opt_out):
             return ""
         return f" (it ran in the sandbox; {OPT_OUT_HINT})"
 

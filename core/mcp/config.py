@@ -77,9 +77,9 @@ class ServerConfig:
         return self.url
 
     @property
-    def sandboxed(self) -> bool:
-        """Whether a stdio server starts sandboxed: unless the user's own entry says `"sandbox": false`."""
-        return not (self.raw.get("sandbox") is False and self.may_opt_out and self.scope != "project")
+    def users_own(self) -> bool:
+        """An entry of the user's own configuration, whose `"sandbox": false` counts."""
+        return self.may_opt_out and self.scope != "project"
 
     @property
     def always_load(self) -> bool:

@@ -154,7 +154,7 @@ class Connection:
         """`"sandbox": false` from the user's own configuration; an `--mcp-config` file the model
         could have written (inside the project) cannot say it."""
         config = self.config
-        if config.sandboxed:
+        if not (config.raw.get("sandbox") is False and config.users_own):
             return False
         given = config.scope == "flag" and os.path.isabs(config.source)
         return not (given and self._programs.policy.in_roots(Path(config.source)))
@@ -228,7 +228,7 @@ class Connection:
     def _fail(self, reason: str, errlog: TextIO | None) -> None:
         tail = stderr_tail(errlog)
         reason = f"{reason} (stderr: {tail})" if tail else reason
-        if self._launched and self.config.may_opt_out and self.config.scope != "project":
+        if self._launched and self.config.users_own:
             reason += f"; it ran in the sandbox: {OPT_OUT_HINT}"  # the user's own server: say the way out
         self._set("failed", reason)
 

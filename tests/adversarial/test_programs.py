@@ -351,6 +351,7 @@ def test_a_plugin_cannot_take_its_hook_out_of_the_sandbox(
     assert done.returncode == 0, done.stderr
     assert '"sandbox": false counts only in your user settings' in done.stderr
     assert SECRET not in (project / "loot.txt").read_text(), "the plugin's hook read the SSH key"
+    assert "it ran in the sandbox" not in done.stderr, "a plugin's hook has no way out to offer"
 
 
 def test_the_first_sandboxed_hook_is_said_once(fake_api: FakeAnthropicAPI, project: Path, home: Path) -> None:
