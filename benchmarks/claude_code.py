@@ -32,12 +32,13 @@ QUIET = {
 
 
 def install() -> None:
-    """`npm install` into the cache (the package's postinstall links the native binary)."""
+    """`npm install` of the newest release into the cache (the package's postinstall links the native
+    binary); `@latest`, since a bare name keeps whatever release the cache already holds."""
     npm = shutil.which("npm")
     if npm is None:
         raise SystemExit("bench_vs_claude: --install needs npm on PATH")
     CACHE.mkdir(parents=True, exist_ok=True)
-    argv = [npm, "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", PACKAGE]
+    argv = [npm, "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", f"{PACKAGE}@latest"]
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
 
 
