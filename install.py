@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""Installs Piton from this checkout into a virtual environment beside it.
+"""Installs Piton from this checkout into a virtual environment.
 
-    python3 install.py && .venv/bin/piton
+    python3 install.py && piton          # a user's install
+    python3 install.py --dev             # a contributor's: .venv in the checkout, with the tools
 
 Debian and Ubuntu refuse `pip install` into their own Python (PEP 668) and ship it without pip and
-without ensurepip, so this script needs only the standard library: it creates `.venv`, fetches pip
-from the package index when the interpreter cannot provide it, installs the checkout editable with
-its development tools at the versions constraints.txt names (the ones the tests passed with), and
-links `piton` into ~/.local/bin.
+without ensurepip, so this script needs only the standard library: it creates the environment,
+fetches pip from the package index when the interpreter cannot provide it, and installs at the
+versions constraints.txt names (the ones the tests passed with).
+
+A user's install is a copy (not editable, no development tools) in ~/.local/share/piton/venv, outside
+any project: the bundled bubblewrap in it may then run the sandbox wherever Piton works, and `piton`
+is linked into ~/.local/bin. A contributor's (`--dev`) is the checkout, editable, with the test and
+lint tools, in `.venv` beside it.
 """
 
 from __future__ import annotations
@@ -374,13 +379,25 @@ def bootstrap_pip(venv: Path, settings: IndexSettings) -> None:
 CONSTRAINTS = ROOT / "constraints.txt"
 
 
+def user_venv(env: Mapping[str, str]) -> Path:
+    """Where a user's install lives: Piton's data folder (XDG), outside every project."""
+    data = Path(env.get("XDG_DATA_HOME") or "~/.local/share").expanduser()
+    return Path(os.path.abspath(data)) / "piton" / "venv"
+
+
+def pip_install_argv(venv: Path, *, dev: bool) -> list[str | Path]:
+    """A contributor's install is the checkout itself, editable (a `git pull` is enough to update),
+    with the development tools; a user's is a copy of it (pip copies a folder again each time)."""
+    pip: list[str | Path] = [venv_python(venv), "-m", "pip", "install"]
+    return [*pip, "--editable", f"{ROOT}[dev]"] if dev else [*pip, str(ROOT)]
+
+
 def install_piton(venv: Path, *, dev: bool, verbose: bool, upgrade: bool = False) -> str:
-    """Installs the checkout editable (a `git pull` is then enough to update) at the versions
-    `constraints.txt` names, and returns `piton --version` as the installed command prints it. With
-    `upgrade`, the newest versions pyproject.toml allows instead, written to constraints.txt."""
+    """Installs Piton at the versions `constraints.txt` names, and returns `piton --version` as the
+    installed command prints it. With `upgrade`, the newest versions pyproject.toml allows instead,
+    written to constraints.txt."""
     say(f"Installing Piton{' and its development tools' if dev else ''} into {shown(venv)}")
-    target = f"{ROOT}[dev]" if dev else str(ROOT)
-    argv: list[str | Path] = [venv_python(venv), "-m", "pip", "install", "--editable", target]
+    argv = pip_install_argv(venv, dev=dev)
     if upgrade:
         argv += ["--upgrade", "--upgrade-strategy", "eager"]
     elif CONSTRAINTS.is_file():
@@ -390,13 +407,24 @@ def install_piton(venv: Path, *, dev: bool, verbose: bool, upgrade: bool = False
     if done.returncode != 0:
         sys.stderr.write(done.stdout or "")
         raise InstallError("pip could not install Piton (its messages are above)")
-    compile_checkout(venv)
+    if dev:
+        compile_checkout(venv)
+    write_launcher(venv)
     check = run([venv / "bin" / "piton", "--version"])
     if check.returncode != 0:
         raise InstallError(f"the installed piton does not start: {last_line(check)}")
     if upgrade:
         write_constraints(venv)
     return check.stdout.strip()
+
+
+def write_launcher(venv: Path) -> None:
+    """`bin/piton` as three lines: pip's wrapper imports `re` to tidy a Windows program name, a third
+    of what `piton --version` costs. Written anew after every pip run, which restores its own."""
+    launcher = venv / "bin" / "piton"
+    text = f"#!{venv_python(venv)}\nimport sys\nfrom piton.cli.main import main\nsys.exit(main())\n"
+    launcher.write_text(text, encoding="utf-8")
+    launcher.chmod(0o755)
 
 
 def compile_checkout(venv: Path, root: Path = ROOT) -> None:
@@ -461,17 +489,30 @@ def path_advice(bin_dir: Path, target: Path) -> str:
     return f"{shown(bin_dir)} is on your PATH: `piton` starts this installation"
 
 
-def sandbox_advice() -> str | None:
-    """Piton's commands refuse to run without a sandbox; on Linux that is bubblewrap."""
-    if not sys.platform.startswith("linux") or shutil.which("bwrap"):
+def sandbox_report(venv: Path, dev: bool) -> str | None:
+    """Where the sandbox's bubblewrap comes from, as the installed Piton finds it (the system's, else
+    the bundled one); None off Linux. The bundled one inside a checkout cannot serve Piton working on
+    that checkout, since commands there could replace it."""
+    if not sys.platform.startswith("linux"):
         return None
-    if shutil.which("apt-get"):
-        how = "install it with `sudo apt-get install bubblewrap`"
-    elif shutil.which("dnf"):
-        how = "install it with `sudo dnf install bubblewrap`"
-    else:
-        how = "install your distribution's bubblewrap package"
-    return f"bubblewrap (bwrap) is not installed, and Piton runs no command without a sandbox: {how}"
+    probe = (
+        "from piton.core.safety.sandbox.locate import locate_bwrap\n"
+        "found = locate_bwrap()\n"
+        "print('' if isinstance(found, str) else found.describe())"
+    )
+    found = run([venv_python(venv), "-c", probe]).stdout.strip()
+    if not found:
+        return (
+            "No bubblewrap was found for the sandbox, so Piton will run no command: install your "
+            "system's bubblewrap package (Debian and Ubuntu: sudo apt-get install bubblewrap)"
+        )
+    report = f"The sandbox runs {found}"
+    if dev and "bundled" in found:
+        report += (
+            f"; not in {shown(ROOT)} itself, which holds it: there, commands need your system's "
+            "bubblewrap or a user's install (python3 install.py)"
+        )
+    return report
 
 
 # --- the command ----------------------------------------------------------------------------------
@@ -483,11 +524,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description="Install Piton from this checkout into a virtual environment and link the piton command.",
     )
     parser.add_argument(
+        "--dev",
+        action="store_true",
+        help="a contributor's install: this checkout, editable, with the test and lint tools, in .venv",
+    )
+    parser.add_argument(
         "--venv",
         type=Path,
-        default=ROOT / ".venv",
         metavar="DIR",
-        help="the virtual environment (default: .venv in the checkout)",
+        help="the virtual environment (default: ~/.local/share/piton/venv; with --dev, the checkout's .venv)",
     )
     parser.add_argument(
         "--bin-dir",
@@ -497,14 +542,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="where to link piton (default: ~/.local/bin)",
     )
     parser.add_argument("--no-link", action="store_true", help="do not link piton into the bin folder")
-    parser.add_argument(
-        "--no-dev", action="store_true", help="leave out the development tools (pytest, ruff, mypy …)"
-    )
     parser.add_argument("-v", "--verbose", action="store_true", help="show pip's output")
     parser.add_argument(
         "--upgrade-constraints",
         action="store_true",
-        help="install the newest versions pyproject.toml allows and write them to constraints.txt",
+        help="with --dev: install the newest versions pyproject.toml allows, write them to constraints.txt",
     )
     # Only the venv and its pip, so that the bootstrap can be tested without a whole install.
     parser.add_argument("--bootstrap-only", action="store_true", help=argparse.SUPPRESS)
@@ -518,13 +560,16 @@ def install(args: argparse.Namespace) -> None:
         )
     if not (ROOT / "pyproject.toml").is_file():
         raise InstallError(f"{ROOT} is not a Piton checkout (no pyproject.toml beside install.py)")
-    venv = Path(os.path.abspath(args.venv.expanduser()))
+    if args.upgrade_constraints and not args.dev:
+        raise InstallError("--upgrade-constraints pins the development tools too: use it with --dev")
+    default = ROOT / ".venv" if args.dev else user_venv(os.environ)
+    venv = Path(os.path.abspath(args.venv.expanduser())) if args.venv else default
     ensure_venv(venv, sys.executable)
     if not has_pip(venv):
         bootstrap_pip(venv, index_settings(os.environ, venv))
     if args.bootstrap_only:
         return
-    version = install_piton(venv, dev=not args.no_dev, verbose=args.verbose, upgrade=args.upgrade_constraints)
+    version = install_piton(venv, dev=args.dev, verbose=args.verbose, upgrade=args.upgrade_constraints)
     target = venv / "bin" / "piton"
     if not args.no_link:
         bin_dir = Path(os.path.abspath(args.bin_dir.expanduser()))
@@ -532,10 +577,10 @@ def install(args: argparse.Namespace) -> None:
         say(message)
         if ours:
             say(path_advice(bin_dir, target))
-    advice = sandbox_advice()
-    if advice:
-        say(advice)
-    say(f"{version} is installed: run {shown(target)}")
+    report = sandbox_report(venv, args.dev)
+    if report:
+        say(report)
+    say(f"{version} is installed: cd into a project and run {shown(target) if args.no_link else 'piton'}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -100,6 +100,11 @@ class Bash(Tool[BashInput]):
     input_model = BashInput
     kind = "execute"
 
+    def refusal(self, args: BashInput, ctx: ToolContext) -> str | None:
+        runner = CommandRunner(ctx, policy_of(ctx))
+        reason = runner.unavailable(args.command, left_running=bool(args.run_in_background))
+        return None if reason is None else f"Bash is unavailable: {reason}."
+
     def rule_content(self, args: BashInput, ctx: ToolContext) -> str | None:
         return args.command
 

@@ -22,6 +22,7 @@ from piton.builtin_tools.files import (
     before_change,
     decode,
     decode_seen,
+    not_read_yet,
     read_existing,
     remember,
     require_fresh_read,
@@ -58,6 +59,9 @@ class Edit(FileTool[EditInput]):
     )
     input_model = EditInput
     kind = "edit"
+
+    def refusal(self, args: EditInput, ctx: ToolContext) -> str | None:
+        return not_read_yet(ctx, args.file_path, "edit")
 
     def preview(self, args: EditInput, ctx: ToolContext) -> str | None:
         path = writable(ctx, args.file_path)

@@ -335,6 +335,22 @@ def require_fresh_read(ctx: ToolContext, path: Path, st: os.stat_result, verb: s
     return record
 
 
+def not_read_yet(ctx: ToolContext, file_path: str, verb: str) -> str | None:
+    """Why `file_path` cannot be changed yet (not readable or writable here, or not read since it last
+    changed), asked before the user is: an approval the call would not use is never sought. A
+    file that does not exist needs no read; the tool checks again, on what it opens, when it runs."""
+    try:
+        path = writable(ctx, file_path)
+        st = os.stat(path)
+        if stat.S_ISREG(st.st_mode):  # else the tool says what it is
+            require_fresh_read(ctx, path, st, verb)
+    except PolicyError as e:
+        return str(e)
+    except OSError:
+        pass
+    return None
+
+
 def decode_seen(data: bytes, seen: Seen) -> tuple[str, Encoding]:
     """The file's text in the encoding it was known to have (a Latin-1 file whose last accented
     letter an edit removed is still Latin-1), else as detected."""

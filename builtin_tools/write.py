@@ -13,6 +13,7 @@ from piton.builtin_tools.files import (
     before_change,
     decode,
     decode_seen,
+    not_read_yet,
     read_existing,
     remember,
     require_fresh_read,
@@ -41,6 +42,9 @@ class Write(FileTool[WriteInput]):
     )
     input_model = WriteInput
     kind = "edit"
+
+    def refusal(self, args: WriteInput, ctx: ToolContext) -> str | None:
+        return not_read_yet(ctx, args.file_path, "overwrite")
 
     def preview(self, args: WriteInput, ctx: ToolContext) -> str | None:
         path = writable(ctx, args.file_path)

@@ -73,13 +73,12 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "rewind_files",
         "--rewind-files",
-        help="With --resume: restore the files the tools changed from this checkpoint (a user message's "
-        "uuid) on, and exit.",
+        help="With --resume: restore files as they were at this user message, and exit.",
     ),
     Flag(
         "rewind_to",
         "--rewind-to",
-        help="With --resume: as --rewind-files, and take the conversation back too.",
+        help="With --resume: as --rewind-files, and the conversation too.",
     ),
     # -- the model -----------------------------------------------------------------------------------
     Flag("model", "--model", group=MODEL, help="Model alias (sonnet, opus, haiku) or full model id."),
@@ -87,7 +86,7 @@ FLAGS: tuple[Flag, ...] = (
         "provider",
         "--provider",
         group=MODEL,
-        help="Where --model runs: anthropic (default), openai, ollama, lmstudio, vllm or llamacpp.",
+        help="anthropic (default), openai, ollama, lmstudio, vllm or llamacpp.",
     ),
     Flag(
         "fallback_model", "--fallback-model", group=MODEL, help="Model for when the main one is overloaded."
@@ -134,8 +133,7 @@ FLAGS: tuple[Flag, ...] = (
         "--permission-mode",
         choices=CHOSEN_MODES,
         group=SAFETY,
-        help="default, acceptEdits, plan (read-only tools), bypassPermissions, dontAsk (deny what the rules "
-        "do not allow) or auto.",
+        help="default, acceptEdits, plan, bypassPermissions, dontAsk or auto.",
     ),
     _switch(
         "dangerously_skip_permissions",
@@ -164,14 +162,14 @@ FLAGS: tuple[Flag, ...] = (
         "--tools",
         many=True,
         group=SAFETY,
-        help='The built-in tools offered: "Read,Edit", "" for none, "default" for all.',
+        help='The built-in tools offered: "Read,Edit", "" (none) or "default".',
     ),
     Flag(
         "sandbox",
         "--sandbox",
         choices=SANDBOX_MODES,
         group=SAFETY,
-        help="read-only, workspace-write (default) or danger-full-access (no sandbox).",
+        help="read-only, workspace-write (default) or danger-full-access (none).",
     ),
     Flag(
         "add_dir",
@@ -186,8 +184,7 @@ FLAGS: tuple[Flag, ...] = (
         "--trust-workspace",
         "--trust",
         group=SAFETY,
-        help="Trust this folder for this run: its settings' allow rules and its skills' allowed-tools take "
-        "effect (for CI; the REPL asks and remembers instead).",
+        help="Trust this folder for this run, as in CI (the REPL asks instead).",
     ),
     Flag(
         "permission_prompt_tool",

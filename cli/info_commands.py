@@ -171,3 +171,45 @@ async def status(c: CommandContext, _: str) -> None:
         lines.append("Settings not applied (Piton has no such setting): " + ", ".join(runtime.unsupported))
     for line in lines:
         c.say(line)
+
+
+async def doctor(c: CommandContext, _: str) -> None:
+    """`piton doctor` for the session's folder, shown in the REPL."""
+    import asyncio
+    import contextlib
+    import io
+
+    from piton.cli.doctor import doctor as check
+
+    def run() -> str:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            check(c.ui.options.cwd)
+        return out.getvalue()
+
+    for line in (await asyncio.to_thread(run)).splitlines():
+        c.say(line)
+
+
+async def config(c: CommandContext, argument: str) -> None:
+    """`piton config …` in the REPL: `list` without arguments; changes apply from the next session."""
+    import contextlib
+    import io
+    import shlex
+
+    from piton.cli.config_command import main
+
+    out = io.StringIO()
+    try:
+        words = shlex.split(argument) or ["list"]
+        with contextlib.redirect_stderr(out):  # argparse says what is wrong there, then exits
+            code = main(words, out, out)
+    except ValueError as e:
+        out.write(f"/config: {e}\n")
+        code = 2
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 2
+    for line in out.getvalue().splitlines():
+        c.say(line, "" if code == 0 else "red")
+    if code == 0 and words[0] in ("set", "add", "remove"):
+        c.say("Saved; it applies from the next session.", "dim")

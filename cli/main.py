@@ -27,6 +27,11 @@ def main() -> None:
 
         print(f"piton {__version__}")
         return
+    if {"--help", "-h"} & set(args) and args[0] not in _SUBCOMMANDS and "--" not in args:
+        from piton.cli.help_text import help_text  # one screen, without loading the parser
+
+        sys.stdout.write(help_text())
+        return
     subcommand = _subcommand(args)
     if subcommand is not None:
         sys.exit(subcommand(args[1:]))

@@ -22,7 +22,8 @@ _TIMEOUT_S = 5
 @dataclass(frozen=True, slots=True)
 class Install:
     version: str
-    checkout: Path | None  # installed editable from this folder: git, not pip, updates it
+    checkout: Path | None  # installed from this folder: git, not pip, updates it
+    editable: bool = False  # the checkout itself runs (a contributor's install): a pull is enough
 
 
 def installed() -> Install:
@@ -31,14 +32,16 @@ def installed() -> Install:
     from piton import __version__
 
     checkout: Path | None = None
+    editable = False
     try:
         raw = metadata.distribution(PACKAGE).read_text("direct_url.json")
         origin = json.loads(raw) if raw else {}
-        if origin.get("dir_info", {}).get("editable") and str(origin.get("url", "")).startswith("file://"):
+        if "dir_info" in origin and str(origin.get("url", "")).startswith("file://"):
             checkout = Path(origin["url"].removeprefix("file://"))
+            editable = bool(origin["dir_info"].get("editable"))
     except (metadata.PackageNotFoundError, ValueError, AttributeError):
         pass
-    return Install(__version__, checkout)
+    return Install(__version__, checkout, editable)
 
 
 def latest() -> str:
@@ -61,7 +64,16 @@ def newer(candidate: str, current: str) -> bool:
     return numbers(candidate) > numbers(current)
 
 
+USAGE = """usage: piton update [--check]
+
+Say which version is installed and whether a newer release is out. A pip install is upgraded in
+place (--check: only say how); an install from a checkout is told how to update it."""
+
+
 def update(argv: list[str]) -> int:
+    if argv in (["--help"], ["-h"]):
+        print(USAGE)
+        return 0
     if any(a not in ("--check",) for a in argv):
         sys.stderr.write("usage: piton update [--check]\n")
         return 2
@@ -85,7 +97,8 @@ def update(argv: list[str]) -> int:
         return 0
     print(f"piton {release} is available")
     if mine.checkout is not None:
-        print(f"Update the checkout: cd {mine.checkout} && git pull && python3 install.py")
+        again = "" if mine.editable else " && python3 install.py"
+        print(f"Update the checkout: cd {mine.checkout} && git pull{again}")
         return 0
     command = [sys.executable, "-m", "pip", "install", "--upgrade", f"{PACKAGE}=={release}"]
     if "--check" in argv:

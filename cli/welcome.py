@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING
 
 from piton import __version__
 from piton.core.conversation.messages import TextBlock
+from piton.core.safety.run_command import CommandRunner
 
 if TYPE_CHECKING:
     from piton.core.conversation.messages import Message
     from piton.runtime import Runtime
 
 RECAP_EXCHANGES = 3
+_REFUSED = "no bubblewrap (bwrap) it may run ("  # then each binary found and why it may not run
 _WIDTH = 100
 
 
@@ -28,10 +30,31 @@ def welcome_lines(runtime: Runtime) -> list[tuple[str, str]]:
     agent = runtime.agent
     sandbox = agent.context.policy.mode if agent.context.policy is not None else "workspace-write"
     mode = agent.gate.permissions.mode if agent.gate is not None else "default"
-    return [
+    lines = [
         (f"✻ Piton {__version__} · {agent.config.model} · {_home_relative(agent.config.cwd)}", "bold"),
         (f"  sandbox {sandbox} · permission mode {mode} · /help for commands · Esc Esc rewinds", "dim"),
     ]
+    why = no_commands(runtime)
+    if why is not None:
+        lines.append((f"  ✗ Bash cannot run here: {why}. `piton doctor` says what to do.", "yellow"))
+    return lines
+
+
+def no_commands(runtime: Runtime) -> str | None:
+    """Why the model's commands cannot run in this session (no sandbox may start), in brief, or None:
+    said on the first screen, not after the user approved a command."""
+    context = runtime.agent.context
+    if context.policy is None:
+        return None
+    reason = CommandRunner(context, context.policy).unavailable()
+    if reason is None:
+        return None
+    brief = reason.removeprefix("the shell sandbox cannot start: ").partition("; install bubblewrap")[0]
+    refused = brief.removeprefix(_REFUSED)
+    if refused == brief or not refused.endswith(")"):
+        return brief
+    why = list(dict.fromkeys(refused[:-1].split("; ")))  # each binary refused, once
+    return why[0] + (f" (and {len(why) - 1} more)" if len(why) > 1 else "")
 
 
 def _one_line(text: str, width: int = _WIDTH) -> str:

@@ -99,6 +99,12 @@ class Tool(ABC, Generic[InputT]):
     @abstractmethod
     async def run(self, args: InputT, ctx: ToolContext) -> ToolResult: ...
 
+    def refusal(self, args: InputT, ctx: ToolContext) -> str | None:
+        """Why this call cannot run at all, when that is known before anyone is asked (no sandbox for
+        a command, a file not read before its edit): the user is not asked to approve a call that
+        would fail. The tool still checks again when it runs."""
+        return None
+
     def rule_content(self, args: InputT, ctx: ToolContext) -> str | None:
         """What permission rules match against: the command, or the absolute path it touches."""
         return None
@@ -285,6 +291,8 @@ class ToolRegistry:
             return call.answer
         assert call.tool is not None and call.args is not None
         try:
+            if (why := call.tool.refusal(call.args, ctx)) is not None:
+                return ToolResult.error(why)
             if gate is not None:
                 verdict = await gate(call)
                 if isinstance(verdict, ToolResult):

@@ -477,3 +477,36 @@ def test_install_py_compiles_an_editable_checkout_its_linked_subpackages_include
     (tmp_path / "core" / "broken.py").write_text("def (:\n")
     with pytest.raises(installer.InstallError, match="could not compile"):
         installer.compile_checkout(Path(sys.prefix), tmp_path)
+
+
+def test_a_users_install_is_a_copy_outside_every_project_and_a_contributors_the_checkout(
+    installer: ModuleType, tmp_path: Path
+) -> None:
+    """A user's install lives in Piton's data folder (so the bundled bubblewrap in it may run the
+    sandbox wherever Piton works) and copies the checkout without the tools; `--dev` installs the
+    checkout itself, editable, with them."""
+    assert installer.user_venv({"XDG_DATA_HOME": str(tmp_path)}) == tmp_path / "piton" / "venv"
+    assert installer.user_venv({}) == Path.home() / ".local/share/piton/venv"
+    venv = tmp_path / "venv"
+    user = [str(a) for a in installer.pip_install_argv(venv, dev=False)]
+    dev = [str(a) for a in installer.pip_install_argv(venv, dev=True)]
+    assert user[-1] == str(ROOT) and "--editable" not in user
+    assert dev[-2:] == ["--editable", f"{ROOT}[dev]"]
+    refused = subprocess.run(
+        [sys.executable, ROOT / "install.py", "--upgrade-constraints"], capture_output=True, text=True
+    )
+    assert refused.returncode == 1 and "use it with --dev" in refused.stderr
+
+
+def test_install_py_writes_a_launcher_that_starts_piton_without_pips_wrapper(
+    installer: ModuleType, tmp_path: Path
+) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").symlink_to(sys.executable)
+    installer.write_launcher(tmp_path)
+    launcher = tmp_path / "bin" / "piton"
+    assert "import re" not in launcher.read_text() and os.access(launcher, os.X_OK)
+    done = subprocess.run(
+        [launcher, "--version"], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
+    assert (done.returncode, done.stdout) == (0, f"piton {__version__}\n"), done.stderr

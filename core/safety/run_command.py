@@ -115,6 +115,15 @@ class CommandRunner(Generic[ShellT]):
         self.policy = policy
         self.make = make
 
+    def unavailable(self, command: str | None = None, *, left_running: bool = False) -> str | None:
+        """Why `command` could not start (no sandbox it may run in), or None; without a command, why
+        one that writes could not (the session's own sandbox)."""
+        if command is None:
+            plan = CommandPlan(self.policy, "session", "exclusive", "none")
+        else:
+            plan = plan_command(command, self.policy, left_running=left_running)
+        return self.sandbox(plan).unavailable_reason()
+
     async def run(self, command: str, *, timeout_s: float) -> Ran | Refused:
         """Run `command` in the foreground, killed with all it started after `timeout_s`."""
         plan = plan_command(command, self.policy)

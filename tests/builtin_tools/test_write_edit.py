@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import codecs
 import os
 from pathlib import Path
@@ -11,8 +12,9 @@ from hypothesis import strategies as st
 from piton.builtin_tools.edit import Edit
 from piton.builtin_tools.read import Read
 from piton.builtin_tools.write import Write
+from piton.core.conversation.messages import ToolUseBlock
 from piton.core.display import FileDiff
-from piton.core.tools import ToolContext, ToolResult
+from piton.core.tools import AnyTool, Call, ToolContext, ToolRegistry, ToolResult
 from tests.builtin_tools.helpers import call, context, text
 
 READ, WRITE, EDIT = Read(), Write(), Edit()
@@ -340,3 +342,27 @@ def test_a_latin1_file_with_one_accidental_utf8_pair_stays_latin1(ws: Path) -> N
     assert target.read_bytes() == content.replace("Café".encode("latin-1"), "Thé".encode("latin-1"))
     shown = text(call(Read(), context(ws), file_path=str(target)))
     assert "crème brûlée" in shown and "\ufffd" not in shown
+
+
+def test_a_change_to_a_file_not_read_is_refused_before_anyone_is_asked(tmp_path: Path) -> None:
+    """Read-before-edit is known before the permission question: the user is never asked to approve
+    an Edit or a Write that would fail. Once the file was read, the same calls are put to the gate."""
+    (tmp_path / "a.py").write_text("x = 1\n")
+    ctx = context(tmp_path)
+    asked: list[str] = []
+
+    async def gate(call: Call) -> None:
+        asked.append(call.block.name)
+
+    def through_gate(tool: AnyTool, **tool_input: object) -> ToolResult:
+        block = ToolUseBlock(id="toolu_gate", name=tool.name, input=tool_input)
+        return asyncio.run(ToolRegistry([tool]).call(block, ctx, gate=gate))
+
+    edit = {"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}
+    for tool, tool_input in ((EDIT, edit), (WRITE, {"file_path": "a.py", "content": "y\n"})):
+        result = through_gate(tool, **tool_input)
+        assert result.is_error and "before you" in text(result) and asked == []
+    assert (tmp_path / "a.py").read_text() == "x = 1\n"
+    assert not call(READ, ctx, file_path="a.py").is_error
+    assert not through_gate(EDIT, **edit).is_error and asked == ["Edit"]
+    assert (tmp_path / "a.py").read_text() == "x = 2\n"

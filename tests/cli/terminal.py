@@ -27,12 +27,18 @@ def expect_text(child: pexpect.spawn[str], text: str) -> None:
     child.expect(_ANSI.join(re.escape(ch) for ch in text))
 
 
-def spawn(project: Path, **extra_env: str) -> pexpect.spawn[str]:
-    """`piton` in a terminal of 40 rows and 100 columns, once its prompt is drawn. The terminal
+def spawn(project: Path, *args: str, **extra_env: str) -> pexpect.spawn[str]:
+    """`piton ARGS` in a terminal of 40 rows and 100 columns, once its prompt is drawn. The terminal
     answers where its cursor is, as a real one does: unanswered, prompt_toolkit waits two seconds."""
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "40", **extra_env}
     child = pexpect.spawn(
-        PITON, cwd=str(project), env=env, encoding="utf-8", timeout=CEILING_S, dimensions=(40, 100)
+        PITON,
+        list(args),
+        cwd=str(project),
+        env=env,
+        encoding="utf-8",
+        timeout=CEILING_S,
+        dimensions=(40, 100),
     )
     answering(child, 40, 100)
     child.expect_exact(PROMPT)

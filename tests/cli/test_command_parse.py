@@ -96,6 +96,6 @@ def test_what_typer_would_refuse_or_explain_is_left_to_it(args: list[str]) -> No
     expanded = expand_lists(args)
     assert quick_parse(expanded) is None
     if args[0] in ("--help", "-h", "-pc"):
-        return  # help is typer's to print; joined switches are valid, and typer's to parse
+        return  # help is printed before any parser; joined switches are valid, and typer's to parse
     with pytest.raises(TyperException):
         typer_parse(expanded)

@@ -99,8 +99,16 @@ def test_update_says_what_is_installed_and_what_is_newer(project: Path, index: T
     assert done.returncode == 0, done.stderr
     assert f"piton {__version__}, installed from the checkout at" in done.stdout
     assert "piton 999.0.0 is available" in done.stdout and "git pull" in done.stdout
+    assert "install.py" not in done.stdout  # the tests' install is the checkout itself: a pull is enough
     index.release = __version__  # type: ignore[attr-defined]
     assert "is up to date" in piton(project, "update").stdout
+
+
+def test_update_help_is_its_usage_not_an_error(project: Path) -> None:
+    done = piton(project, "update", "--help")
+    assert (done.returncode, done.stderr) == (0, "") and done.stdout.startswith(
+        "usage: piton update [--check]"
+    )
 
 
 def test_update_without_an_index_is_one_line(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:

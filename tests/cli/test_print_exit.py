@@ -166,17 +166,33 @@ def test_api_time_is_the_wait_on_the_api(fake_api: FakeAnthropicAPI, project: Pa
     assert 500 <= result["duration_api_ms"] <= result["duration_ms"], result
 
 
-def test_help_shows_the_options_in_their_groups() -> None:
-    """`--help` is made from the option table: each group is a panel, each option is in its own."""
+def test_help_fits_a_screen_groups_every_option_and_names_the_commands() -> None:
+    """`--help` is made from the option table: every option under its group's heading (the flags
+    only SDK clients send, on one line), no line past 100 columns, about 60 lines, no type noise;
+    then the commands and the environment variables that matter."""
     from piton.cli.flags import FLAGS
+    from piton.cli.help_text import CLIENT_FLAGS
 
-    env = {**os.environ, "COLUMNS": "200"}  # wide enough that no option's name is cut
+    env = {**os.environ, "COLUMNS": "100"}
     done = subprocess.run(
         [str(PITON), "--help"], capture_output=True, text=True, timeout=CEILING_S, check=False, env=env
     )
-    assert done.returncode == 0, done.stderr
-    panels = re.findall(r"╭─ (.+?) ─", done.stdout)
-    assert panels[2:] == ["Session", "Model", "Permissions and sandbox", "Output", "Extensions"]
+    assert (done.returncode, done.stderr) == (0, "")
+    lines = done.stdout.splitlines()
+    assert len(lines) <= 70 and max(map(len, lines)) <= 100
+    assert not re.search(r"<bool>|<str>|<int|\w…", done.stdout)
+    headings = [line[:-1] for line in lines if re.fullmatch(r"[A-Z][\w ]+:", line)]
+    groups = list(dict.fromkeys(flag.group for flag in FLAGS))
+    assert headings == [*groups, "Commands", "Environment", "Examples"]
     for flag in FLAGS:
-        section = done.stdout.split(f"╭─ {flag.group} ─")[1].split("╰")[0]
-        assert flag.names[-1] in section, flag.names
+        if flag.names[0] in CLIENT_FLAGS:
+            continue
+        section = done.stdout.split(f"\n{flag.group}:\n")[1].split(":\n")[0]
+        assert f"  {flag.names[0]}" in section or f", {flag.names[1]}" in section, flag.names
+    assert all(name in done.stdout for name in CLIENT_FLAGS)
+    for command in ("doctor", "config", "mcp", "plugin", "skills", "eval", "update"):
+        assert f"piton {command}" in done.stdout
+    narrow = subprocess.run(
+        [str(PITON), "-h"], capture_output=True, text=True, timeout=CEILING_S, env={**env, "COLUMNS": "60"}
+    )
+    assert max(map(len, narrow.stdout.splitlines())) <= 60

@@ -733,3 +733,15 @@ def test_resume_without_an_id_opens_the_picker(project: Path) -> None:
     run(project, provider, earlier)
     s = run(project, provider, picker, initial_prompt="/resume")  # what `piton -r` alone starts with
     assert "an earlier session" in s.screen and provider.requests[1:] == []
+
+
+def test_doctor_and_config_work_in_the_repl(project: Path) -> None:
+    """/doctor checks the setup as `piton doctor` does; /config lists, sets and reads the settings as
+    `piton config` does (a change applies from the next session)."""
+    s = slash(
+        project, "/doctor", "/config set model claude-opus-5-5", "/config get model", "/config nonsense"
+    )
+    assert "sandbox:" in s.screen and "Did you mean" not in s.screen
+    assert "Saved; it applies from the next session." in s.screen
+    assert "claude-opus-5-5" in s.screen and "invalid choice: 'nonsense'" in s.screen
+    assert "claude-opus-5-5" in (project / ".piton" / "settings.local.json").read_text()

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 import pexpect
 
 from piton.testing.script import ToolCall, reply
-from tests.cli.terminal import PITON, PROMPT, answering, expect_text, spawn
+from tests.cli.terminal import PITON, PROMPT, Terminal, answering, expect_text, spawn
 from tests.fakes.fake_api import FakeAnthropicAPI, Stall
 from tests.helpers import CEILING_S
 
@@ -298,3 +299,23 @@ def test_memory_edit_opens_a_note_in_the_users_editor(project: Path, tmp_path: P
     child.close()
     note = Path(os.path.realpath(state_dir())) / "memories" / project_key(project) / "prefs.md"
     assert note.read_text() == "use tabs\n"
+
+
+def test_where_no_sandbox_may_start_the_first_screen_says_so_and_no_command_is_put_to_the_user(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    """Every bubblewrap Piton may run (the system's under /usr, the bundled one in this environment)
+    lies in a folder the session can write once both are added: the first screen says Bash cannot
+    run, and the model's command fails at once rather than after the user approved it."""
+    fake_api.add(reply("Running it.", ToolCall("Bash", {"command": "echo hi"})), reply("It could not run."))
+    child = spawn(project, "--add-dir", "/usr", "--add-dir", sys.prefix)
+    screen = child.logfile_read
+    assert isinstance(screen, Terminal)  # the first screen may be drawn before the prompt or after it
+    screen.pump(lambda: any("Bash cannot run here" in row for row in screen.rows()), "the line on Bash")
+    child.send("run echo hi\r")
+    screen.pump(lambda: any("It could not run." in row for row in screen.rows()), "the final answer")
+    assert not any("Allow?" in row for row in screen.rows())
+    child.send("\x04")
+    child.expect(pexpect.EOF)
+    result = fake_api.bodies[-1]["messages"][-1]["content"][0]
+    assert result["is_error"] and "Bash is unavailable" in str(result["content"])
