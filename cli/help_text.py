@@ -102,10 +102,12 @@ def row(names: str, text: str, width: int) -> str:
     never cut: a word too long for the line goes whole onto a line of its own."""
     column = _NAMES if width >= _NARROW else 6
     indent = " " * column
-    first = f"  {names}".ljust(column)
-    keep = {"break_long_words": False, "break_on_hyphens": False}
-    if len(names) + 3 >= column:  # no room for a gap: the text starts on the next line
-        wrapped = textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent, **keep)
-        return "\n".join([f"  {names}", *wrapped])
-    wrapped = textwrap.wrap(text, width, initial_indent=first, subsequent_indent=indent, **keep)
-    return "\n".join(wrapped)
+    below = len(names) + 3 >= column  # no room for a gap: the text starts on the next line
+    wrapper = textwrap.TextWrapper(
+        width,
+        initial_indent=indent if below else f"  {names}".ljust(column),
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return "\n".join([f"  {names}"] * below + wrapper.wrap(text))
