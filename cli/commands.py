@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from piton.cli.info_commands import config, context, cost, doctor, model, permissions, status
+from piton.cli.info_commands import config, context, cost, doctor, model, permissions, status, trust
 
 if TYPE_CHECKING:
     from piton.cli.controller import Controller
@@ -309,6 +309,7 @@ BUILTIN = (
     ),
     Command("plugin", "the plugins loaded, what each added, and how to install more", _plugin),
     Command("status", "version, session, model, sandbox, API", status),
+    Command("trust", "whether this folder is trusted; forget the answer", trust, "[forget]"),
     Command("doctor", "check the setup: credentials, API, sandbox, settings, skills, MCP", doctor),
     Command("config", "show the settings, or change one (as piton config does)", config, "[list|get|set …]"),
     Command("mcp", "the MCP servers, their status and tools", _mcp),

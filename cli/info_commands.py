@@ -11,7 +11,7 @@ from rich.text import Text
 
 from piton import __version__
 from piton.core.context.meter import report
-from piton.core.models import model_info, resolve_alias
+from piton.core.models import ALIASES, model_info, resolve_alias
 from piton.core.project.settings import load_settings, settings_files
 from piton.core.safety.permissions import Rule
 
@@ -116,6 +116,12 @@ async def model(c: CommandContext, args: str) -> None:
         f"Model: {info.id}{known} · window {window:,} tokens · thinking {info.thinking}",
         "bold" if args else "",
     )
+    if not args:  # what there is to choose from
+        for alias, full in ALIASES.items():
+            price = model_info(full).prices
+            mark = "●" if full == info.id else " "
+            c.say(f"  {mark} {alias:<7} {full} · ${price.input:g}/${price.output:g} per MTok in/out", "dim")
+        c.say("  /model NAME switches (an alias or any model id); --model picks one at start.", "dim")
 
 
 async def permissions(c: CommandContext, args: str) -> None:
@@ -213,3 +219,23 @@ async def config(c: CommandContext, argument: str) -> None:
         c.say(line, "" if code == 0 else "red")
     if code == 0 and words[0] in ("set", "add", "remove"):
         c.say("Saved; it applies from the next session.", "dim")
+
+
+async def trust(c: CommandContext, argument: str) -> None:
+    """Whether this folder is trusted and why; `/trust forget` drops the remembered answer, so the
+    next start asks again."""
+    runtime = await c.ui.ready()
+    current = runtime.trust
+    if current is None:
+        c.say("Workspace trust was not checked in this session.", "dim")
+        return
+    if argument.strip() != "forget":
+        c.say(f"Workspace trust: {current.describe()}")
+        c.say("/trust forget drops your answer about this folder: the next start asks again.", "dim")
+        return
+    if current.store is not None and current.store.forget(current.folder):
+        c.say(f"Forgotten: the next start in {current.folder} asks again. This session keeps its trust.")
+    else:
+        c.say(
+            current.store.problem if current.store and current.store.problem else "No answer was remembered."
+        )

@@ -38,18 +38,15 @@ def memory_folder_of(runtime: Runtime) -> Path | None:
     return folder if isinstance(folder, Path) else None
 
 
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "CLAUDE.local.md")  # the project's, at its root
+
+
 async def edit_memory(ui: Controller, runtime: Runtime, name: str) -> None:
-    folder = memory_folder_of(runtime)
-    if folder is None:
-        ui.print_line("/memory edit: the memory tool is not in use in this session", "yellow")
+    target = _target(ui, runtime, name.strip())
+    if target is None:
         return
-    relative = Path(name.strip().removeprefix("/memories/").removeprefix("/"))
-    if not name.strip() or relative.is_absolute() or ".." in relative.parts:
-        ui.print_line("Usage: /memory edit FILE (a file of the memory folder, such as notes.md)", "yellow")
-        return
-    target = folder / relative
     if target.is_symlink() or (target.exists() and not target.is_file()):
-        ui.print_line(f"/memory edit: {target} is not a file of the memory folder", "yellow")
+        ui.print_line(f"/memory edit: {target} is not a regular file; left as it is", "yellow")
         return
     policy = runtime.agent.context.policy
     editor = editor_command([ui.options.cwd, *(policy.roots if policy is not None else ())])
@@ -61,5 +58,32 @@ async def edit_memory(ui: Controller, runtime: Runtime, name: str) -> None:
     except OSError as e:
         ui.print_line(f"/memory edit: {target.parent} cannot be used ({e.strerror or e})", "yellow")
         return
+    before = _content(target)
     status = await ui.run_program([*editor, str(target)])
-    ui.print_line(f"Edited {target}" + (f" (the editor exited with {status})" if status else ""), "dim")
+    exited = f" (the editor exited with {status})" if status else ""
+    changed = _content(target) != before
+    ui.print_line(f"{'Edited' if changed else 'Nothing changed in'} {target}{exited}", "dim")
+
+
+def _target(ui: Controller, runtime: Runtime, name: str) -> Path | None:
+    """The file `/memory edit NAME` opens: the project's instruction file by that name, else a file
+    of the memory tool's folder; None (said) when there is none."""
+    if name in INSTRUCTION_FILES:
+        return ui.options.cwd / name
+    folder = memory_folder_of(runtime)
+    if folder is None:
+        ui.print_line("/memory edit: the memory tool is not in use in this session", "yellow")
+        return None
+    relative = Path(name.removeprefix("/memories/").removeprefix("/"))
+    if not name or relative.is_absolute() or ".." in relative.parts:
+        usage = "Usage: /memory edit FILE (AGENTS.md, CLAUDE.md, or a file of the memory folder)"
+        ui.print_line(usage, "yellow")
+        return None
+    return folder / relative
+
+
+def _content(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None

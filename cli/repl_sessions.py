@@ -247,6 +247,8 @@ class ReplSessions:
         self.conversation.report_to(self._log_problem, asyncio.get_running_loop())
         if reopen:
             _carry_permissions(old, self.conversation.runtime)
+        else:  # the mode is the user's stance, chosen with Shift+Tab: it outlives /clear and /resume
+            _carry_mode(old, self.conversation.runtime)
         await self._opened(self.conversation, "clear" if resume is None else "resume", recap=not reopen)
         return self.conversation.runtime
 
@@ -280,13 +282,18 @@ class ReplSessions:
         self.host.print_line(f"piton: {text}", "yellow")
 
 
+def _carry_mode(old: Runtime, new: Runtime) -> None:
+    before, after = old.agent.gate, new.agent.gate
+    if before is not None and after is not None and after.permissions.allows_mode(before.permissions.mode):
+        after.permissions.mode = before.permissions.mode  # unless the settings now forbid it
+
+
 def _carry_permissions(old: Runtime, new: Runtime) -> None:
     """The same session reopened: the mode and the rules allowed meanwhile stay as they were."""
+    _carry_mode(old, new)
     before, after = old.agent.gate, new.agent.gate
     if before is None or after is None:
         return
-    if after.permissions.allows_mode(before.permissions.mode):  # the settings may have changed
-        after.permissions.mode = before.permissions.mode
     after.permissions.allow += [r for r in before.permissions.allow if r not in after.permissions.allow]
 
 

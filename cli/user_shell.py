@@ -47,6 +47,12 @@ async def user_shell(command: str, ui: ShellHost) -> None:
         runtime = await ui.ready()
     except Exception:  # the session did not start; that was said when it failed
         return
+    from piton.core.safety.run_command import where_next
+
+    context = runtime.agent.context
+    folder = where_next(context, context.policy.workspace) if context.policy is not None else None
+    if folder is not None:  # an earlier command's `cd` carries over, as it does for the model's
+        ui.print_line(f"  (in {folder}, where the last command ended)", "dim")
     done: list[ToolResult] = []
 
     async def run() -> None:

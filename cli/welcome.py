@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from piton import __version__
 from piton.core.conversation.messages import TextBlock
+from piton.core.display import counted
 from piton.core.safety.run_command import CommandRunner
 
 if TYPE_CHECKING:
@@ -62,6 +63,10 @@ def _one_line(text: str, width: int = _WIDTH) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def _last(n: int) -> str:
+    return "exchange" if n == 1 else f"{n} exchanges"
+
+
 def recap_lines(history: list[Message], exchanges: int = RECAP_EXCHANGES) -> list[tuple[str, str]]:
     """The last `exchanges` typed prompts, each with the last text the model answered it with."""
     turns: list[tuple[str, str]] = []
@@ -75,7 +80,10 @@ def recap_lines(history: list[Message], exchanges: int = RECAP_EXCHANGES) -> lis
     if not turns:
         return []
     lines = [
-        (f"── Resumed: {len(history)} messages; the last {min(exchanges, len(turns))} exchanges:", "dim")
+        (
+            f"── Resumed: {counted(len(history), 'message')}; the last {_last(min(exchanges, len(turns)))}:",
+            "dim",
+        )
     ]
     for prompt, answer in turns[-exchanges:]:
         lines.append((f"❯ {_one_line(prompt)}", "cyan"))

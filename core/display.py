@@ -41,3 +41,10 @@ class CommandOutput:
 
 
 Display = FileDiff | TodoList | CommandOutput
+
+
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """`1 tool call`, `2 tool calls`: a count with its noun agreeing."""
+    if n == 1:
+        return f"1 {word}"
+    return f"{n:,} {plural or (word + 'es' if word.endswith(('s', 'x', 'ch')) else word + 's')}"

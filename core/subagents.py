@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from piton.core.agent import Agent
 from piton.core.conversation.events import Result, SubagentEvent, ToolStarted
 from piton.core.conversation.session import SessionLog
+from piton.core.display import counted
 from piton.core.listing import fitted
 from piton.core.tools import AnyTool, CallScope, Tool, ToolContext, ToolResult
 
@@ -177,8 +178,9 @@ class SubagentRunner:
         if result is None:
             return ToolResult.error(f"The subagent {agent_id} ended without a result.")
         seconds = time.monotonic() - started
-        summary = f"{agent_type.name}: {result.num_turns} turns, {calls} tool calls, {seconds:.0f}s"
-        footer = f"\n\n(subagent {agent_id}, {agent_type.name}: {calls} tool calls)"
+        turns, tools = counted(result.num_turns, "turn"), counted(calls, "tool call")
+        summary = f"{agent_type.name}: {turns}, {tools}, {seconds:.0f}s"
+        footer = f"\n\n(subagent {agent_id}, {agent_type.name}: {tools})"
         if result.is_error:
             last = next((m.text for m in reversed(agent.history) if m.role == "assistant" and m.text), "")
             said = f" Its last words: {last.strip()}" if last.strip() else ""

@@ -69,6 +69,15 @@ class TrustStore:
         self._records: dict[str, dict[str, Any]] | None = None
         self.problem: str | None = None  # why the last answer could not be saved
         self.unreadable: str | None = None  # why the answers on disk could not be read (naming the file)
+        self._declined: dict[str, frozenset[str]] = {}  # the noes of this process, never written
+
+    def decline(self, folder: Path, grants: Iterable[str]) -> None:
+        """A no to `grants` of `folder`: it holds while this process lives, and the next start asks."""
+        key = folder_key(folder)
+        self._declined[key] = self._declined.get(key, frozenset()) | frozenset(grants)
+
+    def declined(self, folder: Path) -> frozenset[str]:
+        return self._declined.get(folder_key(folder), frozenset())
 
     def _read(self) -> dict[str, dict[str, Any]]:
         """The answers on disk. A file that cannot be used counts as no answers (nothing is trusted
@@ -102,6 +111,20 @@ class TrustStore:
             "answered": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         self._store(folder, entry)
+
+    def forget(self, folder: Path) -> bool:
+        """Drop what was remembered about `folder` (`/trust forget`): the next start asks again.
+        Whether there was an answer to drop."""
+        records = self._read()
+        if records.pop(folder_key(folder), None) is None:
+            return False
+        self._records = records
+        try:
+            self._write({"version": 1, "folders": records})
+        except OSError as e:
+            self.problem = f"could not forget the answer in {self.path} ({e.strerror or e})"
+            return False
+        return True
 
     def save_baseline(self, folder: Path, grants: Iterable[str]) -> None:
         """What the folder's files granted the first time it was trusted by flag or setting."""
@@ -195,13 +218,16 @@ class Trust:
         return lines, f"Trust {self.folder} and what its files grant? (y/N) › "
 
     def answer(self, yes: bool) -> Trust:
-        """The user's answer, remembered; a no to added grants leaves the earlier yes in place."""
+        """The user's answer. A yes is remembered; a no holds for this session only, so the next
+        start asks again (a no to added grants leaves the earlier yes in place)."""
         current = {str(g) for g in self.grants}
-        if yes:
-            answered = replace(self, how="remembered", approved=frozenset(current), declined=frozenset())
-        else:
-            how: How = self.how if self.trusted else "declined"  # a no to added grants keeps the rest
-            answered = replace(self, how=how, declined=self.declined | {str(g) for g in self.pending})
+        if not yes:
+            how: How = self.how if self.trusted else "declined"
+            no = {str(g) for g in self.pending}
+            if self.store is not None:
+                self.store.decline(self.folder, no)
+            return replace(self, how=how, declined=self.declined | no)
+        answered = replace(self, how="remembered", approved=frozenset(current), declined=frozenset())
         if self.store is not None:
             self.store.save(
                 self.folder,
@@ -237,16 +263,13 @@ class Trust:
             "flag": f"trusted for this run ({TRUST_FLAG})",
             "setting": 'trusted ("trustedFolders" in ~/.piton/settings.json)',
             "remembered": "trusted (you said yes)",
-            "declined": "not trusted (you said no)",
+            "declined": "not trusted (you said no; the next start asks again)",
             "unknown": "not trusted" if self.grants else "not trusted (its files grant nothing)",
         }[self.how]
         ignored = len(self.ignored)
         if not ignored:
             return why
-        how = HOW_TO_TRUST
-        if self.how == "declined" and self.store is not None:
-            how += f" (or remove it from {self.store.path} to be asked again)"
-        return f"{why}; {ignored} grant(s) of its files ignored: {how}"
+        return f"{why}; {ignored} grant(s) of its files ignored: {HOW_TO_TRUST}"
 
 
 def decide(
@@ -269,7 +292,7 @@ def decide(
     store = store if store is not None else TrustStore()
     record = store.record(folder)
     approved = frozenset(v for v in (record or {}).get("approved", []) if isinstance(v, str))
-    declined = frozenset(v for v in (record or {}).get("declined", []) if isinstance(v, str))
+    declined = store.declined(folder)  # a no holds for this process: the next start asks again
     if flag or matches(folder, trusted_folders):
         how: How = "flag" if flag else "setting"
         baseline = (record or {}).get("baseline")
@@ -279,7 +302,7 @@ def decide(
                 store.save_baseline(folder, baseline)
         approved |= {v for v in baseline if isinstance(v, str)}
         return Trust(Path(key), how, found, approved, declined, store=store)
-    if record is None:
-        return Trust(Path(key), "unknown", found, store=store)
-    how = "remembered" if record.get("trusted") is True else "declined"
-    return Trust(Path(key), how, found, approved, declined, store=store)
+    if record is None or record.get("trusted") is not True:  # no answer, or an earlier version's no
+        how = "declined" if declined else "unknown"
+        return Trust(Path(key), how, found, declined=declined, store=store)
+    return Trust(Path(key), "remembered", found, approved, declined, store=store)

@@ -4,7 +4,9 @@ retry line says about them, and the one line that ends a run when nothing more w
 from __future__ import annotations
 
 import contextlib
+import html
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -74,7 +76,7 @@ class StatusError:
             error = {}
         error_type = error.get("type") if isinstance(error.get("type"), str) else None
         message = error.get("message") if isinstance(error.get("message"), str) else None
-        line = " ".join(text.split())
+        line = _page_title(text) or " ".join(text.split())
         return cls(status, error_type, message or line[:300] or f"HTTP {status}", headers, reason)
 
 
@@ -126,6 +128,19 @@ def _should_retry(status: int, headers: Any) -> bool:
     if said in ("true", "false"):
         return bool(said == "true")
     return status in _RETRIED_STATUS or status >= 500
+
+
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>|<h1[^>]*>(.*?)</h1>", re.IGNORECASE | re.DOTALL)
+
+
+def _page_title(text: str) -> str | None:
+    """What an HTML error page of a proxy says (its title or first heading), not its markup."""
+    if "<html" not in text[:500].lower() and "<!doctype" not in text[:100].lower():
+        return None
+    found = _TITLE.search(text)
+    said = next((g for g in found.groups() if g), "") if found else ""
+    plain = " ".join(re.sub(r"<[^>]+>", " ", html.unescape(said)).split())
+    return f"{plain} (an HTML page)" if plain else "an HTML page"
 
 
 def status_failure(error: StatusError, base_url: str = DEFAULT_BASE_URL) -> Exception:

@@ -19,8 +19,8 @@ from piton.core.safety.rules import Decision as Decision
 from piton.core.safety.rules import GovernedTool as GovernedTool
 from piton.core.safety.rules import Permissions as Permissions
 from piton.core.safety.rules import Rule as Rule
-from piton.core.safety.rules import suggest_rule as suggest_rule
-from piton.core.safety.rules import suggest_rules as suggest_rules
+from piton.core.safety.suggest import suggest_rule as suggest_rule
+from piton.core.safety.suggest import suggest_rules as suggest_rules
 
 if TYPE_CHECKING:  # a name for type checkers only (see piton.core.mode_names)
     from piton.core.mode_names import PermissionMode as PermissionMode

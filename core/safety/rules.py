@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from piton.core.safety.globs import glob_match
 from piton.core.safety.shellrun import Effect, effect
 from piton.core.safety.shellsplit import exact_parts, split_command, writes_files
+from piton.core.safety.suggest import harmless_cd
 
 if TYPE_CHECKING:  # a name for type checkers only (see piton.core.mode_names)
     from piton.core.mode_names import PermissionMode
@@ -229,8 +230,10 @@ class Permissions:
         if not parts or scanned is None or any(writes_files(p) for p in scanned):
             # unsplittable, empty, or writing files by redirection: no prefix rule can vouch for it
             return None
-        matched = [next((r for r in self.allow if self._matches(r, tool, content, p)), None) for p in parts]
-        return matched[0] if all(matched) else None
+        # a `cd` into a folder below the working one changes nothing by itself: it needs no rule
+        kept = [p for p in parts if harmless_cd(p) is None]
+        matched = [next((r for r in self.allow if self._matches(r, tool, content, p)), None) for p in kept]
+        return matched[0] if matched and all(matched) else None
 
     def names(self, tool: str, content: str) -> bool:
         """Whether an allow rule names exactly this content of `tool` (`WebFetch(domain:localhost)`):
@@ -271,28 +274,3 @@ class Permissions:
         if self.mode == "acceptEdits" and tool.kind == "edit":
             return Decision("allow", "acceptEdits mode")
         return Decision("ask", f"{tool.name} needs permission", default=True)
-
-
-def suggest_rules(tool: GovernedTool, content: str | None) -> list[str]:
-    """The rules a person would add to allow calls like this one for the session: for a command
-    line, one per command in it (`cd src && python3 t.py` gives `Bash(cd src:*)` and
-    `Bash(python3 t.py:*)`), never the whole tool, which would allow every command."""
-    if tool.kind == "execute" and content:
-        parts = split_command(content)
-        if not parts:
-            return [f"{tool.name}({content})"]
-        rules: list[str] = []
-        for part in parts:
-            words = part.split()
-            rule = f"{tool.name}({words[0]} {words[1]}:*)" if len(words) >= 2 else f"{tool.name}({part})"
-            if words and rule not in rules:
-                rules.append(rule)
-        return rules or [f"{tool.name}({content})"]
-    if tool.kind == "other" and content and content.startswith("domain:"):
-        return [f"{tool.name}({content})"]  # this site, not every site
-    return [tool.name]
-
-
-def suggest_rule(tool: GovernedTool, content: str | None) -> str:
-    """The suggested rules as one line (`--allowedTools` takes it as it is)."""
-    return ", ".join(suggest_rules(tool, content))

@@ -101,6 +101,18 @@ class Refused:
     reason: str
 
 
+def where_next(ctx: CommandSession[Any], workspace: Path) -> str | None:
+    """Where the next command starts, relative to `workspace` (or absolute outside it), when that is
+    not the workspace itself: a `cd` of an earlier command carries over."""
+    cwd = ctx.state.get(_CWD)
+    if not cwd or Path(cwd) == workspace:
+        return None
+    try:
+        return str(Path(cwd).relative_to(workspace))
+    except ValueError:
+        return str(cwd)
+
+
 class CommandRunner(Generic[ShellT]):
     """The orchestrator for one agent's commands under `policy` (the session's, or a subagent's);
     `make` builds a sandbox for a policy (the platform's, unless a test gives another)."""

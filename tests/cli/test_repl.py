@@ -335,6 +335,21 @@ def test_multiline_input(project: Path) -> None:
 
 
 @pytest.mark.sandbox
+def test_bang_says_when_it_starts_where_an_earlier_cd_left_off(project: Path) -> None:
+    (project / "src").mkdir()
+
+    async def script(s: Session) -> None:
+        await s.type("!pwd" + ENTER)
+        await s.until(lambda: s.screen.splitlines()[-1].endswith("project"))
+        await s.type("!cd src" + ENTER)
+        await s.until(lambda: s.repl.runtime is not None and len(s.history) == 2)
+        await s.type("!pwd" + ENTER)
+        await s.until(lambda: s.screen.splitlines()[-1].endswith("src"))
+
+    s = run(project, ScriptedProvider(), script)
+    assert s.screen.count("(in src, where the last command ended)") == 1
+
+
 def test_bang_runs_a_shell_command_without_a_model_turn(project: Path) -> None:
     provider = ScriptedProvider(reply("I saw it."))
 
@@ -380,6 +395,19 @@ def test_shift_tab_cycles_the_permission_mode(project: Path) -> None:
     assert seen == ["acceptEdits", "plan", "default"]
 
 
+def test_the_mode_outlives_clear(project: Path) -> None:
+    async def script(s: Session) -> None:
+        assert s.repl.runtime is not None
+        first = s.repl.runtime.log.session_id
+        await s.type("\x1b[Z")  # acceptEdits
+        await s.type("/clear" + ENTER)
+        await s.until(lambda: s.repl.runtime is not None and s.repl.runtime.log.session_id != first)
+
+    s = run(project, ScriptedProvider(), script)
+    assert s.repl.runtime is not None and s.repl.runtime.agent.gate is not None
+    assert s.repl.runtime.agent.gate.permissions.mode == "acceptEdits"
+
+
 def slash(project: Path, *commands: str, provider: ScriptedProvider | None = None) -> Session:
     async def script(s: Session) -> None:
         for command in commands:
@@ -404,6 +432,12 @@ def test_help_lists_the_commands_and_keys(project: Path) -> None:
     ):
         assert name in screen
     assert "Esc or Ctrl-C interrupts" in screen
+
+
+def test_model_without_a_name_lists_the_choices(project: Path) -> None:
+    screen = slash(project, "/model").screen
+    assert "● sonnet  claude-sonnet-5-5" in screen and "opus    claude-opus-5-5" in screen
+    assert "haiku" in screen and "/model NAME switches" in screen
 
 
 def test_an_unknown_command_suggests_close_ones(project: Path) -> None:

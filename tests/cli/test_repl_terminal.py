@@ -301,6 +301,26 @@ def test_memory_edit_opens_a_note_in_the_users_editor(project: Path, tmp_path: P
     assert note.read_text() == "use tabs\n"
 
 
+def test_memory_edit_agents_md_opens_the_projects_own_and_says_when_nothing_changed(
+    project: Path, tmp_path: Path
+) -> None:
+    (project / "AGENTS.md").write_text("# Rules\n")
+    editor = tmp_path / "bin" / "fake-editor"
+    editor.parent.mkdir()
+    editor.write_text('#!/bin/sh\n[ -e "$1.keep" ] || printf -- "- use tabs\\n" >> "$1"\n')
+    editor.chmod(0o755)
+    child = spawn(project, EDITOR=str(editor))
+    child.send("/memory edit AGENTS.md\r")
+    expect_text(child, "Edited /")
+    (project / "AGENTS.md.keep").write_text("")  # the editor now leaves the file as it is
+    child.send("/memory edit AGENTS.md\r")
+    expect_text(child, "Nothing changed in")
+    child.send("\x04")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert (project / "AGENTS.md").read_text() == "# Rules\n- use tabs\n"
+
+
 def test_where_no_sandbox_may_start_the_first_screen_says_so_and_no_command_is_put_to_the_user(
     fake_api: FakeAnthropicAPI, project: Path
 ) -> None:

@@ -52,14 +52,14 @@ def test_yes_trusts_the_folder_and_is_remembered(project: Path) -> None:
     assert allowed(again) == ["Shell"] and "would grant" not in again.screen
 
 
-def test_no_grants_nothing_keeps_the_deny_rules_and_is_not_asked_again(project: Path) -> None:
+def test_no_grants_nothing_keeps_the_deny_rules_and_the_next_start_asks_again(project: Path) -> None:
     allow_shell(project)
     s = start(project, "n")
-    assert allowed(s) == [] and "not trusted (you said no)" in s.screen
+    assert allowed(s) == [] and "not trusted (you said no" in s.screen
     assert s.repl.runtime is not None
     assert [str(r) for r in s.repl.runtime.agent.gate.permissions.deny] == ["Echo"]  # type: ignore[union-attr]
-    again = start(project, None)
-    assert allowed(again) == [] and "would grant" not in again.screen
+    again = start(project, "y")
+    assert "would grant" in again.screen and allowed(again) == ["Shell"]
 
 
 def test_a_grant_added_later_is_asked_about_on_its_own(project: Path) -> None:
@@ -110,3 +110,21 @@ def test_no_runs_none_of_a_projects_hooks(project: Path, tmp_path: Path) -> None
     path.write_text(json.dumps({"hooks": hooks}))
     start(project, "n")
     assert not marker.exists()
+
+
+def test_trust_forget_drops_the_answer_and_the_next_start_asks_again(project: Path) -> None:
+    allow_shell(project)
+    assert allowed(start(project, "y")) == ["Shell"]
+
+    async def forget(s: Session) -> None:
+        await s.until(lambda: s.repl.runtime is not None)
+        await s.type("/trust" + ENTER)
+        await s.idle()
+        await s.type("/trust forget" + ENTER)
+        await s.idle()
+
+    s = run(project, ScriptedProvider(), forget, loaded=False)
+    assert "Workspace trust: trusted (you said yes)" in s.screen
+    assert "Forgotten: the next start" in s.screen and allowed(s) == ["Shell"]  # this session keeps it
+    again = start(project, "n")
+    assert "would grant" in again.screen and allowed(again) == []

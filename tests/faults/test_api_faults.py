@@ -523,3 +523,35 @@ def test_stream_json_reports_retries_in_claude_codes_shape(fake_api: FakeAnthrop
     }
     assert retry["reason"] == "529 overloaded_error" and retry["session_id"] == lines[0]["session_id"]
     assert lines[-1]["type"] == "result" and lines[-1]["result"] == WHOLE
+
+
+def test_a_proxys_html_error_page_is_named_by_its_title_not_printed(tmp_path: Path) -> None:
+    """A gateway in front of the API answers 502 with an HTML page: the last line names the page's
+    title, never its markup."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    page = b"<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1><hr>nginx</body></html>"
+
+    class Gateway(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(502)
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Gateway)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        done = piton("hi", env={**QUICK_RETRIES, "ANTHROPIC_BASE_URL": url})
+    finally:
+        server.shutdown()
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 1 and "502 Bad Gateway (an HTML page)" in last, done.stderr
+    assert "<" not in done.stderr

@@ -48,16 +48,25 @@ def test_yes_is_remembered_by_real_path_and_covers_what_was_shown(project: Path,
     assert decide(project, [RULE, SKILL]).pending == []
 
 
-def test_no_is_remembered_and_only_new_grants_ask_again(project: Path) -> None:
+def test_a_no_holds_for_the_session_and_the_next_start_asks_again(project: Path) -> None:
     declined = decide(project, [RULE]).answer(False)
-    assert (declined.how, declined.trusted) == ("declined", False)
+    assert (declined.how, declined.trusted, declined.pending) == ("declined", False, [])
+    assert "the next start asks again" in declined.describe()
     again = decide(project, [RULE])
-    assert again.pending == [] and again.ignored == [RULE] and "you said no" in again.describe()
-    assert decide(project, [RULE, SKILL]).pending == [SKILL]
+    assert again.how == "unknown" and again.pending == [RULE]
     trusted = decide(project, [RULE]).answer(True)
     no_to_more = decide(project, [RULE, SKILL]).answer(False)
     assert trusted.trusted and no_to_more.how == "remembered" and no_to_more.honours(RULE)
-    assert decide(project, [RULE, SKILL]).pending == [] and not decide(project, [RULE, SKILL]).honours(SKILL)
+    assert no_to_more.pending == []  # not asked again in this session
+    later = decide(project, [RULE, SKILL])
+    assert later.honours(RULE) and not later.honours(SKILL) and later.pending == [SKILL]
+
+
+def test_a_remembered_answer_can_be_forgotten(project: Path) -> None:
+    store = TrustStore()
+    decide(project, [RULE], store=store).answer(True)
+    assert store.forget(project) and not store.forget(project)
+    assert decide(project, [RULE]).how == "unknown"
 
 
 def test_a_subfolder_of_a_trusted_folder_is_not_trusted(project: Path) -> None:

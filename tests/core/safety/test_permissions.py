@@ -160,14 +160,40 @@ def test_bypass_allows_everything_no_rule_denies_or_asks_about() -> None:
 
 def test_suggested_session_rules() -> None:
     assert suggest_rule(BASH, "npm run test -- -x") == "Bash(npm run:*)"
-    assert suggest_rule(BASH, "ls") == "Bash(ls)"
+    assert suggest_rule(BASH, "git status --short") == "Bash(git status:*)"
     assert suggest_rule(EDIT, "/work/proj/a") == "Edit"
 
 
+def test_the_rule_offered_is_the_one_a_careful_user_would_write() -> None:
+    """Arguments vary, so a plain program's rule takes any (the next `echo` is not asked again);
+    a destructive program or code given to an interpreter inline is allowed exactly as asked."""
+    assert suggest_rule(BASH, "echo PAR-A") == "Bash(echo:*)"
+    assert suggest_rule(BASH, "ls") == "Bash(ls:*)"
+    assert suggest_rule(BASH, "rm -rf build") == "Bash(rm -rf build)"
+    inline = "python3 -c 'print(1)'"
+    exact = perms(allow=tuple(suggest_rules(BASH, inline)))
+    assert exact.decide(BASH, inline).behavior == "allow"
+    assert exact.decide(BASH, "python3 -c 'import os; os.remove(\"x\")'").behavior == "ask"
+    assert suggest_rule(BASH, "node -e 1") == "Bash(node -e 1)"
+    assert suggest_rule(BASH, "python3 tools/gen.py --all") == "Bash(python3 tools/gen.py:*)"
+    assert suggest_rule(BASH, "git -C .. push") == "Bash(git -C .. push)"
+    assert suggest_rule(BASH, "cd /etc && ls") == "Bash(cd:*), Bash(ls:*)"
+    gate = PermissionGate(perms(allow=("Bash(echo:*)",)))
+    assert gate.permissions.decide(BASH, "echo PAR-B").behavior == "allow"
+
+
+def test_a_cd_below_the_working_folder_needs_no_rule() -> None:
+    allowed = perms(allow=("Bash(python3:*)",))
+    assert allowed.decide(BASH, "cd src && python3 t.py").behavior == "allow"
+    assert allowed.decide(BASH, "cd ../other && python3 t.py").behavior == "ask"
+    assert allowed.decide(BASH, "cd $HOME && python3 t.py").behavior == "ask"
+    assert allowed.decide(BASH, "cd src").behavior == "ask"  # nothing allowed it
+
+
 def test_a_compound_command_is_offered_rules_for_its_parts_never_the_whole_tool() -> None:
-    assert suggest_rule(BASH, "a && b") == "Bash(a), Bash(b)"
+    assert suggest_rule(BASH, "a && b") == "Bash(a:*), Bash(b:*)"
     line = "cd services/api && python3 t.py --fast"
-    assert suggest_rules(BASH, line) == ["Bash(cd services/api:*)", "Bash(python3 t.py:*)"]
+    assert suggest_rules(BASH, line) == ["Bash(python3 t.py:*)"]
     approved: list[PermissionRequest] = []
 
     async def always(request: PermissionRequest) -> Decision:
