@@ -49,7 +49,8 @@ async def bashes(ui: Controller, args: str) -> None:
         for shell in chosen:
             shell.kill()
             await shell.wait(5.0)
-            ui.print_line(f"Killed {shell.id}: {shell.command}")
+            if shell.running:  # once it ends, the line that says so is the terminal's (ended_line)
+                ui.print_line(f"Asked {shell.id} to stop; it has not ended yet: {shell.command}", "yellow")
         return
     if words[:1] == ["show"] and len(words) == 2:
         shell = shells.get(words[1])

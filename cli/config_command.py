@@ -3,7 +3,7 @@
 Keys are dotted paths into a file (`model`, `permissions.defaultMode`, `env.DEBUG`); a value is
 JSON when it parses as JSON (`false`, `3`, `["a"]`), else a string. Writing goes to Piton's own file
 of the chosen scope (user `~/.piton/settings.json`, project `.piton/settings.json`, local
-`.piton/settings.local.json`, the default, which stays out of version control by its name), never to
+`.piton/settings.local.json`, the default, which is added to `.git/info/exclude`), never to
 Claude Code's files, which are read as they are. Reading shows every file that sets a key, lowest
 precedence first, so the last line is the one that wins (lists such as `permissions.allow` add up).
 """
@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from piton.core.project.git_exclude import exclude_from_git
 from piton.core.project.jsonfile import JsonFileError, read_object, write_object
 from piton.core.project.settings_sources import Source, settings_files, shown, user_config_dir
 
@@ -80,7 +81,7 @@ def main(argv: list[str], out: TextIO | None = None, err: TextIO | None = None) 
             _add(data, keys, [_value(v) for v in args.values])
         else:
             _remove(data, keys, [_value(v) for v in args.values])
-        write_object(target, data, private=args.scope != "project")
+        _write(target, data, args.scope)
     except ConfigError as e:
         err.write(f"piton config: {e}\n")
         return 1
@@ -99,8 +100,14 @@ def save(scope: str, cwd: Path, keys: list[str], value: Any) -> Path:
     target = scope_file(scope, cwd)
     data = _read(target)
     _put(data, keys, value)
-    write_object(target, data, private=scope != "project")
+    _write(target, data, scope)
     return target
+
+
+def _write(target: Path, data: dict[str, Any], scope: str) -> None:
+    write_object(target, data, private=scope != "project")
+    if scope == "local":  # the user's own: kept out of the project's commits
+        exclude_from_git(target)
 
 
 def _path(key: str) -> list[str]:

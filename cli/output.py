@@ -25,6 +25,7 @@ from piton.core.conversation.events import (
     ToolFinished,
     ToolStarted,
 )
+from piton.core.display import counted
 from piton.core.providers.waits import say_seconds
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -42,8 +43,10 @@ _PATH_KEYS = ("file_path", "path", "notebook_path")
 def tool_label(name: str, tool_input: dict[str, Any], width: int = 60, base: Path | None = None) -> str:
     """`Name(first argument)`, the way a tool call is shown to people: a path relative to the
     project (`base`, the working directory by default), cut in the middle so the file's name stays."""
-    key, first = next(((k, v) for k, v in tool_input.items() if isinstance(v, str) and v.strip()), ("", ""))
-    first = " ".join(first.split())
+    # a plan is Markdown shown whole at its question: its first line would show as raw markup here
+    strings = ((k, v) for k, v in tool_input.items() if isinstance(v, str) and v.strip() and k != "plan")
+    key, first = next(strings, ("", ""))
+    first = " ".join(first.split()) or _listed(tool_input)
     if key in _PATH_KEYS:
         first = short_path(first, width, base if base is not None else Path.cwd())
     elif len(first) > width:
@@ -51,7 +54,19 @@ def tool_label(name: str, tool_input: dict[str, Any], width: int = 60, base: Pat
     if name.startswith("mcp__") and "__" in name[5:]:  # Claude Code's way: `github - create_issue (MCP)`
         server, tool = name[5:].split("__", 1)
         name = f"{server} - {tool} (MCP)"
-    return f"{name}({first})"
+    return f"{name}({first})" if first else name
+
+
+def _listed(tool_input: dict[str, Any]) -> str:
+    """A call whose input is a list says what it holds: `TodoWrite(3 tasks)`, the question asked."""
+    todos, questions = tool_input.get("todos"), tool_input.get("questions")
+    if isinstance(todos, list):
+        return counted(len(todos), "task")
+    if isinstance(questions, list) and questions and isinstance(questions[0], dict):
+        asked = str(questions[0].get("question") or "")
+        more = f" (+{len(questions) - 1} more)" if len(questions) > 1 else ""
+        return " ".join(asked.split()) + more
+    return ""
 
 
 def short_path(path: str, width: int, base: Path) -> str:

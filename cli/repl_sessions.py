@@ -264,7 +264,9 @@ class ReplSessions:
             return None
         assert self.conversation is not None
         await self.conversation.aclose("prompt_input_exit")
-        self.host.print_line(f"Resume this session with: piton --resume {self.runtime.log.session_id}", "dim")
+        if self.runtime.agent.history:  # an empty session has nothing to resume
+            resume = f"Resume this session with: piton --resume {self.runtime.log.session_id}"
+            self.host.print_line(resume, "dim")
         return self.runtime
 
     # -- what the session tells ----------------------------------------------------------------------

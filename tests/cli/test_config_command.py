@@ -116,3 +116,18 @@ def test_update_without_an_index_is_one_line(project: Path, monkeypatch: pytest.
     done = piton(project, "update")
     assert done.returncode == 1 and "could not ask the package index" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_local_setting_is_kept_out_of_the_projects_commits(project: Path) -> None:
+    """The local file is the user's own: `.git/info/exclude` names it (the project's `.gitignore`
+    is left alone), once, and git then ignores it."""
+    (project / ".git").mkdir(exist_ok=True)
+    (project / ".git" / "info").mkdir(exist_ok=True)
+    (project / ".git" / "info" / "exclude").write_text(
+        "# git ls-files --others --exclude-from=.git/info/exclude"
+    )
+    assert piton(project, "config", "set", "model", "opus").returncode == 0
+    assert piton(project, "config", "set", "outputStyle", "Explanatory").returncode == 0
+    exclude = (project / ".git" / "info" / "exclude").read_text()
+    assert exclude.endswith("\n/.piton/settings.local.json\n") and exclude.count("settings.local.json") == 1
+    assert not (project / ".gitignore").exists()

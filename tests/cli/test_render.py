@@ -366,3 +366,13 @@ def test_a_huge_line_in_a_code_block_is_shown_plainly_not_lexed() -> None:
     live = renderer.live()
     assert {style for style, _ in live[:-1]} == {"class:live"}  # wrapped as text, without a lexer
     assert len(live) <= LIVE_LINES + 1
+
+
+def test_a_call_whose_input_is_a_list_says_what_it_holds() -> None:
+    from piton.cli.output import tool_label
+
+    todos = {"todos": [{"content": "a", "status": "pending"}, {"content": "b", "status": "pending"}]}
+    assert tool_label("TodoWrite", todos) == "TodoWrite(2 tasks)"
+    asked = {"questions": [{"question": "Which  database?", "options": []}, {"question": "Port?"}]}
+    assert tool_label("AskUserQuestion", asked) == "AskUserQuestion(Which database? (+1 more))"
+    assert tool_label("ExitPlanMode", {"plan": "# The plan\n1. **Do** it"}) == "ExitPlanMode"

@@ -395,6 +395,11 @@ def test_shift_tab_cycles_the_permission_mode(project: Path) -> None:
     assert seen == ["acceptEdits", "plan", "default"]
 
 
+def test_an_empty_session_offers_no_resume(project: Path) -> None:
+    s = slash(project, "/help")
+    assert "/clear" in s.screen and "Resume this session" not in s.screen
+
+
 def test_the_mode_outlives_clear(project: Path) -> None:
     async def script(s: Session) -> None:
         assert s.repl.runtime is not None

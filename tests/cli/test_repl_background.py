@@ -101,7 +101,8 @@ def test_background_shells_outlive_their_turn_are_listed_and_die_with_the_sessio
         assert "bash_1" in told  # and the one still running
 
         child.send("/bashes kill bash_1\r")
-        term.pump(lambda: term.shows("Killed bash_1"), "the kill")
+        term.pump(lambda: term.shows("Background shell bash_1 killed after"), "the kill, said once")
+        assert sum("bash_1 killed" in row for row in term.rows()) == 1
         term.pump(lambda: not term.shows("1 shell"), "no shell counted")
         stopped(marker)
         child.send("\x04")
