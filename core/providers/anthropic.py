@@ -170,13 +170,14 @@ class AnthropicProvider:
                     )
                 except Retry as e:
                     failure = e
-                if attempt == attempts:
+                if attempt >= min(attempts, failure.attempts or attempts):
                     raise failure.give_up(attempt) from failure
                 delay, reason = self._delay(failure, capped)
                 capped = capped or (failure.retry_after or 0) > self._waits.max_retry_wait_s
                 if delay is None:
                     delay = self._waits.backoff(attempt)
-                yield StreamRetry(attempt, attempts, delay, reason, failure.status, failure.error_type)
+                tries = min(attempts, failure.attempts or attempts)
+                yield StreamRetry(attempt, tries, delay, reason, failure.status, failure.error_type)
                 await waited.on(asyncio.sleep(delay))
         except ProviderError as e:
             e.api_seconds = waited.seconds

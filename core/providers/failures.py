@@ -106,8 +106,10 @@ class Retry(Exception):
         error_type: str | None = None,
         retry_after: float | None = None,
         hint: str = "",
+        attempts: int | None = None,
     ) -> None:
         super().__init__(reason)
+        self.attempts = attempts  # at most this many tries in all for this failure, when fewer make sense
         self.reason = reason
         self.final = final
         self.kind = kind
@@ -214,9 +216,31 @@ def connection_failure(exc: BaseException, base_url: str, waits: Waits) -> Retry
         what, hint = f"no connection within {say_seconds(waits.connect_s)}", f"{CONNECT_VAR} sets the wait"
     else:
         what = describe(exc)
+    # nothing listens on this machine's port: a server still starting gets one more try, not a minute
+    nobody = _refused(exc) and _loopback(base_url)
     return Retry(
         f"cannot connect: {what}",
-        final=f"Cannot reach the API at {base_url}: {what}",
+        final=f"Cannot reach the API at {base_url}: {what}"
+        + (" (is the local server running?)" if nobody else ""),
         kind="connection",
         hint=hint,
+        attempts=2 if nobody else None,
     )
+
+
+def _refused(exc: BaseException) -> bool:
+    current: BaseException | None = exc
+    for _ in range(8):
+        if current is None:
+            return False
+        if isinstance(current, ConnectionRefusedError) or "Connection refused" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _loopback(base_url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    host = urlsplit(base_url).hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")

@@ -342,7 +342,7 @@ def test_the_server_may_say_not_to_retry(fake_api: FakeAnthropicAPI) -> None:
 
 def test_a_refused_connection_is_announced_and_ends_in_one_line() -> None:
     events, error = fail(provider_for(closed_port()))
-    assert len(retries_of(events)) == 2
+    assert len(retries_of(events)) == 1  # nobody listens on this machine's port: one more try only
     assert all(r.reason.startswith("cannot connect: ConnectError: [Errno") for r in retries_of(events))
     assert error.kind == "connection" and str(error).startswith(f"Cannot reach the API at {closed_port()}")
 
@@ -555,3 +555,19 @@ def test_a_proxys_html_error_page_is_named_by_its_title_not_printed(tmp_path: Pa
     last = done.stderr.strip().splitlines()[-1]
     assert done.returncode == 1 and "502 Bad Gateway (an HTML page)" in last, done.stderr
     assert "<" not in done.stderr
+
+
+def test_a_local_port_nobody_listens_on_gets_one_more_try_not_a_minute() -> None:
+    """A refused connection to this machine means no server runs there: one retry (a server still
+    starting), then one line that says so, rather than the whole budget of backoffs."""
+    with socket.socket() as probe:  # a port that was free a moment ago and is closed now
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = piton("hi", env={**QUICK_RETRIES, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}"})
+    assert done.returncode == 1
+    assert done.stderr.count("retrying in") == 1 and "attempt 2/2" in done.stderr
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .endswith("(is the local server running?) (failed 2 times in a row)")
+    )
