@@ -106,6 +106,10 @@ async def approve(
         console.print(diff_text(request.preview), end="")
     elif request.tool.kind == "execute" and request.content:
         console.print(Text(f"    {request.content}", style="bold"))
+        if request.input.get("run_in_background"):  # it outlives the turn: the user should know
+            console.print(
+                Text("    (left running in the background; /bashes lists and stops it)", style="dim")
+            )
     question = (
         f"Allow? 1 yes · 2 yes, and allow {request.suggestion} for this session · "
         "3 no (type a reason after it to tell Piton what to do instead) › "

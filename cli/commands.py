@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from piton.cli.info_commands import config, context, cost, doctor, model, permissions, status, trust
+from piton.core.display import counted
 
 if TYPE_CHECKING:
     from piton.cli.controller import Controller
@@ -148,9 +149,13 @@ async def _resume(c: Commands, args: str) -> None:
             return
         choice = sessions[int(answer) - 1].session_id
     resumed = await c.ui.switch(resume=choice)
-    messages = len(resumed.agent.history)
-    # a session in use elsewhere goes on in a fork: name the one the conversation now lives in
-    c.say(f"(resumed session {resumed.log.session_id}: {messages} messages)", "dim")
+    from piton.cli.welcome import recap_lines
+
+    # the recap names the session the conversation now lives in (a session in use elsewhere goes on
+    # in a fork); without exchanges to recap, this line does
+    if not recap_lines(resumed.agent.history):
+        messages = counted(len(resumed.agent.history), "message")
+        c.say(f"(resumed session {resumed.log.session_id}: {messages})", "dim")
 
 
 async def _invoke(c: Commands, line: str) -> None:

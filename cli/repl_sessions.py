@@ -204,7 +204,8 @@ class ReplSessions:
 
         runtime = conversation.runtime
         say = self.host.print_line
-        for text, style in recap_lines(runtime.agent.history) if source == "resume" and recap else []:
+        shown = recap_lines(runtime.agent.history, session_id=runtime.log.session_id)
+        for text, style in shown if source == "resume" and recap else []:
             say(text, style)
         # a session reopened where it stands (`recap=False`) does not start again
         for event in await conversation.start(source, quiet=not recap):

@@ -67,8 +67,11 @@ def _last(n: int) -> str:
     return "exchange" if n == 1 else f"{n} exchanges"
 
 
-def recap_lines(history: list[Message], exchanges: int = RECAP_EXCHANGES) -> list[tuple[str, str]]:
-    """The last `exchanges` typed prompts, each with the last text the model answered it with."""
+def recap_lines(
+    history: list[Message], exchanges: int = RECAP_EXCHANGES, session_id: str = ""
+) -> list[tuple[str, str]]:
+    """The last `exchanges` typed prompts, each with the last text the model answered it with,
+    under a line naming the session (when given) and its length."""
     turns: list[tuple[str, str]] = []
     for message in history:
         typed = message.role == "user" and not message.tool_results and message.text.strip()
@@ -79,12 +82,9 @@ def recap_lines(history: list[Message], exchanges: int = RECAP_EXCHANGES) -> lis
             turns[-1] = (turns[-1][0], message.text)
     if not turns:
         return []
-    lines = [
-        (
-            f"── Resumed: {counted(len(history), 'message')}; the last {_last(min(exchanges, len(turns)))}:",
-            "dim",
-        )
-    ]
+    named = f" session {session_id}" if session_id else ""
+    size = counted(len(history), "message")
+    lines = [(f"── Resumed{named}: {size}; the last {_last(min(exchanges, len(turns)))}:", "dim")]
     for prompt, answer in turns[-exchanges:]:
         lines.append((f"❯ {_one_line(prompt)}", "cyan"))
         if answer:

@@ -484,6 +484,8 @@ def test_clear_and_resume_switch_sessions(project: Path) -> None:
     s = run(project, provider, script)
     assert [m.text for m in provider.requests[1].messages] == ["first question", "first answer", "continue"]
     assert "first question" in s.screen.split("/resume")[-1]  # the picker shows each session's first prompt
+    after = s.screen.split("Resume which?")[-1]
+    assert after.count("── Resumed session ") == 1 and "(resumed session" not in after  # said once
 
 
 def test_clear_during_a_turn_lets_the_turn_finish_in_the_old_session(project: Path) -> None:
@@ -751,7 +753,7 @@ def test_a_welcome_on_start_and_a_recap_on_resume(project: Path) -> None:
         "✻ Piton" in s.screen and "/help for commands" in s.screen and "sandbox workspace-write" in s.screen
     )
     s = run(project, provider, lambda s: s.until(lambda: "Resumed" in s.screen), resume=ids[0])
-    recap = s.screen.split("Resumed: 2 messages")[1]
+    recap = s.screen.split(f"Resumed session {ids[0]}: 2 messages")[1]
     assert "❯ what is the answer?" in recap and "⎿  The answer is **42**." in recap
 
 

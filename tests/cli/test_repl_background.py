@@ -30,7 +30,7 @@ def terminal_env() -> dict[str, str]:
 def asks_about(term: Terminal, command: str) -> bool:
     rows = term.display
     return any(
-        command in above and "Allow? 1 yes" in "".join(rows[i + 1 : i + 3]) for i, above in enumerate(rows)
+        command in above and "Allow? 1 yes" in "".join(rows[i + 1 : i + 4]) for i, above in enumerate(rows)
     )
 
 
@@ -82,6 +82,7 @@ def test_background_shells_outlive_their_turn_are_listed_and_die_with_the_sessio
         child.send("start the server and the build\r")
         for command in ("echo serving", build):
             term.pump(partial(asks_about, term, command), f"the question about {command}")
+            assert term.shows("(left running in the background; /bashes lists and stops it)")
             child.send("1\r")
         term.pump(lambda: term.shows("Both are running.") and term.shows("2 shells"), "two shells counted")
         beats(beat)  # the turn is over; the server runs on
