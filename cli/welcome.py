@@ -10,13 +10,13 @@ from piton import __version__
 from piton.core.conversation.messages import TextBlock
 from piton.core.display import counted
 from piton.core.safety.run_command import CommandRunner
+from piton.core.safety.sandbox.bwrap import NO_BWRAP
 
 if TYPE_CHECKING:
     from piton.core.conversation.messages import Message
     from piton.runtime import Runtime
 
 RECAP_EXCHANGES = 3
-_REFUSED = "no bubblewrap (bwrap) it may run ("  # then each binary found and why it may not run
 _WIDTH = 100
 
 
@@ -51,7 +51,7 @@ def no_commands(runtime: Runtime) -> str | None:
     if reason is None:
         return None
     brief = reason.removeprefix("the shell sandbox cannot start: ").partition("; install bubblewrap")[0]
-    refused = brief.removeprefix(_REFUSED)
+    refused = brief.removeprefix(f"{NO_BWRAP} (")
     if refused == brief or not refused.endswith(")"):
         return brief
     why = list(dict.fromkeys(refused[:-1].split("; ")))  # each binary refused, once

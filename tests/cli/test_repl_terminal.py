@@ -284,13 +284,19 @@ def test_the_model_asks_a_question_and_the_answer_goes_back(
     assert '"Which database?"="SQLite"' in str(result["content"])
 
 
+def user_editor(tmp_path: Path, script: str) -> Path:
+    """The user's own `$EDITOR`, outside the project: a shell script given the file as `$1`."""
+    editor = tmp_path / "bin" / "fake-editor"
+    editor.parent.mkdir()
+    editor.write_text(f"#!/bin/sh\n{script}\n")
+    editor.chmod(0o755)
+    return editor
+
+
 def test_memory_edit_opens_a_note_in_the_users_editor(project: Path, tmp_path: Path) -> None:
     from piton.core.conversation.session import project_key, state_dir
 
-    editor = tmp_path / "bin" / "fake-editor"  # the user's own editor, outside the project
-    editor.parent.mkdir()
-    editor.write_text('#!/bin/sh\nprintf "use tabs\\n" >> "$1"\n')
-    editor.chmod(0o755)
+    editor = user_editor(tmp_path, 'printf "use tabs\\n" >> "$1"')
     child = spawn(project, EDITOR=str(editor))
     child.send("/memory edit prefs.md\r")
     expect_text(child, "Edited")
@@ -305,10 +311,7 @@ def test_memory_edit_agents_md_opens_the_projects_own_and_says_when_nothing_chan
     project: Path, tmp_path: Path
 ) -> None:
     (project / "AGENTS.md").write_text("# Rules\n")
-    editor = tmp_path / "bin" / "fake-editor"
-    editor.parent.mkdir()
-    editor.write_text('#!/bin/sh\n[ -e "$1.keep" ] || printf -- "- use tabs\\n" >> "$1"\n')
-    editor.chmod(0o755)
+    editor = user_editor(tmp_path, '[ -e "$1.keep" ] || printf -- "- use tabs\\n" >> "$1"')
     child = spawn(project, EDITOR=str(editor))
     child.send("/memory edit AGENTS.md\r")
     expect_text(child, "Edited /")

@@ -39,6 +39,9 @@ def _install_hint() -> str:
     )
 
 
+NO_BWRAP = "no bubblewrap (bwrap) it may run"  # then, in parentheses, each one found and why not
+
+
 class BwrapSandbox:
     name = "bwrap"
 
@@ -64,7 +67,7 @@ class BwrapSandbox:
 
     def unavailable_reason(self) -> str | None:
         if self._missing:
-            refused = f"no bubblewrap (bwrap) it may run ({self._missing})"
+            refused = f"{NO_BWRAP} ({self._missing})"
             return f"the shell sandbox cannot start: {refused}; {_install_hint()}"
         if not self.executable or not os.access(self.executable, os.X_OK):
             return f"the shell sandbox cannot start: bubblewrap (bwrap) is not installed; {_install_hint()}"
