@@ -65,8 +65,14 @@ class AskUserQuestion(Tool[AskUserQuestionInput]):
         if not args.answers:
             return ToolResult.error("The user gave no answers.")
         pairs = [f'"{q.question}"="{args.answers.get(q.question, "(no answer)")}"' for q in args.questions]
-        answered = sum(q.question in args.answers for q in args.questions)
+        # what people see under the call: each question (its short header where it has one) and
+        # the answer chosen
+        chosen = [
+            f"{q.header or q.question} → {args.answers[q.question]}"
+            for q in args.questions
+            if q.question in args.answers
+        ]
         return ToolResult(
             f"The user answered your questions: {', '.join(pairs)}. Go on with these answers in mind.",
-            summary=f"{answered} answer{'s' if answered != 1 else ''}",
+            summary="; ".join(chosen) or "no answers",
         )

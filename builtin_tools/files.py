@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
-import difflib
 import os
 import re
 import stat
@@ -378,16 +377,6 @@ def lines_of(text: str) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return [line.removesuffix("\r") for line in lines]
-
-
-def unified_diff(path: Path, before: str, after: str) -> str:
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a{path}", f"b{path}", n=3
-    )
-    # shown to people: stray bytes become U+FFFD rather than text no terminal can print
-    return valid_text(
-        "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
-    )
 
 
 def snippet(text: str, index: int, span: int, context: int = 3) -> str:

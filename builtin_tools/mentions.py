@@ -12,10 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from piton.builtin_tools.files import decode, looks_binary, open_readable, remember
+from piton.builtin_tools.files import decode, lines_of, looks_binary, open_readable, remember
 from piton.builtin_tools.media import ImageError, PdfError, fit_image, pdf_pages
 from piton.core.conversation.media import image_type
 from piton.core.conversation.messages import Base64ImageSource, ContentBlock, ImageBlock, TextBlock
+from piton.core.display import counted
 from piton.core.safety.policy import PolicyError
 from piton.core.tools import ToolContext
 
@@ -42,13 +43,22 @@ def _is_dir_at(fd: int, name: str) -> bool:
 
 def attachment(ctx: ToolContext, mention: str) -> list[ContentBlock] | str:
     """The blocks for one mention, or why it was not attached."""
+    found = attached(ctx, mention)
+    return found if isinstance(found, str) else found[0]
+
+
+def attached(ctx: ToolContext, mention: str) -> tuple[list[ContentBlock], str] | str:
+    """The blocks for one mention and a line saying what they hold (`Read src/app.py (42 lines)`),
+    or why it was not attached."""
+    name = mention.rstrip(".,;:!?)")
     try:
-        with open_readable(ctx, mention.rstrip(".,;:!?)")) as opened:
+        with open_readable(ctx, name) as opened:
             if opened.is_dir:  # its entries, read through the descriptor that was checked
                 names = sorted(os.listdir(opened.fd))
                 shown = "\n".join(f"{n}/" if _is_dir_at(opened.fd, n) else n for n in names[:_LISTED])
                 more = f"\n… {len(names) - _LISTED} more" if len(names) > _LISTED else ""
-                return [TextBlock(text=f"(The folder {opened.path} holds:)\n{shown or '(nothing)'}{more}")]
+                listing = f"(The folder {opened.path} holds:)\n{shown or '(nothing)'}{more}"
+                return [TextBlock(text=listing)], f"Listed {name} ({counted(len(names), 'entry', 'entries')})"
             path, data, st = opened.path, opened.read(), opened.st
     except (PolicyError, OSError) as e:
         return f"@{mention}: {e}"
@@ -59,7 +69,10 @@ def attachment(ctx: ToolContext, mention: str) -> list[ContentBlock] | str:
         except ImageError as e:
             return f"@{mention}: {e}"
         source = Base64ImageSource(media_type=media_type, data=base64.b64encode(data).decode("ascii"))
-        return [TextBlock(text=f"(The image {path}:)"), ImageBlock(source=source)]
+        return [
+            TextBlock(text=f"(The image {path}:)"),
+            ImageBlock(source=source),
+        ], f"Attached the image {name}"
     if data.startswith(b"%PDF-"):
         try:
             text, pages, total = pdf_pages(data, None, default=PDF_PAGES, most=PDF_PAGES)
@@ -71,22 +84,27 @@ def attachment(ctx: ToolContext, mention: str) -> list[ContentBlock] | str:
             if total > len(pages)
             else ""
         )
-        return [TextBlock(text=f'<file path="{path}">\n{text}{more}\n</file>')]
+        read = f"Read {name} ({len(pages)} of {counted(total, 'page')})"
+        return [TextBlock(text=f'<file path="{path}">\n{text}{more}\n</file>')], read
     if looks_binary(data[:8192]):
         return f"@{mention} is a binary file"
     text, _ = decode(data)
     remember(ctx, path, st)  # the user showed it to the model: it counts as read
+    read = f"Read {name} ({counted(len(lines_of(text)), 'line')})"
     if len(text) > MAX_CHARS:
+        read = f"Read the first {MAX_CHARS:,} characters of {name}"
         text = (
             text[:MAX_CHARS]
             + f"\n[... {len(text) - MAX_CHARS:,} more characters: Read the file for the rest]"
         )
-    return [TextBlock(text=f'<file path="{path}">\n{text}\n</file>')]
+    return [TextBlock(text=f'<file path="{path}">\n{text}\n</file>')], read
 
 
-def attach(ctx: ToolContext, prompt: str, warn: Callable[[str], None]) -> str | list[ContentBlock]:
+def attach(
+    ctx: ToolContext, prompt: str, warn: Callable[[str], None], tell: Callable[[str], None] | None = None
+) -> str | list[ContentBlock]:
     """The prompt as typed, followed by the content of each file it mentions that exists; `warn`
-    hears of a mentioned file that could not be attached."""
+    hears of a mentioned file that could not be attached, `tell` of each one that was."""
     blocks: list[ContentBlock] = []
     seen: set[Path] = set()
     for mention in _MENTION.findall(prompt):
@@ -94,11 +112,13 @@ def attach(ctx: ToolContext, prompt: str, warn: Callable[[str], None]) -> str | 
         if candidate in seen or not candidate.exists():
             continue  # an e-mail address or a handle, not a file
         seen.add(candidate)
-        attached = attachment(ctx, mention)
-        if isinstance(attached, str):
-            warn(f"  (not attached: {attached})")
-        else:
-            blocks += attached
+        found = attached(ctx, mention)
+        if isinstance(found, str):
+            warn(f"  (not attached: {found})")
+            continue
+        blocks += found[0]
+        if tell is not None:
+            tell(found[1])
     return [TextBlock(text=prompt), *blocks] if blocks else prompt
 
 

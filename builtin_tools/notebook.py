@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from piton.builtin_tools.diffs import diff_names, unified_diff
 from piton.builtin_tools.files import (
     FileTool,
     after_change,
@@ -20,7 +21,6 @@ from piton.builtin_tools.files import (
     read_existing,
     remember,
     require_fresh_read,
-    unified_diff,
     writable,
 )
 from piton.core.conversation.messages import Base64ImageSource, ImageBlock, TextBlock
@@ -188,7 +188,7 @@ class NotebookEdit(FileTool[NotebookEditInput]):
         return ToolResult(
             f"{done} of {path}.",
             summary=done.lower(),
-            display=FileDiff(str(path), unified_diff(path, before, after)),
+            display=FileDiff(str(path), unified_diff(diff_names(path, ctx.cwd), before, after)),
         )
 
     @staticmethod

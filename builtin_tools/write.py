@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from piton.builtin_tools.edit import whole_diff
+from piton.builtin_tools.diffs import diff_names, whole_diff
 from piton.builtin_tools.edit_plan import newline_style
 from piton.builtin_tools.files import (
     UTF8,
@@ -49,7 +49,8 @@ class Write(FileTool[WriteInput]):
     def preview(self, args: WriteInput, ctx: ToolContext) -> str | None:
         path = writable(ctx, args.file_path)
         existing = read_existing(path)
-        return whole_diff(path, decode(existing[0])[0] if existing else "", args.content)
+        names = diff_names(path, ctx.cwd, created=existing is None)
+        return whole_diff(names, decode(existing[0])[0] if existing else "", args.content)
 
     def run_sync(self, args: WriteInput, ctx: ToolContext) -> ToolResult:
         path = writable(ctx, args.file_path)
@@ -74,10 +75,11 @@ class Write(FileTool[WriteInput]):
             return ToolResult.error(f"Cannot write {path}: {e.strerror or e}")
         after_change(ctx, path, data)
         remember(ctx, path, st, encoding=encoding, style=newline_style(args.content), edited=True)
+        names = diff_names(path, ctx.cwd, created=existing is None)
         lines = args.content.count("\n") + (0 if args.content.endswith("\n") or not args.content else 1)
         verb = "Updated" if existing is not None else "Created"
         return ToolResult(
             f"{verb} {path} ({lines} lines).",
             summary=f"{verb.lower()}, {lines} lines",
-            display=FileDiff(str(path), whole_diff(path, before, args.content)),
+            display=FileDiff(str(path), whole_diff(names, before, args.content)),
         )

@@ -73,7 +73,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "rewind_files",
         "--rewind-files",
-        help="With --resume: restore files as they were at this user message, and exit.",
+        help="With --resume: put files back as they were at this message; exit.",
     ),
     Flag(
         "rewind_to",
@@ -81,7 +81,12 @@ FLAGS: tuple[Flag, ...] = (
         help="With --resume: as --rewind-files, and the conversation too.",
     ),
     # -- the model -----------------------------------------------------------------------------------
-    Flag("model", "--model", group=MODEL, help="Model alias (sonnet, opus, haiku) or full model id."),
+    Flag(
+        "model",
+        "--model",
+        group=MODEL,
+        help="Model alias (sonnet, opus, haiku) or id; else $ANTHROPIC_MODEL.",
+    ),
     Flag(
         "provider",
         "--provider",

@@ -35,11 +35,11 @@ _VALUE = {
     "rewind_to": "UUID",
 }
 _KINDS = {"int": "N", "float": "USD", "path": "FILE", "dir": "DIR", "str": "VALUE"}
-CLIENT_FLAGS = (
+CLIENT_FLAGS = (  # in an order that fills two lines
     "--input-format",
-    "--permission-prompt-tool",
     "--include-partial-messages",
     "--include-hook-events",
+    "--permission-prompt-tool",
     "--replay-user-messages",
 )
 COMMANDS = (
@@ -54,18 +54,22 @@ COMMANDS = (
 ENVIRONMENT = (
     ("ANTHROPIC_API_KEY", "your API key (ANTHROPIC_AUTH_TOKEN for a gateway's bearer token)"),
     ("ANTHROPIC_BASE_URL", "another endpoint (a gateway or proxy)"),
-    ("ANTHROPIC_MODEL", "the model when --model is not given"),
     ("CLAUDE_CODE_USE_BEDROCK=1", "Amazon Bedrock (CLAUDE_CODE_USE_VERTEX=1: Google Vertex)"),
 )
 EXAMPLES = (
     ('piton -p "explain src/app.py"', "answer once, for scripts"),
-    ('git diff | piton -p "review it"', "piped input is context"),
+    ('git diff | piton -p "review"', "piped input is context"),
 )
 
 
 def help_text(width: int | None = None) -> str:
     width = min(_WIDTH, width or shutil.get_terminal_size((_WIDTH, 24)).columns)
-    lines = ["Usage: piton [options] [prompt]", "       piton <command> …", ""]
+    lines = [
+        "Usage: piton [options] [prompt]",
+        "       piton <command> …",
+        "       piton --help | --version",
+        "",
+    ]
     about = "Piton: a coding assistant for your terminal. The manual: docs/ in Piton's checkout."
     lines += textwrap.wrap(about, width)
     groups: dict[str, list[Flag]] = {}
@@ -79,7 +83,6 @@ def help_text(width: int | None = None) -> str:
     for title, rows in (("Commands", COMMANDS), ("Environment", ENVIRONMENT), ("Examples", EXAMPLES)):
         lines.append(f"{title}:")
         lines += [row(f"piton {name}" if title == "Commands" else name, text, width) for name, text in rows]
-    lines += ["", "-h, --help: this page · -v, --version: the version"]
     return "\n".join(lines) + "\n"
 
 

@@ -92,10 +92,11 @@ async def cost(c: CommandContext, _: str) -> None:
     metrics = c.ui.runtime.agent.metrics.to_dict()
     if metrics["tools"]:
         tools = Table(box=None, padding=(0, 2))
-        for column in ("tool", "calls", "avg time", "errors"):
+        for column in ("tool", "calls", "avg time", "errors", "denied"):
             tools.add_column(column, justify="left" if column == "tool" else "right")
         for name, m in sorted(metrics["tools"].items(), key=lambda item: -item[1]["calls"]):
-            tools.add_row(name, str(m["calls"]), f"{m['avg_duration_ms']:,} ms", f"{m['error_rate']:.0%}")
+            row = (f"{m['avg_duration_ms']:,} ms", f"{m['error_rate']:.0%}", str(m["denied"]))
+            tools.add_row(name, str(m["calls"]), *row)
         console.print(tools)
     c.say(f"Compactions: {metrics['compactions']} · skill activations: {metrics['skill_activations']}", "dim")
 

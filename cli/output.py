@@ -123,7 +123,8 @@ class _Base:
 
     def handle(self, event: AgentEvent) -> None:
         if isinstance(event, Notice):
-            self.notice(event.text)
+            if event.level == "warning" or self.verbose:
+                self.notice(event.text)
         elif isinstance(event, StreamRetry):
             self._retry(event)
         elif isinstance(event, SubagentEvent) and isinstance(event.event, StreamRetry):
@@ -201,7 +202,8 @@ class StreamJsonWriter(_Base):
 
     def handle(self, event: AgentEvent) -> None:
         if isinstance(event, Notice):
-            self.notice(event.text)
+            if event.level == "warning" or self.verbose:
+                self.notice(event.text)
             return
         for message in self.stream.convert(event):
             self.stdout.write(json.dumps(message.to_dict(), ensure_ascii=False) + "\n")

@@ -180,6 +180,8 @@ class Renderer:
             self._code_block += 1
             self._tool = None
             self.console.print(Text(f"  ⎿  {retry_text(event)}", style="yellow"))
+        elif isinstance(event, Notice) and event.level == "info":
+            self.console.print(Text(f"  ⎿  {CONTROL.sub('', event.text)}", style="dim"))
         elif isinstance(event, Notice):
             self._compacting = False
             self.console.print(Text(f"  {event.text}", style="yellow"))
@@ -318,7 +320,7 @@ class Renderer:
             for row in last_rows(CONTROL.sub("", thinking), width - 2, THINKING_LINES):
                 out.append(("class:thinking", f"  {row}\n"))
         out += self._code_live(width) if self._md.open_code is not None else self._tail(width)
-        out.append(("class:spinner", self._spinner_line() + "\n"))
+        out.append(("class:spinner", self._spinner_line(width) + "\n"))
         return out
 
     def _tail(self, width: int) -> LiveText:
@@ -357,10 +359,13 @@ class Renderer:
         self._code_live_key, self._code_live_rows = key, live
         return live
 
-    def _spinner_line(self) -> str:
+    def _spinner_line(self, width: int) -> str:
+        """One line, whatever the width: on a narrow terminal the hint, then the token count go
+        first, and what is under way is cut to fit."""
         elapsed = time.monotonic() - self._busy_since
         frame = _SPINNER[int(elapsed * 10) % len(_SPINNER)]
-        doing = (
+        doing = CONTROL.sub(
+            "",
             self.doing
             if self.doing
             else "Compacting the conversation"
@@ -369,8 +374,13 @@ class Renderer:
             if self._thinking
             else f"Running {self._tool}"
             if self._tool
-            else "Working"
+            else "Working",
         )
         tokens = self._streamed_chars // 4
         counted = f" · ↓ {tokens:,} tokens" if tokens else ""
-        return f"{frame} {CONTROL.sub('', doing)}… ({elapsed:.0f}s{counted} · esc to interrupt)"
+        for extra in (f"{counted} · esc to interrupt", counted, ""):
+            line = f"{frame} {doing}… ({elapsed:.0f}s{extra})"
+            if len(line) <= width:
+                return line
+        room = max(width - len(line) + len(doing) - 1, 1)
+        return f"{frame} {doing[:room]}… ({elapsed:.0f}s)"

@@ -8,6 +8,7 @@ stripped from everything shown, here and in the streamed answer.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from rich.console import Console
 from rich.text import Text
@@ -20,23 +21,40 @@ OUTPUT_LINES = 4  # of a shell command's output, under its tool line
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # all but tab and newline
 
 
+_HUNK = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
 def diff_text(diff: str) -> Text:
-    """A unified diff, coloured line by line."""
+    """A unified diff, coloured line by line, each changed or context line after its line number: the
+    old file's for a removed line, the new file's for the others."""
+    rows = list(_numbered(CONTROL.sub("", diff).splitlines()))
+    width = max((len(number) for number, _, _ in rows), default=0)
     text = Text()
-    for line in CONTROL.sub("", diff).splitlines():
-        style = (
-            "bold"
-            if line.startswith(("---", "+++"))
-            else "green"
-            if line.startswith("+")
-            else "red"
-            if line.startswith("-")
-            else "cyan"
-            if line.startswith("@@")
-            else "dim"
-        )
-        text.append(f"    {line}\n", style=style)
+    for number, line, style in rows:
+        text.append(f"    {number:>{width}} {line}\n" if width else f"    {line}\n", style=style)
     return text
+
+
+def _numbered(lines: list[str]) -> Iterator[tuple[str, str, str]]:
+    """Each line of a unified diff with its line number (or "") and its style."""
+    old = new = 0
+    for line in lines:
+        if line.startswith(("---", "+++")):
+            yield "", line, "bold"
+        elif hunk := _HUNK.match(line):
+            old, new = int(hunk[1]), int(hunk[2])
+            yield "", line, "cyan"
+        elif line.startswith("+"):
+            yield str(new), line, "green"
+            new += 1
+        elif line.startswith("-"):
+            yield str(old), line, "red"
+            old += 1
+        elif line.startswith(" "):
+            yield str(new), line, "dim"
+            old, new = old + 1, new + 1
+        else:  # "\\ No newline at end of file", or a note that the rest is left out
+            yield "", line, "dim"
 
 
 def todo_text(items: tuple[TodoItem, ...]) -> Text:

@@ -13,6 +13,7 @@ Only prompt_toolkit and the light option types are imported here at start-up.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from pathlib import Path
@@ -250,7 +251,11 @@ class Repl:
         self.stopper.install(asyncio.get_running_loop(), self._stop)
         if self.initial_prompt:  # `piton "first message"` (or `-r` alone: /resume), as if typed
             self.open_console()
-            await self.on_input(self.initial_prompt)
+            # below the first screen (and after the trust question), not above them
+            with contextlib.suppress(Exception):  # a start that failed says so itself, and leaves
+                await self.sessions.ready()
+            if not self.sessions.start_failed:
+                await self.on_input(self.initial_prompt)
         self.view.note_typed_ahead()
         await self._read_lines()
         loaded = await self.sessions.shutdown([self.driver.task, self.view.ticker, *self._tasks])

@@ -49,6 +49,7 @@ STYLE = Style.from_dict(
         "spinner": "ansiyellow",
         "question": "bold ansiyellow",
         "bottom-toolbar": "noreverse ansibrightblack",
+        "vi-mode": "bold",
     }
 )
 
@@ -175,8 +176,22 @@ class PromptView:
             return FormattedText(ANSI(" " + status.text).__pt_formatted_text__())
         from piton.cli.status import status_line
 
-        line = status_line(runtime, self.shown.totals, len(self.shown.queue), self.columns())
-        return FormattedText([("", line)])
+        vi = self.vi_mode()
+        mark = f" -- {vi} --" if vi else ""
+        line = status_line(runtime, self.shown.totals, len(self.shown.queue), self.columns() - len(mark))
+        return FormattedText([("class:vi-mode", mark), ("", line)])
+
+    def vi_mode(self) -> str | None:
+        """With vi keys on, the mode the prompt is in (INSERT, NORMAL, REPLACE), as vim shows it."""
+        from prompt_toolkit.enums import EditingMode
+        from prompt_toolkit.key_binding.vi_state import InputMode
+
+        if self.session is None or self.session.app.editing_mode != EditingMode.VI:
+            return None
+        mode = self.session.app.vi_state.input_mode
+        if mode in (InputMode.REPLACE, InputMode.REPLACE_SINGLE):
+            return "REPLACE"
+        return "NORMAL" if mode == InputMode.NAVIGATION else "INSERT"
 
     def columns(self) -> int:
         """The terminal's width, asked now (it follows resizes)."""

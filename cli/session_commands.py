@@ -125,7 +125,8 @@ def transcript_markdown(history: list[Message], *, session: str, model: str) -> 
 async def vim(ui: Controller, _: str) -> None:
     on = ui.toggle_vi()
     ui.print_line(
-        "Vi keys are on: Esc goes to normal mode (Ctrl-C still stops work); /vim turns them off"
+        "Vi keys are on: Esc at the prompt goes to normal mode (and still stops work under way); "
+        "/vim turns them off"
         if on
         else "Vi keys are off",
         "dim",

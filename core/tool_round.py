@@ -23,7 +23,7 @@ from piton.core.conversation.events import (
     ToolStarted,
 )
 from piton.core.conversation.messages import ContentBlock, Message, ToolResultBlock
-from piton.core.tools import Call, CallScope, ToolResult, current_call
+from piton.core.tools import Call, CallScope, Gate, ToolResult, current_call
 
 if TYPE_CHECKING:
     from piton.core.agent_parts import AfterToolChain
@@ -116,8 +116,9 @@ class ToolRound:
         started = time.monotonic()
         use = call.block
         scope = current_call.set(CallScope(use.id, emit))
+        asked = _Asked()  # the time the question took is the user's, not the tool's
         try:
-            gate = self._permit if agent.gate is not None else None
+            gate = asked.timing(self._permit) if agent.gate is not None else None
             result = await agent.tools.run(call, agent.context, gate)
             if agent.after_tool and call.answer is None:
                 result = await agent.after_tool(use, result)
@@ -128,7 +129,7 @@ class ToolRound:
         if agent.capper is not None:
             result = agent.capper.apply(use.name, use.id, result)
         seconds = time.monotonic() - started
-        agent.metrics.tool_call(use.name, seconds, result.is_error)
+        agent.metrics.tool_call(use.name, seconds - asked.seconds, result.is_error, denied=asked.denied)
         return ToolFinished(use.id, use.name, result, seconds)
 
     async def _permit(self, call: Call) -> ToolResult | Call | None:
@@ -173,3 +174,24 @@ def _batches(calls: list[Call]) -> list[list[Call]]:
         else:
             batches.append([call])
     return batches
+
+
+class _Asked:
+    """How long a call's permission check took (a question waits for the user), and whether it
+    refused the call."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.denied = False
+
+    def timing(self, permit: Gate) -> Gate:
+        async def timed(call: Call) -> ToolResult | Call | None:
+            started = time.monotonic()
+            try:
+                verdict = await permit(call)
+            finally:
+                self.seconds += time.monotonic() - started
+            self.denied = isinstance(verdict, ToolResult)
+            return verdict
+
+        return timed

@@ -125,16 +125,24 @@ class Session:
         for shown in await self.start():
             yield shown
         warnings: list[str] = []
-        content, skill = await self._prepared(prompt, mentions, extra, warnings)
+        told: list[str] = []  # what was attached
+        content, skill = await self._prepared(prompt, mentions, extra, warnings, told)
         from piton.core.conversation.events import Notice
 
+        for text in told:
+            yield Notice(text, "info")
         for text in warnings:
             yield Notice(text)
         async for event in self.agent.run(content, skill=skill, turn_id=turn_id):
             yield event
 
     async def _prepared(
-        self, prompt: str | list[ContentBlock], mentions: bool, extra: Extra | None, warnings: list[str]
+        self,
+        prompt: str | list[ContentBlock],
+        mentions: bool,
+        extra: Extra | None,
+        warnings: list[str],
+        told: list[str],
     ) -> tuple[str | list[ContentBlock], Activation | None]:
         """What the model is sent for `prompt`, and the skill it starts."""
         if not isinstance(prompt, str):
@@ -153,7 +161,7 @@ class Session:
         if mentions:
             from piton.builtin_tools.mentions import attach
 
-            content = attach(self.agent.context, prompt, warn)
+            content = attach(self.agent.context, prompt, warn, told.append)
         if extra is not None:
             content = extra(content)
         from piton.mcp_turn import turn_content

@@ -10,8 +10,9 @@ from typing import Any
 @dataclass(slots=True)
 class ToolStats:
     calls: int = 0
-    errors: int = 0
-    seconds: float = 0.0
+    errors: int = 0  # calls that ran and failed
+    denied: int = 0  # calls a rule or the user refused: neither run nor failed
+    seconds: float = 0.0  # running, not waiting for the user's answer
 
 
 @dataclass(slots=True)
@@ -20,10 +21,11 @@ class SessionMetrics:
     compactions: int = 0
     skill_activations: int = 0
 
-    def tool_call(self, name: str, seconds: float, is_error: bool) -> None:
+    def tool_call(self, name: str, seconds: float, is_error: bool, *, denied: bool = False) -> None:
         stats = self.tools.setdefault(name, ToolStats())
         stats.calls += 1
-        stats.errors += is_error
+        stats.denied += denied
+        stats.errors += is_error and not denied
         stats.seconds += seconds
 
     def to_dict(self) -> dict[str, Any]:
@@ -32,8 +34,9 @@ class SessionMetrics:
                 name: {
                     "calls": s.calls,
                     "errors": s.errors,
-                    "error_rate": round(s.errors / s.calls, 3) if s.calls else 0.0,
-                    "avg_duration_ms": round(s.seconds / s.calls * 1000) if s.calls else 0,
+                    "denied": s.denied,
+                    "error_rate": round(s.errors / ran, 3) if (ran := s.calls - s.denied) else 0.0,
+                    "avg_duration_ms": round(s.seconds / ran * 1000) if ran else 0,
                 }
                 for name, s in self.tools.items()
             },

@@ -6,7 +6,7 @@ The agent never prints; the REPL renderer and the headless writers are two reade
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from piton.core.conversation.messages import Message
 from piton.core.conversation.usage import Usage
@@ -75,9 +75,10 @@ class MessageDone:
 @dataclass(frozen=True, slots=True)
 class Notice:
     """Something people should know that does not fail the run (a deprecated model, a skipped line, a
-    setting that could not be read)."""
+    setting that could not be read); or, at level "info", what was done for them (a file attached)."""
 
     text: str
+    level: Literal["warning", "info"] = "warning"
 
 
 StreamEvent = TextDelta | ThinkingDelta | ToolUseStart | ToolInputDelta | StreamRetry | Notice | MessageDone

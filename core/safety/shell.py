@@ -129,13 +129,25 @@ async def start_process(
     """Start bash `script` in `sandbox`, with every protection and limit it applies
     (`Sandbox.launch`): the process, and the launch to `close()` once the process has ended (that
     undoes what the sandbox set up for it). If it cannot start, that is undone at once."""
-    launch: Launch | None = None
+    launch = sandbox.launch(script, cwd)
+    # An interrupt cannot cut the start short half-way: the process may be running before asyncio
+    # has connected its pipes, and asyncio would then kill the first process alone, leaving what it
+    # started to run on (outside a sandbox nothing else ends them) and holding the pipes open.
+    starting = asyncio.ensure_future(spawn(launch, cwd, *fds))
     try:
-        launch = sandbox.launch(script, cwd)
-        process = await spawn(launch, cwd, *fds)
-    except BaseException:
-        if launch is not None:
+        process = await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        try:
+            with contextlib.suppress(Exception):
+                process = await starting  # then all it started ends: its group, its cgroup
+                _kill_group(process)
+                launch.close()
+                await asyncio.wait_for(process.wait(), 2)
+        finally:
             launch.close()
+        raise
+    except BaseException:
+        launch.close()
         raise
     launch.started()
     return process, launch

@@ -251,8 +251,9 @@ class MessageStream:
 
     def convert(self, event: AgentEvent) -> list[RunMessage]:
         match event:
-            case Notice(text=text):
-                return [SystemMessage("notice", {"text": text, "session_id": self.session_id})]
+            case Notice(text=text, level=level):
+                info = {"level": "info"} if level == "info" else {}  # what was done, not a warning
+                return [SystemMessage("notice", {"text": text, **info, "session_id": self.session_id})]
             case StreamRetry():
                 return self._retry(event, None)
             case SubagentEvent():

@@ -45,7 +45,24 @@ def test_write_creates_a_file_and_its_directories_with_a_diff(ws: Path) -> None:
     assert (ws / "pkg" / "sub" / "mod.py").read_text() == "x = 1\ny = 2\n"
     assert text(result) == f"Created {ws.resolve() / 'pkg/sub/mod.py'} (2 lines)."
     diff = diff_of(result)
-    assert diff.startswith(f"--- a{ws.resolve()}/pkg/sub/mod.py\n+++ b") and "+x = 1\n+y = 2\n" in diff
+    assert diff.startswith("--- /dev/null\n+++ b/pkg/sub/mod.py\n@@ -0,0 +1,2 @@\n+x = 1\n+y = 2\n"), diff
+
+
+def test_a_diff_names_the_file_as_git_does(ws: Path, tmp_path: Path) -> None:
+    """In the project: a/ and b/ before its path there; outside it (an added folder): its absolute
+    path; a file the change creates: /dev/null before it."""
+    elsewhere = tmp_path / "outside"
+    ctx = context(ws, extra_dirs=(elsewhere,))
+    (ws / "m.py").write_text("x = 1\n")
+    read(ctx, ws / "m.py")
+    edited = call(EDIT, ctx, file_path=str(ws / "m.py"), old_string="x = 1", new_string="x = 2")
+    assert diff_of(edited).startswith("--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n")
+    made = call(EDIT, ctx, file_path=str(elsewhere / "n.py"), old_string="", new_string="y\n")
+    real = elsewhere.resolve() / "n.py"
+    assert diff_of(made).startswith(f"--- /dev/null\n+++ {real}\n@@ -0,0 +1 @@\n+y\n")
+    read(ctx, real)
+    rewritten = call(WRITE, ctx, file_path=str(real), content="z\n")
+    assert diff_of(rewritten).startswith(f"--- {real}\n+++ {real}\n@@ -1 +1 @@\n-y\n+z\n")
 
 
 def test_overwriting_needs_a_read_first_and_a_fresh_one(ws: Path) -> None:

@@ -86,6 +86,9 @@ def test_the_user_answers_with_numbers_and_in_their_own_words(project: Path) -> 
     )
     [second] = provider.requests[3].messages[-1].tool_results
     assert f'"{DB}"="a document store"' in result_text(second)
+    # under each call, what was asked (by its header) and what the user chose
+    assert "⎿  Database → SQLite; Scope → Login, Export" in s.screen
+    assert "⎿  Database → a document store" in s.screen
     assert "Waiting for your permission" not in s.screen
     prompts = [h.strip() for h in s.repl.session.history.get_strings()] if s.repl.session else []
     assert "1, 3" not in prompts and "a document store" not in prompts  # answers stay out of the history

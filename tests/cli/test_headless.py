@@ -242,8 +242,8 @@ def test_verbose_mode_shows_the_diff_of_each_write(project: Path) -> None:
     assert code == 0
     assert err.getvalue().splitlines() == [
         "● Write(hello.py)",
-        f"    --- a{project}/hello.py",
-        f"    +++ b{project}/hello.py",
+        "    --- /dev/null",
+        "    +++ b/hello.py",
         "    @@ -0,0 +1 @@",
         "    +print('hi')",
     ]

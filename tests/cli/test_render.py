@@ -10,6 +10,7 @@ import pytest
 from rich.console import Console
 
 from piton.cli.render import CODE_BATCH_S, LIVE_LINES, Renderer
+from piton.cli.render_tools import diff_text
 from piton.core.conversation.events import (
     MessageDone,
     Notice,
@@ -173,8 +174,8 @@ def test_tool_calls_are_one_line_with_a_result_summary_and_a_diff() -> None:
     )
     renderer.handle(ToolFinished("t2", "Bash", shown, 1.0))
     out = console.export_text()
-    assert "● Edit(src/app.py)\n  ⎿  1 replacement\n    --- a/src/app.py" in out
-    assert "    -a = 1\n    +a = 2\n" in out
+    assert "● Edit(src/app.py)\n  ⎿  1 replacement\n      --- a/src/app.py" in out
+    assert "    1 -a = 1\n    1 +a = 2\n" in out
     assert (
         "● Bash(npm test)\n  ⎿  exit 1\n     line 0\n     line 1\n     line 2\n     line 3\n     … 6 more lines"
         in out
@@ -376,3 +377,40 @@ def test_a_call_whose_input_is_a_list_says_what_it_holds() -> None:
     asked = {"questions": [{"question": "Which  database?", "options": []}, {"question": "Port?"}]}
     assert tool_label("AskUserQuestion", asked) == "AskUserQuestion(Which database? (+1 more))"
     assert tool_label("ExitPlanMode", {"plan": "# The plan\n1. **Do** it"}) == "ExitPlanMode"
+
+
+def test_a_diff_shows_each_lines_number_in_the_old_or_the_new_file() -> None:
+    diff = (
+        "--- a/m.py\n+++ b/m.py\n@@ -8,3 +8,4 @@\n x\n-a = 1\n+a = 2\n+b = 3\n y\n"
+        "@@ -98,2 +99,1 @@\n q\n-w\n\\ No newline at end of file\n"
+    )
+    assert diff_text(diff).plain.splitlines() == [
+        "       --- a/m.py",
+        "       +++ b/m.py",
+        "       @@ -8,3 +8,4 @@",
+        "     8  x",
+        "     9 -a = 1",
+        "     9 +a = 2",
+        "    10 +b = 3",
+        "    11  y",
+        "       @@ -98,2 +99,1 @@",
+        "    99  q",
+        "    99 -w",
+        "       \\ No newline at end of file",
+    ]
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 120])
+def test_the_spinner_is_one_line_at_any_width(width: int) -> None:
+    """On a narrow terminal the key hint goes first, then the token count; then what is under way
+    is cut, with an ellipsis."""
+    console = Console(record=True, width=width, color_system=None)
+    renderer = Renderer(console)
+    renderer.begin()
+    renderer.handle(TextDelta("x" * 4_000))
+    renderer.doing = "Waiting for the MCP server github-enterprise to start"
+    line = renderer.live()[-1][1].rstrip("\n")
+    assert len(line) <= width - 1 and "Waiting for the" in line and "(0s" in line, line
+    assert ("esc to interrupt" in line) == (width >= 120)
+    assert ("1,000 tokens" in line) == (width >= 80)
+    assert ("github-enterprise to start…" in line) == (width >= 80)

@@ -162,6 +162,8 @@ def test_the_initial_prompt_runs_at_once(project: Path) -> None:
 
     s = run(project, ScriptedProvider(reply("Started.")), script, initial_prompt="begin")
     assert s.history[0].text == "begin" and "Started." in s.screen
+    # the message is shown under the first screen, as if typed once it was up
+    assert s.screen.index("✻ Piton") < s.screen.index("permission mode") < s.screen.index("❯ begin")
 
 
 def test_tool_calls_show_a_line_and_a_summary(project: Path) -> None:
@@ -367,15 +369,23 @@ def test_bang_runs_a_shell_command_without_a_model_turn(project: Path) -> None:
     assert "from-the-shell" in sent[0].text and sent[-1].text == "what did it print?"
 
 
-def test_a_mention_attaches_the_file(project: Path) -> None:
-    (project / "notes.md").write_text("The secret word is banana.\n")
-    provider = ScriptedProvider(reply("banana"))
+def test_a_mention_attaches_the_file_and_says_so(project: Path) -> None:
+    (project / "notes.md").write_text("The secret word is banana.\nAnd pear.\n")
+    (project / "src").mkdir()
+    (project / "src" / "a.py").write_text("")
+    provider = ScriptedProvider(reply("banana"), reply("a.py"))
 
     async def script(s: Session) -> None:
         await s.type("what is in @notes.md and @nobody" + ENTER)
         await s.idle()
+        await s.type("and in @src?" + ENTER)
+        await s.idle()
 
-    run(project, provider, script)
+    s = run(project, provider, script)
+    # what was attached is shown under the message, as a Read would be
+    shown = s.screen.split("❯ what is in @notes.md and @nobody")[1]
+    assert "  ⎿  Read notes.md (2 lines)" in shown and "not attached" not in shown  # @nobody: no file
+    assert "  ⎿  Listed src (1 entry)" in s.screen
     content = provider.requests[0].messages[0].content
     assert isinstance(content[0], TextBlock) and isinstance(content[1], TextBlock)
     assert content[0].text == "what is in @notes.md and @nobody"

@@ -314,7 +314,7 @@ def test_memory_edit_agents_md_opens_the_projects_own_and_says_when_nothing_chan
     editor = user_editor(tmp_path, '[ -e "$1.keep" ] || printf -- "- use tabs\\n" >> "$1"')
     child = spawn(project, EDITOR=str(editor))
     child.send("/memory edit AGENTS.md\r")
-    expect_text(child, "Edited /")
+    expect_text(child, "Edited")  # not its path: a long one is wrapped onto the next line
     (project / "AGENTS.md.keep").write_text("")  # the editor now leaves the file as it is
     child.send("/memory edit AGENTS.md\r")
     expect_text(child, "Nothing changed in")

@@ -98,6 +98,10 @@ def test_export_does_not_follow_a_symlink_put_in_its_place(project: Path, tmp_pa
     assert victim.read_text() == "keep\n"
 
 
+def toolbar(s: Session) -> str:
+    return "".join(text for _, text, *_ in s.repl.view.toolbar())
+
+
 def test_vim_switches_the_prompt_to_vi_keys_and_back(project: Path) -> None:
     modes: list[EditingMode] = []
 
@@ -106,12 +110,15 @@ def test_vim_switches_the_prompt_to_vi_keys_and_back(project: Path) -> None:
         await s.type("/vim" + ENTER)
         await s.until(lambda: "Vi keys are on" in s.screen)
         modes.append(s.repl.session.app.editing_mode)
+        assert toolbar(s).startswith(" -- INSERT -- ")  # the mode is shown, as vim shows it
         await s.type("hello" + ESC)  # typed in insert mode, then Esc: vi's, not /rewind
+        assert toolbar(s).startswith(" -- NORMAL -- ")
         await s.type("0x" + ENTER)  # normal mode: delete the first character, then send
         await s.until(lambda: "Hi." in s.screen)
         await s.type("/vim" + ENTER)
         await s.until(lambda: "Vi keys are off" in s.screen)
         modes.append(s.repl.session.app.editing_mode)
+        assert "--" not in toolbar(s)
 
     provider = ScriptedProvider(reply("Hi."))
     s = run(project, provider, script)

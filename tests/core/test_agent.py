@@ -341,6 +341,34 @@ def test_a_call_the_gate_refuses_comes_back_as_a_refusal_and_is_reported() -> No
     )
 
 
+def test_the_tool_counts_leave_out_the_users_answer_and_refusals() -> None:
+    """/cost and the JSON result count a call's own time, not the time the question waited for the
+    user, and a refused call as refused, not as a failure."""
+    from piton.core.safety.permissions import Decision, PermissionGate, PermissionRequest, Permissions
+
+    waited: list[float] = []
+
+    async def person(request: PermissionRequest) -> Decision:
+        started = asyncio.get_running_loop().time()
+        await asyncio.sleep(0.5)  # thinking it over
+        waited.append(asyncio.get_running_loop().time() - started)
+        if request.tool.name == "Write":
+            return Decision("deny", "the user said no")
+        return Decision("allow", "the user said yes")
+
+    calls = [ToolCall("Echo", {"text": "fine"}), ToolCall("Write", {"text": "risky"})]
+    provider = ScriptedProvider(reply(calls[0]), reply(calls[1]), reply("ok"))
+    agent = make_agent(provider, Probe("Echo"), Probe("Write"))
+    agent.gate = PermissionGate(Permissions.from_texts("default", project=Path.cwd()), person)
+    collect(agent.run("go"))
+    tools = agent.metrics.to_dict()["tools"]
+    assert len(waited) == 2
+    assert tools["Echo"]["avg_duration_ms"] < waited[0] * 1000, tools
+    assert (tools["Echo"]["errors"], tools["Echo"]["denied"]) == (0, 0)
+    assert (tools["Write"]["calls"], tools["Write"]["errors"], tools["Write"]["denied"]) == (1, 0, 1)
+    assert tools["Write"]["error_rate"] == 0.0
+
+
 def test_large_results_reach_the_history_as_a_preview(tmp_path: Path) -> None:
     from piton.core.context.result_store import FileResultStore, ResultCapper
 

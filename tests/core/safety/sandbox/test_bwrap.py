@@ -26,7 +26,7 @@ from piton.core.safety.policy import SandboxPolicy
 from piton.core.safety.sandbox import make_sandbox
 from piton.core.safety.sandbox.bwrap import BwrapSandbox
 from tests.builtin_tools.helpers import call, context, text
-from tests.helpers import eventually, wait_until
+from tests.helpers import CEILING_S, eventually, wait_until
 
 pytestmark = pytest.mark.sandbox  # every test here runs commands in bubblewrap
 BASH = Bash()
@@ -418,6 +418,34 @@ def test_an_interrupt_kills_the_command_and_its_children(place: Path, mode: str)
             await task
 
     asyncio.run(interrupted())
+    _gone(f"sleep {seconds}")
+
+
+@pytest.mark.parametrize("mode", ["workspace-write", "danger-full-access"])
+def test_an_interrupt_while_a_command_starts_leaves_nothing_running(place: Path, mode: str) -> None:
+    """Esc at any moment of a command's start: while it is being started, asyncio would kill the
+    shell alone, and what it had started ran on (and the call waited for it)."""
+    import asyncio
+
+    from piton.core.conversation.messages import ToolUseBlock
+    from piton.core.tools import ToolRegistry
+
+    seconds = _unique_seconds()
+    ctx = context(place / "ws", mode)
+
+    async def interrupted(after_s: float) -> None:
+        block = ToolUseBlock(id="t", name="Bash", input={"command": f"sleep {seconds} & sleep {seconds}"})
+        task = asyncio.create_task(ToolRegistry([BASH]).call(block, ctx))
+        await asyncio.sleep(after_s)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, CEILING_S)
+
+    async def many() -> None:
+        for i in range(150):  # moments from the call's start to well after the shell runs
+            await interrupted((i % 50) * 0.0004)
+
+    asyncio.run(many())
     _gone(f"sleep {seconds}")
 
 
