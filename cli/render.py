@@ -12,6 +12,7 @@ import textwrap
 import time
 
 from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
 from rich.text import Text
 
 from piton.cli.markdown_render import (
@@ -302,10 +303,9 @@ class Renderer:
         header = f"✻ Thought for {seconds:.0f}s"
         if len(shown) < len(lines):
             header += f" ({len(lines) - len(shown)} earlier lines hidden; Ctrl-O shows thinking in full)"
-        text = Text(header + "\n", style="dim")
-        for line in shown:
-            text.append(f"  {CONTROL.sub('', line)}\n", style="dim italic")
-        self.console.print(text, end="")
+        self.console.print(Text(header, style="dim"))
+        body = Text("\n".join(CONTROL.sub("", line) for line in shown), style="dim italic")
+        self.console.print(Padding(body, (0, 0, 0, 2)))  # a long line wraps under itself
         self._thinking = []
 
     # -- the live area -----------------------------------------------------------------------------

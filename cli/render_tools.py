@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from piton.cli.output import TODO_MARKS, tool_label
@@ -57,6 +58,18 @@ def _numbered(lines: list[str]) -> Iterator[tuple[str, str, str]]:
             yield "", line, "dim"
 
 
+def under_call(text: Text, width: int) -> Text | Table:
+    """`text` after the `  ⎿  ` that sets it under a call's line; one too long for a line of `width`
+    wraps under itself."""
+    if "\n" not in text.plain and len(text.plain) + 5 <= width:
+        return Text(f"  ⎿  {text.plain}", style=text.style)
+    grid = Table.grid()
+    grid.add_column(width=5, no_wrap=True)
+    grid.add_column()
+    grid.add_row(Text("  ⎿  ", style=text.style), text)
+    return grid
+
+
 def todo_text(items: tuple[TodoItem, ...]) -> Text:
     """A task list, one line a task, done ones dimmed."""
     text = Text()
@@ -96,7 +109,7 @@ class ToolLines:
             summary = f"{label}: {summary}"
         if not self._running:
             self._batch_started = 0
-        self.console.print(Text(f"  ⎿  {CONTROL.sub('', summary)}", style=style))
+        self.console.print(under_call(Text(CONTROL.sub("", summary), style=style), self.console.width))
         match result.display:
             case CommandOutput(output=output) if output.strip():
                 self.console.print(self._output_lines(output, style), end="")

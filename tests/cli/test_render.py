@@ -414,3 +414,19 @@ def test_the_spinner_is_one_line_at_any_width(width: int) -> None:
     assert ("esc to interrupt" in line) == (width >= 120)
     assert ("1,000 tokens" in line) == (width >= 80)
     assert ("github-enterprise to start…" in line) == (width >= 80)
+
+
+def test_long_lines_under_a_call_and_in_thinking_wrap_under_themselves() -> None:
+    renderer, console = make()
+    renderer.handle(
+        ThinkingDelta("first I will look at the lexer, then at the parser, then at every test that uses them")
+    )
+    renderer.handle(TextDelta("Checking."))
+    renderer.handle(ToolStarted("t1", "Read", {"file_path": "gone.py"}))
+    error = "File does not exist: /work/project/src/gone.py. The current working directory is /work/project."
+    renderer.handle(ToolFinished("t1", "Read", ToolResult(error, is_error=True, summary=error), 0.1))
+    rows = console.export_text().splitlines()
+    thought = rows.index(next(r for r in rows if r.startswith("✻ Thought")))
+    assert rows[thought + 1].startswith("  first I will") and rows[thought + 2].startswith("  ")
+    under = rows.index(next(r for r in rows if r.startswith("  ⎿  File does not exist")))
+    assert rows[under + 1].startswith("     ") and rows[under + 1].strip(), rows[under : under + 2]

@@ -623,6 +623,36 @@ def test_compact_context_stats_and_the_status_line(project: Path) -> None:
     provider.assert_complete()
 
 
+def test_after_a_compaction_its_line_the_status_line_and_context_agree(project: Path) -> None:
+    from piton.cli.status import status_line
+
+    """Far below the limit the status line may estimate roughly (no tokenizer loaded yet); a
+    compaction's figure and /context's are exact, and from then on the status line's too."""
+    provider = ScriptedProvider(
+        reply("Looking.", ToolCall("Echo", {"text": "lexer.py\u00e9 " * 3000}), input_tokens=3000),
+        reply("The lexer is fine.", input_tokens=4000),
+        reply("## Summary\nLooked at the lexer, which is fine: " + "checked\u00e9 " * 2000),
+    )
+    lines: list[str] = []
+
+    async def script(s: Session) -> None:
+        await s.type("look at the lexer" + ENTER)
+        await s.until(lambda: len(s.history) == 4)
+        await s.idle()
+        await s.type("/compact" + ENTER)
+        await s.idle()
+        assert s.repl.runtime is not None
+        lines.append(status_line(s.repl.runtime, s.repl.totals))
+        await s.type("/context" + ENTER)
+        await s.idle()
+
+    s = run(project, provider, script)
+    after = int(re.findall(r"summarised\): [\d,]+ → ([\d,]+) tokens", s.screen)[0].replace(",", ""))
+    [(used, window)] = re.findall(r"Context: ([\d,]+) of ([\d,]+) tokens", s.screen)
+    assert int(used.replace(",", "")) == after
+    assert f"context {after / int(window.replace(',', '')):.0%}" in lines[0], (after, lines[0])
+
+
 def test_skills_run_as_slash_commands_complete_and_are_listed(project: Path) -> None:
     from prompt_toolkit.completion import CompleteEvent
     from prompt_toolkit.document import Document
