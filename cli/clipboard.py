@@ -122,11 +122,32 @@ def _checked(data: bytes) -> bytes:
         raise ClipboardError(f"the clipboard's image: {e}") from e
 
 
+PASTE_LINES = 10  # a pasted text of more lines stands in the prompt as `[Pasted text #N +M lines]`
+_TEXT_MARKER = re.compile(r"\[Pasted text #(\d+) \+\d+ lines\]")
+
+
 @dataclass
 class PastedImages:
-    """The images pasted in this session, by the number their `[Image #N]` marker shows."""
+    """What was pasted in this session: images (Ctrl-V) by the number their `[Image #N]` marker
+    shows, and long texts (the terminal's paste) by their `[Pasted text #N +M lines]`."""
 
     _images: dict[int, bytes] = field(default_factory=dict)
+    _texts: dict[int, str] = field(default_factory=dict)
+
+    def text(self, data: str) -> str:
+        """What a paste of `data` puts in the prompt: the text, or a marker for a long one (the
+        message sent holds it whole)."""
+        data = data.replace("\r\n", "\n").replace("\r", "\n")
+        lines = data.count("\n") + (not data.endswith("\n"))
+        if lines <= PASTE_LINES:
+            return data
+        number = len(self._texts) + 1
+        self._texts[number] = data
+        return f"[Pasted text #{number} +{lines} lines]"
+
+    def expand(self, line: str) -> str:
+        """`line` with each marker of a pasted text replaced by the text."""
+        return _TEXT_MARKER.sub(lambda m: self._texts.get(int(m[1]), m[0]), line)
 
     def add(self, data: bytes) -> str:
         number = len(self._images) + 1

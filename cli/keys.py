@@ -14,6 +14,7 @@ from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.enums import EditingMode
 from prompt_toolkit.filters import Condition, vi_navigation_mode
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.keys import Keys
 
 _DOUBLE_ESCAPE_S = 0.8  # two Esc presses this close on an empty prompt open /rewind
 
@@ -43,6 +44,10 @@ class Keyed(Protocol):
     def toggle_thinking(self) -> None: ...
 
     def paste_image(self, buffer: Buffer) -> None: ...
+
+    def pasted(self, data: str) -> str:
+        """What the terminal's paste of `data` puts in the prompt (a long text: its marker)."""
+        ...
 
     def typed_ahead(self) -> bool:
         """Whether the keys being read were typed before the first prompt was up."""
@@ -127,7 +132,8 @@ def _line_keys(kb: KeyBindings, repl: Keyed) -> None:
 
 
 def _mode_keys(kb: KeyBindings, repl: Keyed) -> None:
-    """Shift+Tab cycles the permission mode, Ctrl-O shows thinking, Ctrl-V pastes an image."""
+    """Shift+Tab cycles the permission mode, Ctrl-O shows thinking, Ctrl-V pastes an image; a long
+    text pasted from the terminal stands in the prompt as its marker."""
 
     @kb.add("s-tab")
     def _(event: KeyPressEvent) -> None:
@@ -139,6 +145,11 @@ def _mode_keys(kb: KeyBindings, repl: Keyed) -> None:
 
     # as in Claude Code (text still pastes with the terminal's own paste); vi's normal mode keeps
     # Ctrl-V for a block selection
+    @kb.add(Keys.BracketedPaste)
+    def _(event: KeyPressEvent) -> None:
+        data = event.data.replace("\r\n", "\n").replace("\r", "\n")  # as prompt_toolkit's own paste
+        event.current_buffer.insert_text(data if repl.asking else repl.pasted(data))
+
     @kb.add("c-v", filter=~vi_navigation_mode)
     def _(event: KeyPressEvent) -> None:
         if not repl.asking:

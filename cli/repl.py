@@ -289,7 +289,9 @@ class Repl:
         text = text.strip()
         if not text:
             return
-        self.print_line(f"❯ {text}", "bold cyan" if not self.busy else "dim")
+        # a message of several lines shows where each goes on; a long paste by its marker alone
+        self.print_line("❯ " + text.replace("\n", "\n  "), "bold cyan" if not self.busy else "dim")
+        text = self.images.expand(text)
         if text.startswith("/"):
             self.background(self._command(text))  # a command may ask a question: the prompt must stay up
         elif text.startswith("#"):  # a note for a memory file, as in Claude Code
@@ -345,6 +347,9 @@ class Repl:
             current = permissions.mode if permissions.mode in CYCLED_MODES else CYCLED_MODES[-1]
             permissions.mode = CYCLED_MODES[(CYCLED_MODES.index(current) + 1) % len(CYCLED_MODES)]
             self.redraw()
+
+    def pasted(self, data: str) -> str:
+        return self.images.text(data)
 
     def paste_image(self, buffer: Buffer) -> None:
         """Ctrl-V: the clipboard's image, as `[Image #N]` where the cursor is."""

@@ -392,6 +392,31 @@ def test_a_mention_attaches_the_file_and_says_so(project: Path) -> None:
     assert "The secret word is banana." in content[1].text and len(content) == 2
 
 
+def test_a_long_paste_stands_as_a_marker_and_is_sent_whole(project: Path) -> None:
+    """As in Claude Code: a pasted text of many lines shows as `[Pasted text #1 +N lines]` in the
+    prompt and in the scrollback; the model gets the text. A short paste is pasted as it is, and
+    the lines of a message after the first are indented under it."""
+    log = "".join(f"error line {i}\r\n" for i in range(200))
+    provider = ScriptedProvider(reply("Seen."), reply("Fine."))
+
+    async def script(s: Session) -> None:
+        await s.type("why does this fail? \x1b[200~" + log + "\x1b[201~")
+        assert s.repl.session is not None
+        assert s.repl.session.default_buffer.text == "why does this fail? [Pasted text #1 +200 lines]"
+        await s.type(ENTER)
+        await s.idle()
+        await s.type("\x1b[200~one\ntwo\x1b[201~" + ENTER)
+        await s.idle()
+
+    s = run(project, provider, script)
+    sent = provider.requests[0].messages[0].text
+    assert sent == "why does this fail? " + log.replace("\r\n", "\n")
+    assert "❯ why does this fail? [Pasted text #1 +200 lines]\n" in s.screen
+    assert "error line 5" not in s.screen
+    assert "❯ one\n  two\n" in s.screen
+    assert provider.requests[1].messages[-1].text == "one\ntwo"
+
+
 def test_shift_tab_cycles_the_permission_mode(project: Path) -> None:
     seen: list[str] = []
 
