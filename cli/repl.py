@@ -29,7 +29,7 @@ from piton.cli.repl_sessions import ReplSessions
 from piton.cli.repl_view import PromptView, history_path, output_above_prompt, terminal_console
 from piton.cli.repl_view import ReplIO as ReplIO  # where the REPL reads and draws, for its callers
 from piton.cli.signals import Stopper, say
-from piton.cli.turns import SessionTotals, TurnDriver
+from piton.cli.turns import SessionTotals, TurnDriver, prompt_echo
 from piton.cli.user_shell import user_shell
 from piton.core.mode_names import CYCLED_MODES
 from piton.core.options import RunOptions
@@ -289,8 +289,8 @@ class Repl:
         text = text.strip()
         if not text:
             return
-        # a message of several lines shows where each goes on; a long paste by its marker alone
-        self.print_line("❯ " + text.replace("\n", "\n  "), "bold cyan" if not self.busy else "dim")
+        if not self.busy or text.startswith(("/", "#")):  # a queued message is echoed when it goes
+            self.print_line(prompt_echo(text), "bold cyan" if not self.busy else "dim")
         text = self.images.expand(text)
         if text.startswith("/"):
             self.background(self._command(text))  # a command may ask a question: the prompt must stay up

@@ -50,6 +50,7 @@ STYLE = Style.from_dict(
         "question": "bold ansiyellow",
         "bottom-toolbar": "noreverse ansibrightblack",
         "vi-mode": "bold",
+        "queued": "ansibrightblack",
     }
 )
 
@@ -153,6 +154,11 @@ class PromptView:
         """The live area, then the prompt (or the question that stands in its place)."""
         renderer = self.shown.renderer
         parts: list[tuple[str, str]] = list(renderer.live()) if renderer is not None else []
+        width = max(self.columns() - 1, 20)
+        for text in self.shown.queue:  # until it goes (or Esc puts it back in the prompt)
+            line = text.split("\n", 1)[0] + (" …" if "\n" in text else "")
+            line = line if len(line) <= width - 34 else line[: width - 35] + "…"
+            parts.append(("class:queued", f"❯ {line}  (queued: goes when this turn ends)\n"))
         question = self.shown.question
         if question is not None:
             parts.append(("class:question", question.text))

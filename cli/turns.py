@@ -21,6 +21,12 @@ if TYPE_CHECKING:  # this module loads with the prompt, before the agent's modul
 _ALONE = ("/", "!")  # queued lines that go on their own: a command or skill, a shell command
 
 
+def prompt_echo(text: str) -> str:
+    """A message as the scrollback shows it once sent: after the prompt's mark, its later lines
+    indented under the first."""
+    return "❯ " + text.replace("\n", "\n  ")
+
+
 @dataclass(slots=True)
 class SessionTotals:
     """What this terminal session has used, across turns and models (for /cost and the status line)."""
@@ -71,9 +77,8 @@ class TurnDriver:
 
     def send(self, text: str) -> None:
         """A message for the model: now, or when the work under way ends."""
-        if self.busy:
+        if self.busy:  # shown above the prompt while it waits (see `PromptView.message`)
             self.queue.append(text)
-            self._print("  (queued: it goes to Piton when this turn ends)", "dim")
             self._changed()
         else:
             self._submit(text)
@@ -149,6 +154,7 @@ class TurnDriver:
             plain = next((i for i, t in enumerate(self.queue) if t.startswith(_ALONE)), len(self.queue))
             text = "\n\n".join(self.queue[:plain])
             del self.queue[:plain]
+        self._print(prompt_echo(text), "bold cyan")  # under the answer it waited for
         self._submit(text)
 
     def _restore_queue(self) -> None:

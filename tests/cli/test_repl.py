@@ -69,6 +69,8 @@ class Session:
             and line.isprintable()  # a single line, as typed
             and self.repl.runtime is not None
             and not self.repl.asking
+            # a message typed during the work waits above the prompt, echoed once it goes
+            and (not self.repl.busy or line.lstrip().startswith(("/", "#")))
         )
         echoes = self._echoes()
         self.sent += len(key_presses(text))
@@ -304,7 +306,13 @@ def test_ctrl_c_twice_on_an_empty_prompt_exits(project: Path) -> None:
     assert s.repl.exiting
 
 
+def live_area(s: Session) -> str:
+    return "".join(text for _, text, *_ in s.repl.view.message())
+
+
 def test_typing_while_the_model_works_queues_the_next_message(project: Path) -> None:
+    """A queued message waits above the prompt, out of the answer being written; it reaches the
+    scrollback, after the prompt's mark, when it is sent."""
     provider = HeldProvider(reply("slow " * 60, chunk=3), reply("Second answer."))
 
     async def script(s: Session) -> None:
@@ -312,12 +320,16 @@ def test_typing_while_the_model_works_queues_the_next_message(project: Path) -> 
         await s.until(lambda: provider.holding)
         await s.type("second" + ENTER)
         assert s.repl.queue == ["second"]
+        assert "❯ second  (queued: goes when this turn ends)" in live_area(s)
+        assert "second" not in s.screen
         provider.release()
         await s.until(lambda: len(s.history) == 4)
         await s.idle()
+        assert "queued" not in live_area(s)
 
     s = run(project, provider, script)
-    assert "(queued" in s.screen
+    assert "(queued" not in s.screen
+    assert s.screen.index("slow slow") < s.screen.index("❯ second\n") < s.screen.index("Second answer.")
     assert [m.text for m in s.history][2:] == ["second", "Second answer."]
 
 
