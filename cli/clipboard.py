@@ -127,7 +127,7 @@ _TEXT_MARKER = re.compile(r"\[Pasted text #(\d+) \+\d+ lines\]")
 
 
 @dataclass
-class PastedImages:
+class Pasted:
     """What was pasted in this session: images (Ctrl-V) by the number their `[Image #N]` marker
     shows, and long texts (the terminal's paste) by their `[Pasted text #N +M lines]`."""
 
@@ -135,9 +135,8 @@ class PastedImages:
     _texts: dict[int, str] = field(default_factory=dict)
 
     def text(self, data: str) -> str:
-        """What a paste of `data` puts in the prompt: the text, or a marker for a long one (the
-        message sent holds it whole)."""
-        data = data.replace("\r\n", "\n").replace("\r", "\n")
+        """What a paste of `data` (its line ends made `\n`) puts in the prompt: the text, or a marker
+        for a long one (the message sent holds it whole)."""
         lines = data.count("\n") + (not data.endswith("\n"))
         if lines <= PASTE_LINES:
             return data
@@ -180,7 +179,7 @@ class PastedImages:
 
 
 async def paste(
-    buffer: Buffer, images: PastedImages, exclude: Sequence[Path], say: Callable[[str, str], None]
+    buffer: Buffer, images: Pasted, exclude: Sequence[Path], say: Callable[[str, str], None]
 ) -> None:
     """Read the clipboard off the event loop and put the image's marker where the cursor is (or say,
     in one line, why there is none)."""

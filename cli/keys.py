@@ -45,7 +45,7 @@ class Keyed(Protocol):
 
     def paste_image(self, buffer: Buffer) -> None: ...
 
-    def pasted(self, data: str) -> str:
+    def paste_text(self, data: str) -> str:
         """What the terminal's paste of `data` puts in the prompt (a long text: its marker)."""
         ...
 
@@ -148,7 +148,7 @@ def _mode_keys(kb: KeyBindings, repl: Keyed) -> None:
     @kb.add(Keys.BracketedPaste)
     def _(event: KeyPressEvent) -> None:
         data = event.data.replace("\r\n", "\n").replace("\r", "\n")  # as prompt_toolkit's own paste
-        event.current_buffer.insert_text(data if repl.asking else repl.pasted(data))
+        event.current_buffer.insert_text(data if repl.asking else repl.paste_text(data))
 
     @kb.add("c-v", filter=~vi_navigation_mode)
     def _(event: KeyPressEvent) -> None:

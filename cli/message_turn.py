@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 from piton.cli.user_shell import ShellHost
 
 if TYPE_CHECKING:  # this module loads with the prompt, before the agent's modules: keep it light
-    from piton.cli.clipboard import PastedImages
+    from piton.cli.clipboard import Pasted
     from piton.cli.status import StatusCommand
     from piton.cli.turns import SessionTotals
     from piton.runtime import Runtime
@@ -20,7 +20,7 @@ class MessageHost(ShellHost, Protocol):
     """What a message's turn needs of the terminal (the REPL), beyond what a `!cmd` needs."""
 
     @property
-    def images(self) -> PastedImages:
+    def pastes(self) -> Pasted:
         """Ctrl-V's, attached where the message names them (`[Image #N]`)."""
         ...
 
@@ -56,7 +56,7 @@ class MessageTurns:
 
         assert ui.conversation is not None
         turn = ui.conversation.turn(
-            text, mentions=True, extra=lambda content: ui.images.attach(text, content)
+            text, mentions=True, extra=lambda content: ui.pastes.attach(text, content)
         )
         try:
             await ui.driver.drive(turn)

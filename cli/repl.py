@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.buffer import Buffer
 
-from piton.cli.clipboard import PastedImages
+from piton.cli.clipboard import Pasted
 from piton.cli.keys import bindings
 from piton.cli.message_turn import MessageTurns
 from piton.cli.questions import Check, Question, Questions
@@ -83,7 +83,7 @@ class Repl:
         self._tasks: set[asyncio.Future[None]] = set()  # commands and shell commands under way
         self._asking = asyncio.Lock()
         self.stopper = Stopper()  # SIGTERM, SIGHUP, SIGQUIT: the turn is interrupted and the REPL ends
-        self.images = PastedImages()  # Ctrl-V's, by the number of their `[Image #N]`
+        self.pastes = Pasted()  # Ctrl-V's images and long texts, by the number of their marker
 
     # -- what commands and tests see ---------------------------------------------------------------
     @property
@@ -212,7 +212,7 @@ class Repl:
     def new_session(self) -> None:
         """Another session: /cost and `[Image #N]` speak of it alone."""
         self.driver.totals = SessionTotals()
-        self.images = PastedImages()
+        self.pastes = Pasted()
 
     def open_console(self) -> Console:
         """The console, made on first use: the one `io` names, else the terminal's."""
@@ -291,7 +291,7 @@ class Repl:
             return
         if not self.busy or text.startswith(("/", "#")):  # a queued message is echoed when it goes
             self.print_line(prompt_echo(text), "bold cyan" if not self.busy else "dim")
-        text = self.images.expand(text)
+        text = self.pastes.expand(text)
         if text.startswith("/"):
             self.background(self._command(text))  # a command may ask a question: the prompt must stay up
         elif text.startswith("#"):  # a note for a memory file, as in Claude Code
@@ -348,8 +348,8 @@ class Repl:
             permissions.mode = CYCLED_MODES[(CYCLED_MODES.index(current) + 1) % len(CYCLED_MODES)]
             self.redraw()
 
-    def pasted(self, data: str) -> str:
-        return self.images.text(data)
+    def paste_text(self, data: str) -> str:
+        return self.pastes.text(data)
 
     def paste_image(self, buffer: Buffer) -> None:
         """Ctrl-V: the clipboard's image, as `[Image #N]` where the cursor is."""
@@ -357,7 +357,7 @@ class Repl:
 
         policy = self.runtime.agent.context.policy if self.runtime is not None else None
         exclude = [self.options.cwd, *(policy.roots if policy is not None else ())]
-        self.background(paste(buffer, self.images, exclude, self.print_line))
+        self.background(paste(buffer, self.pastes, exclude, self.print_line))
 
     def toggle_thinking(self) -> None:
         """Ctrl-O: while work is under way, thinking streams in full (or collapses again); at the

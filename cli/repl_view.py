@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from piton.runtime import Runtime
 
 EXIT_WINDOW_S = 2.0  # a second Ctrl-C this soon after the first exits
+QUEUED = "  (queued: goes when this turn ends)"  # after a message waiting above the prompt
 SPINNER_S = 0.1  # the spinner's frame time, while the model works (and only then)
 REDRAW_S = 0.05  # the least time between two redraws, however fast the stream
 TYPED_AHEAD_S = 0.2  # keys read this soon after the first prompt started were typed before it
@@ -154,11 +155,11 @@ class PromptView:
         """The live area, then the prompt (or the question that stands in its place)."""
         renderer = self.shown.renderer
         parts: list[tuple[str, str]] = list(renderer.live()) if renderer is not None else []
-        width = max(self.columns() - 1, 20)
+        room = max(self.columns() - 1 - len(QUEUED) - 2, 10)  # after "❯ ", before the note
         for text in self.shown.queue:  # until it goes (or Esc puts it back in the prompt)
             line = text.split("\n", 1)[0] + (" …" if "\n" in text else "")
-            line = line if len(line) <= width - 34 else line[: width - 35] + "…"
-            parts.append(("class:queued", f"❯ {line}  (queued: goes when this turn ends)\n"))
+            line = line if len(line) <= room else line[: room - 1] + "…"
+            parts.append(("class:queued", f"❯ {line}{QUEUED}\n"))
         question = self.shown.question
         if question is not None:
             parts.append(("class:question", question.text))

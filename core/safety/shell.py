@@ -123,6 +123,20 @@ async def spawn(launch: Launch, cwd: Path, *fds: int) -> asyncio.subprocess.Proc
     )
 
 
+async def _end_started(starting: asyncio.Future[asyncio.subprocess.Process], launch: Launch) -> None:
+    """An interrupted start, finished and undone: all it started ends (its process group, and its
+    cgroup where there is one: killed before the wait, since what it left holds the pipes)."""
+    try:
+        process = await starting
+        _kill_group(process)
+    except Exception:  # it never started
+        return
+    finally:
+        launch.close()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(process.wait(), 2)
+
+
 async def start_process(
     sandbox: Sandbox, script: str, cwd: Path, *fds: int
 ) -> tuple[asyncio.subprocess.Process, Launch]:
@@ -137,14 +151,7 @@ async def start_process(
     try:
         process = await asyncio.shield(starting)
     except asyncio.CancelledError:
-        try:
-            with contextlib.suppress(Exception):
-                process = await starting  # then all it started ends: its group, its cgroup
-                _kill_group(process)
-                launch.close()
-                await asyncio.wait_for(process.wait(), 2)
-        finally:
-            launch.close()
+        await _end_started(starting, launch)
         raise
     except BaseException:
         launch.close()
