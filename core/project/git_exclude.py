@@ -5,6 +5,7 @@ project (its configuration could start programs)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -34,17 +35,40 @@ def exclude_from_git(path: Path) -> bool:
                 return False
         except OSError:
             continue
-    info = root / ".git" / "info"
-    try:
-        info.mkdir(exist_ok=True)
-        fd = os.open(info / "exclude", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    except OSError:
+    fd = _open_exclude(root)
+    if fd is None:
         return False
     try:
-        ends_in_newline = os.fstat(fd).st_size == 0 or (info / "exclude").read_bytes().endswith(b"\n")
+        size = os.fstat(fd).st_size
+        ends_in_newline = size == 0 or os.pread(fd, 1, size - 1) == b"\n"
         os.write(fd, ("" if ends_in_newline else "\n").encode() + f"{pattern}\n".encode())
     except OSError:
         return False
     finally:
         os.close(fd)
     return True
+
+
+def _open_exclude(root: Path) -> int | None:
+    """`.git/info/exclude` opened to append, each step through the descriptor of the folder before it
+    and never through a link: the project's files (the model's writes) could make `.git/info` a
+    link to a folder elsewhere, where this would then write as the user."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        git = os.open(root / ".git", flags)
+    except OSError:
+        return None
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir("info", 0o755, dir_fd=git)
+        info = os.open("info", flags, dir_fd=git)
+    except OSError:
+        return None
+    finally:
+        os.close(git)
+    try:
+        return os.open("exclude", os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644, dir_fd=info)
+    except OSError:
+        return None
+    finally:
+        os.close(info)

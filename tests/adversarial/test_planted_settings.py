@@ -98,3 +98,25 @@ def test_a_file_planted_after_a_flood_of_changes_is_removed(tmp_path: Path) -> N
     )
     assert not (ws / deep / ".claude" / "settings.json").exists(), out.content
     assert "settings files are protected" in str(out.content)
+
+
+@pytest.mark.parametrize("link", [".git/info", ".git/info/exclude"])
+def test_a_linked_git_info_never_carries_pitons_write_outside_the_project(
+    project: Path, tmp_path: Path, link: str
+) -> None:
+    """The project's files (the model's writes) make `.git/info`, or the exclude file in it, a link
+    to a place outside: keeping the local settings out of commits writes nothing there."""
+    from tests.helpers import piton
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / ".git" / "info").mkdir(parents=True, exist_ok=True)
+    planted = project / link
+    if planted.is_dir():
+        planted.rmdir()
+        planted.symlink_to(elsewhere, target_is_directory=True)
+    else:
+        planted.symlink_to(elsewhere / "exclude")
+    assert piton(project, "config", "set", "model", "opus").returncode == 0
+    assert list(elsewhere.iterdir()) == []
+    assert (project / ".piton" / "settings.local.json").exists()
