@@ -94,7 +94,10 @@ def test_esc_stops_a_shell_command_and_a_permission_question_takes_only_answers(
 
     child.send("make the file\r")
     child.expect_exact("Allow? 1 yes")
-    expect_text(child, "Waiting for your permission")
+    # on the screen, not in what is still to be read: the spinner may have been drawn before the question
+    screen = child.logfile_read
+    assert isinstance(screen, Terminal)
+    screen.pump(lambda: any("Waiting for your permission" in row for row in screen.rows()), "the spinner")
     child.send("!ls\r")
     expect_text(child, "Answer 1, 2 or 3")
     child.send("\x1b")
