@@ -20,18 +20,15 @@ from pathlib import Path
 from piton.builtin_tools.bash import Bash, BashInput, run_line
 from piton.builtin_tools.mentions import attachment
 from piton.core.activation import SHELL, Activation
+from piton.core.clip import one_line
 from piton.core.conversation.messages import TextBlock
 from piton.core.safety.permissions import PermissionGate
 from piton.core.tools import ToolContext
 
+_NOTE_CHARS = 200  # of a note saying why a command or a mention was left out
 MAX_OUTPUT_CHARS = 30_000  # of one command's output; a skill's text is context, not a log
 _MENTION = re.compile(r"(?<![\w@`/])@([^\s`'\"<>()\[\]{}]+)")
 _SESSION = re.compile(r"\$\{(?:CLAUDE|PITON)_SESSION_ID\}")
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 async def _run(command: str, ctx: ToolContext, gate: PermissionGate | None) -> str:
@@ -46,11 +43,11 @@ async def _run(command: str, ctx: ToolContext, gate: PermissionGate | None) -> s
             looks=bash.is_read_only(args, ctx),
         )
         if decision.behavior != "allow":
-            return f"[!`{command}` was not run: {_one_line(decision.reason)}]"
+            return f"[!`{command}` was not run: {one_line(decision.reason, _NOTE_CHARS)}]"
     result = await run_line(command, ctx)
     output = str(result.content)
     if result.is_error:
-        return f"[!`{command}` failed: {_one_line(output)}]"
+        return f"[!`{command}` failed: {one_line(output, _NOTE_CHARS)}]"
     if len(output) > MAX_OUTPUT_CHARS:
         output = output[:MAX_OUTPUT_CHARS] + f"\n[... {len(output) - MAX_OUTPUT_CHARS:,} more characters]"
     return "" if output == "(no output)" else output
@@ -87,7 +84,7 @@ def _inlined(text: str, bases: list[Path], ctx: ToolContext) -> list[str]:
         seen.add(path)
         found = attachment(ctx, str(path))
         if isinstance(found, str):
-            out.append(f"[@{mention} was not included: {_one_line(found)}]")
+            out.append(f"[@{mention} was not included: {one_line(found, _NOTE_CHARS)}]")
             continue
         texts = [b.text for b in found if isinstance(b, TextBlock)]
         if len(texts) != len(found):

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from piton.cli.info_commands import config, context, cost, doctor, model, permissions, status, trust
+from piton.core.clip import one_line
 from piton.core.display import counted
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class Commands:
         catalog = ui.runtime.catalog if ui.runtime is not None else None
         for skill in catalog.for_user() if catalog is not None else []:
             if skill.name not in self.table:  # a built-in command keeps its name
-                summary = f"{skill.description[:80]} ({skill.kind}, {skill.source})"
+                summary = f"{one_line(skill.description, 80)} ({skill.kind}, {skill.source})"
                 self.register(Command(skill.name, summary, _invoke, skill.argument_hint or ""))
 
     def register(self, command: Command) -> None:
@@ -143,7 +144,7 @@ async def _resume(c: Commands, args: str) -> None:
             return
         for number, s in enumerate(sessions[:10], start=1):
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.modified))
-            c.say(f"  {number:>2}. {when}  {s.messages:>3} messages  {s.first_prompt[:70]}")
+            c.say(f"  {number:>2}. {when}  {s.messages:>3} messages  {one_line(s.first_prompt, 70)}")
         answer = (await c.ui.ask("Resume which? (number, or Enter to cancel) › ")).strip()
         if not answer.isdigit() or not 1 <= int(answer) <= len(sessions[:10]):
             return

@@ -14,6 +14,7 @@ from typing import Any, Protocol, TextIO
 
 from piton.api.messages import TODO_MARKS as TODO_MARKS
 from piton.api.messages import Catalogue, MessageStream, display_text, result_to_dict
+from piton.core.clip import one_line
 from piton.core.conversation.events import (
     AgentEvent,
     Compacted,
@@ -49,8 +50,8 @@ def tool_label(name: str, tool_input: dict[str, Any], width: int = 60, base: Pat
     first = " ".join(first.split()) or _listed(tool_input)
     if key in _PATH_KEYS:
         first = short_path(first, width, base if base is not None else Path.cwd())
-    elif len(first) > width:
-        first = first[: width - 1] + "…"
+    else:
+        first = one_line(first, width)
     if name.startswith("mcp__") and "__" in name[5:]:  # Claude Code's way: `github - create_issue (MCP)`
         server, tool = name[5:].split("__", 1)
         name = f"{server} - {tool} (MCP)"
@@ -107,7 +108,7 @@ def hook_line(event: HookResponse) -> str:
     """One line for people: which hook ran, how it ended, and the first line it said."""
     said = (event.stderr.strip() or event.stdout.strip()).splitlines()
     how = "timed out or could not start" if event.exit_code is None else f"exit {event.exit_code}"
-    first = _CONTROL.sub("", said[0])[:160] if said else ""
+    first = one_line(_CONTROL.sub("", said[0]), 160) if said else ""
     return f"{event.hook_event} hook `{event.command}` ({how})" + (f": {first}" if first else "")
 
 

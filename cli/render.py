@@ -8,11 +8,9 @@ redraws at a capped rate; it is bounded, so a long answer never costs more than 
 
 from __future__ import annotations
 
-import textwrap
 import time
 
 from rich.console import Console, Group, RenderableType
-from rich.padding import Padding
 from rich.text import Text
 
 from piton.cli.markdown_render import (
@@ -26,6 +24,7 @@ from piton.cli.markdown_render import (
 )
 from piton.cli.markdown_stream import MarkdownStream
 from piton.cli.output import compacted_line, hook_line, tool_label
+from piton.cli.render_thinking import LiveText, Thinking, last_rows
 from piton.cli.render_tools import CONTROL, ToolLines
 from piton.core.conversation.events import (
     AgentEvent,
@@ -48,10 +47,7 @@ from piton.core.providers.waits import say_seconds
 
 LIVE_LINES = 12  # the most lines the live area shows of an unfinished block
 CODE_BATCH_S = 0.1  # how often lines of a streaming code block are printed
-THINKING_LINES = 3  # thinking collapses to its last lines once the answer starts
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
-_WRAP_KEEP, _WRAP_STEP = 8192, 4096  # of a longer line, the live area wraps only the end
-LiveText = list[tuple[str, str]]  # (style, text) pairs, as prompt_toolkit formats them
 
 
 def retry_text(event: StreamRetry) -> str:
@@ -61,23 +57,6 @@ def retry_text(event: StreamRetry) -> str:
         f"{reason[0].upper()}{reason[1:]}: asking again in {say_seconds(event.delay_s)} "
         f"(attempt {event.attempt + 1}/{event.max_attempts})"
     )
-
-
-def last_rows(text: str, width: int, rows: int) -> list[str]:
-    """The last `rows` screen rows of `text` wrapped at `width` columns, as the unfinished tail of a
-    stream grows: only rows near the end are wrapped, and a very long line is cut at a point that
-    stays put while it grows, so the rows above the newest one do not jump between redraws."""
-    out: list[str] = []
-    for line in reversed(text.split("\n")):
-        if len(line) > _WRAP_KEEP:
-            line = line[(len(line) - _WRAP_KEEP) // _WRAP_STEP * _WRAP_STEP :]
-        wrapped = textwrap.wrap(
-            line, width, replace_whitespace=False, drop_whitespace=True, break_on_hyphens=False
-        )
-        out = (wrapped or [""]) + out
-        if len(out) >= rows:
-            break
-    return out[-rows:]
 
 
 def _fragments(text: Text) -> LiveText:
@@ -112,8 +91,7 @@ class Renderer:
         self._code_marks = [0]  # where batches of the open block ended: no comment or string open there
         self._code_live_key: tuple[int, int, str, int, int] | None = None
         self._code_live_rows: LiveText = []
-        self._thinking: list[str] = []
-        self._thinking_started = 0.0
+        self._thinking = Thinking()
         self._busy_since = 0.0
         self._streamed_chars = 0
         self._tool: str | None = None  # the tool call being streamed, if any
@@ -151,13 +129,13 @@ class Renderer:
     # -- events ------------------------------------------------------------------------------------
     def handle(self, event: AgentEvent) -> None:
         if isinstance(event, TextDelta):
-            self._flush_thinking()
+            self._thinking.close(self.verbose)  # printed with the first words that reach the scrollback
             self._streamed_chars += len(event.text)
             for block in self._md.feed(event.text):
                 self._print_markdown(block)
             self._print_code_lines()
         elif isinstance(event, ThinkingDelta):
-            self._think(event.thinking)
+            self._thinking.add(event.thinking)
         elif isinstance(event, ToolUseStart):
             self._flush_thinking()
             self._flush_text()
@@ -168,6 +146,7 @@ class Renderer:
             self._tool = None
             self._blocks_printed = 0
         elif isinstance(event, ToolStarted):
+            self._flush_thinking()
             self._tool = event.name
             self.tools.started(event)
         elif isinstance(event, ToolFinished):
@@ -175,7 +154,7 @@ class Renderer:
         elif isinstance(event, StreamRetry):
             # the void reply's unfinished parts are dropped, not printed (what reached the scrollback
             # stays, under this line)
-            self._thinking = []
+            self._thinking.drop()
             self._md = MarkdownStream()
             self._code_printed = 0
             self._code_block += 1
@@ -219,6 +198,7 @@ class Renderer:
             self.console.print(Text(f"       ⎿  {summary}", style="red"))
 
     def _print_markdown(self, block: str) -> None:
+        self._flush_thinking()
         block = CONTROL.sub("", block)
         self._code_block += 1  # the live area's cache belongs to the block that is now over
         fenced = code_block(block) if self._code_printed else None
@@ -254,6 +234,7 @@ class Renderer:
             return
         if not done:
             self._code_marks = [0]
+        self._flush_thinking()
         rows = self._code_rows(opened[1], fence_info(opened[0]), done, end)
         self._code_printed, self._code_batch_at = end, now
         self._code_marks.append(end)
@@ -286,27 +267,8 @@ class Renderer:
         for block in self._md.flush():
             self._print_markdown(block)
 
-    def _think(self, text: str) -> None:
-        if not self._thinking:
-            self._thinking_started = time.monotonic()
-            self._thinking = [""]
-        lines = text.split("\n")
-        self._thinking[-1] += lines[0]
-        self._thinking += lines[1:]
-
     def _flush_thinking(self) -> None:
-        if not self._thinking:
-            return
-        lines = [line for line in self._thinking if line.strip()]
-        seconds = time.monotonic() - self._thinking_started
-        shown = lines if self.verbose else lines[-THINKING_LINES:]
-        header = f"✻ Thought for {seconds:.0f}s"
-        if len(shown) < len(lines):
-            header += f" ({len(lines) - len(shown)} earlier lines hidden; Ctrl-O shows thinking in full)"
-        self.console.print(Text(header, style="dim"))
-        body = Text("\n".join(CONTROL.sub("", line) for line in shown), style="dim italic")
-        self.console.print(Padding(body, (0, 0, 0, 2)))  # a long line wraps under itself
-        self._thinking = []
+        self._thinking.print(self.console, self.verbose)
 
     # -- the live area -----------------------------------------------------------------------------
     def live(self) -> LiveText:
@@ -315,10 +277,7 @@ class Renderer:
             return []
         out: LiveText = []
         width = max(self.console.width - 1, 10)  # the last column would wrap on some terminals
-        if self._thinking:
-            thinking = "\n".join(line for line in self._thinking if line.strip())
-            for row in last_rows(CONTROL.sub("", thinking), width - 2, THINKING_LINES):
-                out.append(("class:thinking", f"  {row}\n"))
+        out += self._thinking.live(width)
         out += self._code_live(width) if self._md.open_code is not None else self._tail(width)
         out.append(("class:spinner", self._spinner_line(width) + "\n"))
         return out
@@ -371,7 +330,7 @@ class Renderer:
             else "Compacting the conversation"
             if self._compacting
             else "Thinking"
-            if self._thinking
+            if self._thinking.streaming
             else f"Running {self._tool}"
             if self._tool
             else "Working",

@@ -25,6 +25,8 @@ from prompt_toolkit.input import Input
 from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
+from piton.core.clip import one_line
+
 if TYPE_CHECKING:
     from prompt_toolkit.completion import Completer
     from prompt_toolkit.key_binding import KeyBindings
@@ -158,7 +160,7 @@ class PromptView:
         room = max(self.columns() - 1 - len(QUEUED) - 2, 10)  # after "❯ ", before the note
         for text in self.shown.queue:  # until it goes (or Esc puts it back in the prompt)
             line = text.split("\n", 1)[0] + (" …" if "\n" in text else "")
-            line = line if len(line) <= room else line[: room - 1] + "…"
+            line = one_line(line, room)
             parts.append(("class:queued", f"❯ {line}{QUEUED}\n"))
         question = self.shown.question
         if question is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from piton.core.clip import one_line
 from piton.rewind import RewindError, plan, rewind
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ async def _pick(ui: Controller, turns: list[Checkpoint]) -> Checkpoint | None:
             if changed
             else "no file changes since"
         )
-        ui.print_line(f"  {number:>2}. {when}  {turn.prompt[:70]}  ({files})")
+        ui.print_line(f"  {number:>2}. {when}  {one_line(turn.prompt, 70)}  ({files})")
     answer = (await ui.ask("Rewind to before which message? (number, Enter cancels) › ")).strip()
     if not answer.isdigit() or not 1 <= int(answer) <= len(shown):
         return None

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from piton import __version__
+from piton.core.clip import one_line
 from piton.core.conversation.messages import TextBlock
 from piton.core.display import counted
 from piton.core.safety.run_command import CommandRunner
@@ -58,11 +59,6 @@ def no_commands(runtime: Runtime) -> str | None:
     return why[0] + (f" (and {len(why) - 1} more)" if len(why) > 1 else "")
 
 
-def _one_line(text: str, width: int = _WIDTH) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
 def _last(n: int) -> str:
     return "exchange" if n == 1 else f"{n} exchanges"
 
@@ -86,7 +82,7 @@ def recap_lines(
     size = counted(len(history), "message")
     lines = [(f"── Resumed{named}: {size}; the last {_last(min(exchanges, len(turns)))}:", "dim")]
     for prompt, answer in turns[-exchanges:]:
-        lines.append((f"❯ {_one_line(prompt)}", "cyan"))
+        lines.append((f"❯ {one_line(prompt, _WIDTH)}", "cyan"))
         if answer:
-            lines.append((f"  ⎿  {_one_line(answer)}", "dim"))
+            lines.append((f"  ⎿  {one_line(answer, _WIDTH)}", "dim"))
     return lines

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from piton.core.clip import one_line
 from piton.core.safety.lasting import LastingGuard
 from piton.core.safety.policy import SandboxPolicy
 from piton.core.safety.sandbox import Launch, Sandbox
@@ -149,7 +150,7 @@ class BackgroundShell:
 
     def news(self) -> str | None:
         """One line on what changed since the model last heard, or None."""
-        said = f"Background shell {self.id} (`{_short(self.command)}`)"
+        said = f"Background shell {self.id} (`{one_line(self.command, 80)}`)"
         if not self.running and self._told[0] == "running":
             self._told = (self.status, self.total_bytes)
             if self.status == "killed":
@@ -162,11 +163,6 @@ class BackgroundShell:
             self._told = (self.status, self.total_bytes)
             return f"{said} has new output. Read it with BashOutput (bash_id {self.id!r})."
         return None
-
-
-def _short(command: str, width: int = 80) -> str:
-    line = " ".join(command.split())
-    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 class BackgroundShells:
@@ -302,7 +298,7 @@ class BackgroundShells:
         lines += self._notes
         self._notes = []
         if turn_start and (running := [s for s in self.running() if not any(s.id in line for line in lines)]):
-            listed = ", ".join(f"{s.id} (`{_short(s.command, 60)}`)" for s in running)
+            listed = ", ".join(f"{s.id} (`{one_line(s.command, 60)}`)" for s in running)
             lines.append(
                 f"Background shells still running: {listed}. Check them with BashOutput; stop them with "
                 "KillShell when they are no longer needed."

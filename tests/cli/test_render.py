@@ -241,6 +241,32 @@ def test_a_retry_notice_and_notices_are_shown() -> None:
     assert "partial answ" not in out and out.rstrip().endswith("Whole answer.")
 
 
+def test_a_retried_reply_leaves_one_thought_behind() -> None:
+    renderer, console = make()
+    renderer.handle(ThinkingDelta("the first attempt's plan"))
+    feed(renderer, "partial answ")
+    # the thought waits in the live area until the answer's first words reach the scrollback
+    assert plain(console, clear=False).strip() == ""
+    live = "".join(text for _, text in renderer.live())
+    assert "✻ Thought for" in live and "the first attempt's plan" in live
+    renderer.handle(StreamRetry(1, 3, 0.5, "overloaded_error: Overloaded"))
+    renderer.handle(ThinkingDelta("the second attempt's plan"))
+    feed(renderer, "Whole answer.")
+    renderer.handle(done())
+    out = plain(console)
+    assert "first attempt" not in out and out.count("✻ Thought for") == 1
+    assert out.index("asking again") < out.index("second attempt's plan") < out.index("Whole answer.")
+
+
+def test_a_thought_is_printed_before_the_words_that_follow_it() -> None:
+    renderer, console = make()
+    renderer.handle(ThinkingDelta("plan"))
+    feed(renderer, "First paragraph.\n\nSecond")
+    out = plain(console, clear=False)
+    assert out.index("✻ Thought for") < out.index("plan") < out.index("First paragraph.")
+    assert "✻ Thought" not in "".join(text for _, text in renderer.live())
+
+
 def test_an_interrupt_keeps_what_streamed_and_says_so() -> None:
     renderer, console = make()
     feed(renderer, "half an ans")

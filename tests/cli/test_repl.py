@@ -699,7 +699,8 @@ def test_skills_run_as_slash_commands_complete_and_are_listed(project: Path) -> 
     folder = project / ".claude" / "skills" / "greet"
     folder.mkdir(parents=True)
     (folder / "SKILL.md").write_text(
-        '---\ndescription: Greets people by name.\nargument-hint: "<name>"\n---\nGREET-BODY: greet $0.\n'
+        "---\ndescription: Greets people by name, in their own language, with the honorific they"
+        ' prefer and a line about the weather.\nargument-hint: "<name>"\n---\nGREET-BODY: greet $0.\n'
     )
     (project / "AGENTS.md").write_text("Be kind.\n")
     provider = ScriptedProvider(reply("Hello, Ada!"))
@@ -711,14 +712,18 @@ def test_skills_run_as_slash_commands_complete_and_are_listed(project: Path) -> 
         found = PitonCompleter(s.repl.command_names, lambda: s.repl.files).get_completions(
             Document("/gr"), CompleteEvent()
         )
-        offered.extend(c.text for c in found)
+        offered.extend(f"{c.text} {c.display_meta_text}" for c in found)
         for line in ("/greet Ada", "/skills", "/memory"):
             await s.type(line + ENTER)
             await s.until(lambda: len(s.history) == 2)
             await s.idle()
 
     s = run(project, provider, script)
-    assert offered == ["/greet"]
+    # a long description is cut at a word, and says so
+    assert offered == [
+        "/greet Greets people by name, in their own language, with the honorific they prefer…"
+        " (skill, project)"
+    ]
     typed, loaded = s.history[0].content
     assert typed.text == "/greet Ada" and "GREET-BODY: greet Ada." in loaded.text
     assert "Hello, Ada!" in s.screen
