@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from piton.core.subagents import SubagentRunner
@@ -34,6 +36,11 @@ class Task(Tool[TaskInput]):
     def __init__(self, runner: SubagentRunner) -> None:
         self.runner = runner
         self.description = _DESCRIPTION + runner.describe()
+
+    def spec(self) -> dict[str, Any]:
+        # the types a client defines at initialize join the list after this tool was made
+        self.description = _DESCRIPTION + self.runner.describe()
+        return super().spec()
 
     async def run(self, args: TaskInput, ctx: ToolContext) -> ToolResult:
         return await self.runner.run(args.subagent_type, args.prompt, current_call.get())

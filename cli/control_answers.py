@@ -88,14 +88,24 @@ def _set_permission_mode(session: ControlSession, mode: Any) -> dict[str, Any]:
 
 
 def _initialize(session: ControlSession, request: dict[str, Any]) -> dict[str, Any]:
+    from piton.client_hooks import SESSION_EVENTS
+
     runtime = session.runtime
-    hooks = request.get("hooks") or {}
-    pre_tool_use = hooks.get("PreToolUse") if isinstance(hooks, dict) else None
-    if pre_tool_use:
-        _install_hooks(session, [m for m in pre_tool_use if isinstance(m, dict)])
-    post_tool_use = hooks.get("PostToolUse") if isinstance(hooks, dict) else None
-    if post_tool_use:
-        _install_post_hooks(session, [m for m in post_tool_use if isinstance(m, dict)])
+    given = request.get("hooks")
+    hooks = {
+        e: [m for m in ms if isinstance(m, dict)]
+        for e, ms in (given.items() if isinstance(given, dict) else [])
+        if isinstance(ms, list)
+    }
+    if unserved := sorted(set(hooks) - {"PreToolUse", "PostToolUse", *SESSION_EVENTS}):
+        raise UnsupportedRequest(f"Piton does not call hooks for {', '.join(unserved)}")
+    if hooks.get("PreToolUse"):
+        _install_hooks(session, hooks["PreToolUse"])
+    if hooks.get("PostToolUse"):
+        _install_post_hooks(session, hooks["PostToolUse"])
+    _install_session_hooks(session, {e: ms for e, ms in hooks.items() if e in SESSION_EVENTS})
+    if request.get("agents"):
+        _add_agents(runtime, request["agents"])
     catalog = runtime.catalog
     commands = [
         {"name": s.name, "description": s.description, "argumentHint": s.argument_hint or ""}
@@ -123,6 +133,52 @@ def _initialize(session: ControlSession, request: dict[str, Any]) -> dict[str, A
         "hook_on_failure_supported": True,
         "hooks_applied": True,
     }
+
+
+def _install_session_hooks(session: ControlSession, by_event: dict[str, list[dict[str, Any]]]) -> None:
+    """The client's callbacks for the session's other events, asked beside the settings' hooks
+    (a second initialize replaces them)."""
+    from piton.client_hooks import ClientCallbacks
+    from piton.core.hooks.session import Hooks
+
+    runtime = session.runtime
+    agent = runtime.agent
+    if not any(by_event.values()):
+        if agent.hooks is not None:
+            agent.hooks.callbacks = None
+        return
+    if agent.hooks is None:  # no settings hooks: the session's Hooks, with no commands of its own
+        assert runtime.programs is not None
+        gate = agent.gate
+        agent.hooks = Hooks(
+            [],
+            agent.config.cwd,
+            dict(os.environ),
+            runtime.programs,
+            session_id=agent.config.session_id,
+            transcript_path=str(runtime.log.path),
+            mode=lambda: str(gate.permissions.mode) if gate is not None else "default",
+        )
+    agent.hooks.callbacks = ClientCallbacks(by_event, session.request)
+
+
+def _add_agents(runtime: Runtime, definitions: Any) -> None:
+    """The SDK's `agents` (its `AgentDefinition`s): subagent types for this session, over the
+    files' of the same name, as `--agents` gives them."""
+    from piton.skills.agents import agent_types_from_data
+    from piton.skills.catalog import with_skills
+
+    try:
+        found = agent_types_from_data(definitions, "sdk")
+    except ValueError as e:
+        raise UnsupportedRequest(f"agents: {e}") from None
+    catalog = runtime.catalog
+    for name, agent_type in found.items():
+        runtime.agent_types[name] = with_skills(agent_type, catalog) if catalog is not None else agent_type
+    tools = runtime.agent.tools
+    for name in ("Task", "Agent"):  # made again: their descriptions list the types
+        if (task := tools.get(name)) is not None:
+            tools.register(task)
 
 
 def _install_post_hooks(session: ControlSession, matchers: list[dict[str, Any]]) -> None:

@@ -162,6 +162,9 @@ class SubagentRunner:
         agent = self.spawn(agent_type, agent_id, log)
         if log is not None:
             log.start(cwd=agent.config.cwd, model=agent.config.model)
+        if agent.hooks is not None and agent.hooks.has("SubagentStart"):
+            for text in await agent.hooks.subagent_start(agent_id, agent_type.name):
+                agent.add_note(text)  # what its hooks tell it comes with its task
         started = time.monotonic()
         result: Result | None = None
         calls = 0

@@ -120,7 +120,8 @@ class ToolRound:
         try:
             gate = asked.timing(self._permit) if agent.gate is not None else None
             result = await agent.tools.run(call, agent.context, gate)
-            if agent.after_tool and call.answer is None:
+            # PostToolUse is for a call that ran: not one a rule, a hook or the user refused
+            if agent.after_tool and call.answer is None and not asked.denied:
                 result = await agent.after_tool(use, result)
         finally:
             current_call.reset(scope)

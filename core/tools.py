@@ -205,7 +205,12 @@ def time_limit(name: str, timeouts: Mapping[str, float]) -> float | None:
 
 
 class ToolRegistry:
-    def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
+    def __init__(
+        self, tools: Iterable[AnyTool] = (), withheld: Callable[[AnyTool], bool] | None = None
+    ) -> None:
+        # a tool every call of which would be refused (a deny rule naming the whole tool) is not
+        # offered: the model would only waste turns on it, as Claude Code knows
+        self.withheld = withheld
         self._tools: dict[str, AnyTool] = {}
         self._specs: dict[str, dict[str, Any]] = {}  # each tool's definition, made when first asked for
         self._all: list[dict[str, Any]] | None = None  # one list while nothing changes: its encoding is kept
@@ -217,6 +222,8 @@ class ToolRegistry:
             self.register(tool)
 
     def register(self, tool: AnyTool) -> None:
+        if self.withheld is not None and self.withheld(tool):
+            return
         self._tools[tool.name] = tool
         self._specs.pop(tool.name, None)
         self._all = None

@@ -116,7 +116,7 @@ class ClientApprover:
         return Decision("deny", str(message))
 
 
-def _matches(matcher: Any, tool_name: str) -> bool:
+def matches(matcher: Any, tool_name: str) -> bool:
     """Claude Code's matchers: none, empty or `*` match every tool; else a tool name, `A|B`, or a regex."""
     if matcher in (None, "", "*"):
         return True
@@ -183,7 +183,7 @@ class ClientPreToolHooks:
         allowed: tuple[str | None, str] = (None, "")
         edited: dict[str, Any] | None = None
         for matcher in self.hooks:
-            if not _matches(matcher.get("matcher"), tool_name):
+            if not matches(matcher.get("matcher"), tool_name):
                 continue
             for callback_id in matcher.get("hookCallbackIds") or []:
                 hook_input = {
@@ -233,7 +233,7 @@ class PostToolHooks:
     async def __call__(self, use: ToolUseBlock, result: ToolResult) -> ToolResult:
         notes: list[str] = []
         for matcher in self.hooks:
-            if not _matches(matcher.get("matcher"), use.name):
+            if not matches(matcher.get("matcher"), use.name):
                 continue
             for callback_id in matcher.get("hookCallbackIds") or []:
                 hook_input = {

@@ -4,7 +4,7 @@ differ only where a subagent type says so (prompt, tools, model, turn limit, rea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -49,7 +49,8 @@ class AgentFactory:
             if transcript is not None:
                 transcript.record("tool_result_handle", **handle.to_dict())
 
-        registry, deferred = _registry(tools, config.tool_search)
+        gate = parts.gate or self.gate
+        registry, deferred = _registry(tools, config.tool_search, lambda t: gate.permissions.withholds(t))
         parts = replace(
             parts,
             capper=ResultCapper(self.store, on_store=log_handle),
@@ -58,7 +59,7 @@ class AgentFactory:
             deferred=deferred,
         )
         agent = Agent(self.provider, registry, config, history=history, parts=parts)
-        context, gate = agent.context, parts.gate or self.gate
+        context = agent.context
         # WebFetch reads pages through a side request counted as this agent's, and opens a private
         # address only for a rule that names its host; the gate's rules may be swapped later
         context.ask_model = AgentConversation(agent).ask
@@ -123,15 +124,15 @@ class AgentFactory:
 
 
 def _registry(
-    tools: Sequence[AnyTool], mode: ToolSearchMode | None
+    tools: Sequence[AnyTool], mode: ToolSearchMode | None, withheld: Callable[[AnyTool], bool]
 ) -> tuple[ToolRegistry, DeferredTools | None]:
-    """The agent's tools and, with tool search on, a ToolSearch of its own over them (a subagent
-    is handed its parent's, which searches the parent's tools)."""
+    """The agent's tools but those `withheld` and, with tool search on, a ToolSearch of its own
+    over them (a subagent is handed its parent's, which searches the parent's tools)."""
     if mode is None:
-        return ToolRegistry(tools), None
+        return ToolRegistry(tools, withheld), None
     from piton.builtin_tools.tool_search import ToolSearch
 
-    registry = ToolRegistry(t for t in tools if t.name != TOOL_SEARCH)
+    registry = ToolRegistry((t for t in tools if t.name != TOOL_SEARCH), withheld)
     deferred = DeferredTools(registry, mode)
     registry.register(ToolSearch(deferred))
     return registry, deferred

@@ -40,7 +40,7 @@ def agent_config(
         thinking=True if thinking is None else thinking,
         context_window=window,
         max_output_tokens=max_output,
-        skills_listing=sections[-1] if options.system_prompt is None else "",
+        skills_listing=sections[-1],
         max_budget_usd=options.max_budget_usd,
         effort=options.effort,
         fallback_model=resolve_alias(options.fallback_model) if options.fallback_model else None,
@@ -52,9 +52,10 @@ def agent_config(
 def _system_prompt(
     options: RunOptions, git_sandbox: Sandbox | None, sections: list[str], style: OutputStyle
 ) -> str:
-    """Piton's prompt, or the one `--system-prompt` gives in its place (as Claude Code does, whole:
-    the project's memory, the skills listing and the output style go with Piton's own prompt); then
-    what is appended."""
+    """Piton's prompt, or the one `--system-prompt` gives in its place. Either way the user's memory
+    files and the skills listing follow (as Claude Code sends them whatever the system prompt: the
+    Agent SDK's default is `--system-prompt ""`), then what is appended. An output style shapes
+    Piton's own prompt only."""
     if options.system_prompt is None:
         return build_system_prompt(
             options.cwd,
@@ -63,7 +64,7 @@ def _system_prompt(
             sections=sections,
             style=style,
         )
-    parts = (options.system_prompt, options.append_system_prompt or "")
+    parts = (options.system_prompt, *sections, options.append_system_prompt or "")
     return "\n\n".join(p.strip() for p in parts if p.strip())
 
 

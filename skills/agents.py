@@ -8,6 +8,7 @@ apply (agent hooks, a color) is kept as a note the listings show."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from piton.core.project.claude_home import user_config_dirs
 from piton.core.project.roots import project_dirs
@@ -25,26 +26,36 @@ from piton.skills.frontmatter import (
 
 def load_agent_type(path: Path, source: str) -> AgentType:
     meta, body = read(path)
-    name = text_field(meta, "name") or path.stem
-    description = text_field(meta, "description")
-    if not description:
+    if not text_field(meta, "description"):
         raise FrontmatterError("it has no description (the frontmatter's 'description' is required)")
     if not body.strip():
         raise FrontmatterError("it has no system prompt after the frontmatter")
+    return agent_type(text_field(meta, "name") or path.stem, meta, body, source, path)
+
+
+def agent_type(
+    name: str, meta: dict[str, Any], prompt: str, source: str, path: Path | None = None
+) -> AgentType:
+    """A type from its fields, as a file's frontmatter or Claude Code's JSON definitions name them."""
+    description = text_field(meta, "description")
+    if not description:
+        raise FrontmatterError("'description' is required")
+    if not prompt.strip():
+        raise FrontmatterError("'prompt' is required")
     turns = meta.get("maxTurns", meta.get("max-turns", DEFAULT_MAX_TURNS))
     if not isinstance(turns, int) or isinstance(turns, bool) or turns < 1:
         raise FrontmatterError("'maxTurns' should be a positive whole number")
     tools = list_field(meta, "tools")
     model = text_field(meta, "model")
     mode = text_field(meta, "permissionMode", "permission-mode")
-    notes = [f"'{key}' is not applied" for key in ("hooks", "mcpServers") if key in meta]
+    notes = [f"'{key}' is not applied" for key in _NOT_APPLIED if key in meta]
     if mode is not None and mode not in AGENT_MODES:
         notes.append(f"permissionMode {mode!r} is not one of {', '.join(AGENT_MODES)}; ignored")
         mode = None
     return AgentType(
         name=name,
         description=description,
-        prompt=body.strip(),
+        prompt=prompt.strip(),
         tools=tuple(t for t in tools if t != TASK_TOOL) if tools is not None else None,
         model=None if model in (None, "inherit") else model,
         source=source,
@@ -57,6 +68,7 @@ def load_agent_type(path: Path, source: str) -> AgentType:
     )
 
 
+_NOT_APPLIED = ("hooks", "mcpServers", "memory", "initialPrompt", "background", "effort")
 AGENT_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 
@@ -93,28 +105,21 @@ def agent_types_from_json(text: str) -> dict[str, AgentType]:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"not valid JSON ({e})") from e
+    return agent_types_from_data(data, "flag")
+
+
+def agent_types_from_data(data: object, source: str) -> dict[str, AgentType]:
+    """Definitions by name, as `--agents` and the Agent SDK's `initialize` carry them (the SDK's
+    `AgentDefinition` fields). ValueError, in one line, for one that cannot be used."""
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object of agents by name")
     types: dict[str, AgentType] = {}
     for name, spec in data.items():
         if not isinstance(spec, dict):
             raise ValueError(f"{name}: expected an object")
-        description, prompt = spec.get("description"), spec.get("prompt")
-        if not isinstance(description, str) or not description.strip():
-            raise ValueError(f"{name}: 'description' is required")
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise ValueError(f"{name}: 'prompt' is required")
-        tools, model = spec.get("tools"), spec.get("model")
-        if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):
-            raise ValueError(f"{name}: 'tools' should be a list of tool names")
-        if model is not None and not isinstance(model, str):
-            raise ValueError(f"{name}: 'model' should be a model name")
-        types[name] = AgentType(
-            name=name,
-            description=description.strip(),
-            prompt=prompt.strip(),
-            tools=tuple(t for t in tools if t != TASK_TOOL) if tools is not None else None,
-            model=None if model in (None, "inherit") else model,
-            source="flag",
-        )
+        prompt = spec.get("prompt")
+        try:
+            types[name] = agent_type(name, spec, prompt if isinstance(prompt, str) else "", source)
+        except FrontmatterError as e:
+            raise ValueError(f"{name}: {e}") from None
     return types

@@ -106,6 +106,10 @@ def load(path: Path, kind: str, source: str, warnings: list[str] | None = None) 
     meta, body = read(path, said)
     default_name = path.parent.name if kind == "skill" else command_name(path)
     name = text_field(meta, "name") or default_name
+    if kind != "skill" and ":" in default_name and ":" not in name:
+        # a command's folders are its namespace, as Claude Code keeps them: `sc/analyze.md` with
+        # `name: analyze` is /sc:analyze, not a second /analyze
+        name = f"{default_name.rsplit(':', 1)[0]}:{name}"
     if not _NAME.match(name):
         said.append(
             f"'{name}' is not a usable name (letters, digits, '-', '_', '.', ':'): loaded as {default_name}"

@@ -21,6 +21,7 @@ EVENTS = (
     "PostToolUse",
     "UserPromptSubmit",
     "Stop",
+    "SubagentStart",
     "SubagentStop",
     "SessionStart",
     "SessionEnd",

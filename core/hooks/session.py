@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from piton.core.conversation.events import AgentEvent, HookResponse, Notice
 from piton.core.conversation.messages import TextBlock, ToolUseBlock
@@ -24,6 +24,15 @@ from piton.core.hooks.run import HookRun, run_hooks
 from piton.core.safety.programs import Programs
 from piton.core.safety.sandbox import Launch
 from piton.core.tools import ToolResult, current_call
+
+
+class HookCallbacks(Protocol):
+    """Hooks a client registered (the Agent SDK's callbacks), asked beside the settings' commands
+    and answering as they do."""
+
+    def has(self, event: str) -> bool: ...
+
+    async def run(self, event: str, match: str | None, payload: dict[str, Any]) -> list[HookRun]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +56,12 @@ class Hooks:
     mode: Callable[[], str] = lambda: "default"
     pending: list[AgentEvent] = field(default_factory=list)
     halt: str | None = None  # a hook said `continue: false`: the run ends, saying this
+    callbacks: HookCallbacks | None = None  # a client's, set when it initializes
 
     def has(self, event: str) -> bool:
-        return any(h.event == event for h in self.commands)
+        return any(h.event == event for h in self.commands) or (
+            self.callbacks is not None and self.callbacks.has(event)
+        )
 
     def drain(self) -> list[AgentEvent]:
         """What the hooks reported outside a tool call, for the agent (or the CLI) to yield."""
@@ -63,7 +75,8 @@ class Hooks:
     async def fire(self, event: str, match: str | None, fields: dict[str, Any]) -> list[HookRun]:
         """Run the hooks of `event` that match `match` with Claude Code's input, and report them."""
         chosen = [h for h in self.commands if h.event == event and h.matches(match)]
-        if not chosen:
+        callbacks = self.callbacks if self.callbacks is not None and self.callbacks.has(event) else None
+        if not chosen and callbacks is None:
             return []
         payload = {
             "session_id": self.session_id,
@@ -84,7 +97,9 @@ class Hooks:
             async with self.programs.guarded() as notes:
                 runs = await run_hooks(chosen, payload, self.cwd, start)
         else:
-            runs, notes = await run_hooks(chosen, payload, self.cwd, start), []
+            runs, notes = await run_hooks(chosen, payload, self.cwd, start) if chosen else [], []
+        if callbacks is not None:
+            runs += await callbacks.run(event, match, payload)
         for run in runs:
             self._report(run, fields.get("tool_use_id"))
         self._emit([Notice(f"{event} hooks: {note}") for note in notes])
@@ -215,6 +230,11 @@ class Hooks:
                 context.append(run.stdout.strip())
             context += _context(run.output or {})
         return context
+
+    async def subagent_start(self, agent_id: str, agent_type: str) -> list[str]:
+        """Context for a subagent from SubagentStart hooks (matched on its type)."""
+        runs = await self.fire("SubagentStart", agent_type, {"agent_id": agent_id, "agent_type": agent_type})
+        return [text for run in runs for text in _context(run.output or {})]
 
     async def session_end(self, reason: str) -> None:
         await self.fire("SessionEnd", reason, {"reason": reason})

@@ -235,6 +235,11 @@ class Permissions:
         matched = [next((r for r in self.allow if self._matches(r, tool, content, p)), None) for p in kept]
         return matched[0] if matched and all(matched) else None
 
+    def withholds(self, tool: GovernedTool) -> bool:
+        """Whether a deny rule names all of `tool` (`WebSearch`, `mcp__github`), not some calls of
+        it (`Bash(rm:*)`): then it is not offered to the model at all."""
+        return any(rule.specifier is None and self._matches(rule, tool, None) for rule in self.deny)
+
     def names(self, tool: str, content: str) -> bool:
         """Whether an allow rule names exactly this content of `tool` (`WebFetch(domain:localhost)`):
         not the tool alone, and not a pattern (`domain:*` allows every site, not the machine's own

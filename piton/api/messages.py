@@ -30,7 +30,7 @@ from piton.core.conversation.events import (
     ToolUseStart,
 )
 from piton.core.conversation.messages import ContentBlock, Message, TextBlock, ToolResultBlock
-from piton.core.display import Display, FileDiff, TodoList
+from piton.core.display import CommandOutput, Display, FileDiff, TodoList
 
 if TYPE_CHECKING:
     from piton.skills.catalog import Catalog
@@ -98,7 +98,7 @@ class UserMessage:
     content: list[ContentBlock]
     session_id: str
     parent_tool_use_id: str | None = None
-    tool_use_result: str | None = None
+    tool_use_result: str | dict[str, Any] | None = None
     uuid: str = field(default_factory=_new_uuid)
 
     def to_dict(self) -> dict[str, Any]:
@@ -188,6 +188,21 @@ def result_to_dict(result: Result) -> dict[str, Any]:
         out["errors"] = list(result.errors) or [result.result]
     out["metrics"] = result.metrics
     return out
+
+
+def _command_result(display: Display | None, is_error: bool) -> dict[str, Any] | None:
+    """A command that ran as Claude Code reports it to clients (`tool_use_result.stdout`): its
+    output, which Piton reads as one stream, and whether it was cut short. A failure stays a line
+    of text, as Claude Code's does."""
+    if not isinstance(display, CommandOutput) or is_error:
+        return None
+    return {
+        "stdout": display.output,
+        "stderr": "",
+        "interrupted": display.exit_code is None,
+        "isImage": False,
+        "noOutputExpected": False,
+    }
 
 
 def display_text(display: Display | None) -> str:
@@ -322,10 +337,10 @@ class MessageStream:
         showed people (a diff, a task list) when it had that."""
         ids = [b.tool_use_id for b in event.message.content if isinstance(b, ToolResultBlock)]
         finished = [self._finished.pop(i) for i in ids if i in self._finished]
-        shown: str | None = None
+        shown: str | dict[str, Any] | None = None
         if finished:
             result = finished[0].result
-            shown = display_text(result.display) or None
+            shown = _command_result(result.display, result.is_error) or display_text(result.display) or None
             if shown is None:
                 text = result.content if isinstance(result.content, str) else _text_of(result.content)
                 shown = f"Error: {text}" if result.is_error else text

@@ -44,31 +44,46 @@ def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def test_system_prompt_replaces_pitons_own(fake_api: FakeAnthropicAPI, project: Path) -> None:
+def system_text(body: dict[str, Any]) -> str:
+    return "\n\n".join(b["text"] for b in body.get("system", []))
+
+
+def test_system_prompt_replaces_pitons_own_but_not_the_users_memory(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    (project / "AGENTS.md").write_text("MEMORY-LINE: run the tests with make check.\n")
     fake_api.add(reply("ok"), reply("ok"))
-    assert piton("-p", "q", "--system-prompt", "You are terse.").returncode == 0
-    assert [b["text"] for b in fake_api.bodies[0]["system"]] == ["You are terse."]
+    assert piton("-p", "q").returncode == 0
+    own = "# Using tools"  # a heading of Piton's own prompt
+    assert own in system_text(fake_api.bodies[0])
     assert (
         piton("-p", "q", "--system-prompt", "Be brief.", "--append-system-prompt", "In French.").returncode
         == 0
     )
-    assert [b["text"] for b in fake_api.bodies[1]["system"]] == ["Be brief.\n\nIn French."]
+    text = system_text(fake_api.bodies[1])
+    assert text.startswith("Be brief.\n\n") and text.endswith("\n\nIn French.")
+    assert own not in text
+    assert "MEMORY-LINE: run the tests with make check." in text and "\n- review: " in text  # memory, skills
 
 
-def test_an_empty_system_prompt_sends_none(fake_api: FakeAnthropicAPI, project: Path) -> None:
-    """The Agent SDK passes `--system-prompt ""` when its user gave no prompt: no default prompt then."""
-    fake_api.add(reply("ok"), reply("ok"))
-    assert piton("-p", "q").returncode == 0
-    assert "system" in fake_api.bodies[0]
+def test_an_empty_system_prompt_keeps_the_users_memory_and_skills(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    """The Agent SDK passes `--system-prompt ""` when its user gave no prompt: Piton's own
+    instructions go, the user's memory files and the skills listing stay, as with Claude Code."""
+    (project / "CLAUDE.md").write_text("MEMORY-LINE: answer in haiku.\n")
+    fake_api.add(reply("ok"))
     assert piton("-p", "q", "--system-prompt", "").returncode == 0
-    assert "system" not in fake_api.bodies[1]
+    text = system_text(fake_api.bodies[0])
+    assert "# Using tools" not in text
+    assert "MEMORY-LINE: answer in haiku." in text and "\n- review: " in text
 
 
 def test_system_prompt_file(fake_api: FakeAnthropicAPI, project: Path) -> None:
     (project / "prompt.txt").write_text("From a file.\n")
     fake_api.add(reply("ok"))
     assert piton("-p", "q", "--system-prompt-file", "prompt.txt").returncode == 0
-    assert [b["text"] for b in fake_api.bodies[0]["system"]] == ["From a file."]
+    assert system_text(fake_api.bodies[0]).startswith("From a file.\n\n")
     missing = piton("-p", "q", "--system-prompt-file", "nowhere.txt")
     assert missing.returncode == 1 and "nowhere.txt" in missing.stderr
 
@@ -289,6 +304,26 @@ def test_sdk_style_flags_are_accepted_together(fake_api: FakeAnthropicAPI, proje
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert lines[-1]["type"] == "result" and lines[-1]["subtype"] == "success"
+
+
+def test_disallowed_tools_are_not_offered_but_a_rule_on_some_calls_keeps_the_tool(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    """Harbor passes `--disallowedTools WebSearch,WebFetch`: the model must not see them (deferred
+    or not), while `Bash(rm:*)` refuses some commands and keeps Bash. A settings deny rule naming
+    a whole tool does the same."""
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir(exist_ok=True)
+    settings.write_text(json.dumps({"permissions": {"deny": ["NotebookEdit"]}}))
+    fake_api.add(reply("ok"), reply("ok"))
+    assert piton("-p", "q").returncode == 0
+    offered = json.dumps(fake_api.bodies[0]["tools"])
+    assert '"WebSearch"' in offered and '"WebFetch"' in offered and '"NotebookEdit"' not in offered
+    done = piton("-p", "q", "--disallowedTools", "WebSearch,WebFetch", "--disallowedTools", "Bash(rm:*)")
+    assert done.returncode == 0, done.stderr
+    offered = json.dumps(fake_api.bodies[1]["tools"])
+    assert '"WebSearch"' not in offered and '"WebFetch"' not in offered
+    assert "Bash" in tool_names(fake_api.bodies[1]) and "Read" in tool_names(fake_api.bodies[1])
 
 
 def test_resume_without_an_id_is_an_error_in_print_mode(project: Path) -> None:

@@ -174,3 +174,22 @@ def test_a_namespaced_command_through_piton_p(fake_api: FakeAnthropicAPI, corpus
     unknown = piton("-p", "/tools:nothing here")
     assert unknown.returncode == 1 and "Unknown command: /tools:nothing" in unknown.stderr
     assert len(fake_api.bodies) == 3, "an unknown command is not sent to the model"
+
+
+def test_a_commands_folder_stays_its_namespace_whatever_its_name_says(project: Path) -> None:
+    """SuperClaude installs `~/.claude/commands/sc/analyze.md` with `name: analyze`: Claude Code
+    keeps /sc:analyze, and so does Piton (a second /analyze would shadow or be shadowed)."""
+    folder = project / ".claude" / "commands" / "sc"
+    folder.mkdir(parents=True)
+    (folder / "analyze.md").write_text(
+        "---\nname: analyze\ndescription: Analyze code.\n---\nANALYZE $ARGUMENTS\n"
+    )
+    (folder / "build.md").write_text("---\ndescription: Build.\n---\nBUILD\n")
+    (project / ".claude" / "commands" / "top.md").write_text(
+        "---\nname: renamed\ndescription: Top.\n---\nTOP\n"
+    )
+    catalog = catalog_of(project)
+    assert {"sc:analyze", "sc:build", "renamed"} <= set(catalog.skills)
+    assert "analyze" not in catalog.skills
+    activation = catalog.invocation("/sc:analyze src")
+    assert activation is not None and "ANALYZE src" in activation.text
