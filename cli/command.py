@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from piton.cli.flags import FLAGS, Flag
-from piton.cli.options import fail, headless_options, note, run_options, split_rules
+from piton.cli.options import fail, headless_options, run_options, split_rules
 
 # Options that, as in Claude Code, take several values after one flag (`--allowedTools Read Edit`).
 # What follows is taken as another value only while it looks like a tool rule, so a prompt after
@@ -119,8 +119,6 @@ def _value(flag: Flag, text: str) -> Any:
 # -- the run ---------------------------------------------------------------------------------------
 def run_command(prompt: str | None, values: dict[str, Any]) -> int:
     """What a parsed command line asks for: a rewind, the terminal, or one run; its exit status."""
-    if values["json_schema"]:  # accepted, so that a client passing it runs on; said, so its user knows
-        note("--json-schema is not supported yet: the answer is not checked against the schema")
     options = run_options(values)
     if values["rewind_files"] or values["rewind_to"]:
         from piton.cli.rewind_files import run_rewind

@@ -17,8 +17,9 @@ if TYPE_CHECKING:
 Line = tuple[str, str]
 
 
-def doctor(cwd: Path) -> int:
-    """Print the report; exit code 1 when something Piton needs is broken."""
+def doctor(cwd: Path, *, trust_workspace: bool = False) -> int:
+    """Print the report; exit code 1 when something Piton needs is broken. `trust_workspace`: as a
+    run with `--trust-workspace` would see the folder (its plugins loaded)."""
     from piton import __version__
     from piton.core.project.settings import load_settings, settings_files
     from piton.core.project.settings_sources import shown
@@ -48,7 +49,7 @@ def doctor(cwd: Path) -> int:
             ("✓", f"hooks: {len(hooks)} ({', '.join(events)}); a project's run only in a trusted folder")
         )
     lines += _skill_lines(cwd)
-    plugin_lines, plugins = _plugin_lines(cwd, settings)
+    plugin_lines, plugins = _plugin_lines(cwd, settings, trust_workspace)
     lines += _style_lines(cwd, settings.output_style, plugins)
     lines += plugin_lines
     lines += _mcp_lines(cwd)
@@ -178,14 +179,18 @@ def _mcp_lines(cwd: Path) -> list[Line]:
     ]
 
 
-def _plugin_lines(cwd: Path, settings: Any) -> tuple[list[Line], Plugins]:
+def _plugin_lines(cwd: Path, settings: Any, trust_workspace: bool) -> tuple[list[Line], Plugins]:
     """The plugins a session here would load (a project's only once the folder is trusted)."""
     from piton.core.project.trust import decide
     from piton.skills.catalog import Catalog
     from piton.skills.plugins import load_plugins, plugin_grants, summary
 
     trust = decide(
-        cwd, plugin_grants(cwd, settings), trusted_folders=settings.trusted_folders, first_use=False
+        cwd,
+        plugin_grants(cwd, settings),
+        trusted_folders=settings.trusted_folders,
+        flag=trust_workspace,
+        first_use=False,
     )
     catalog = Catalog()
     plugins = load_plugins(cwd, settings, trust, catalog=catalog)

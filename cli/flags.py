@@ -112,13 +112,25 @@ FLAGS: tuple[Flag, ...] = (
         help="Thinking budget in tokens (0: off).",
     ),
     Flag(
+        "thinking_display",
+        "--thinking-display",
+        choices=("summarized", "omitted"),
+        group=MODEL,
+        help="How thinking comes back from the API: summarized or omitted.",
+    ),
+    Flag(
         "effort",
         "--effort",
         choices=("low", "medium", "high", "xhigh", "max"),
         group=MODEL,
         help="low, medium, high, xhigh or max (for models that take it).",
     ),
-    Flag("system_prompt", "--system-prompt", group=MODEL, help='Replaces the system prompt ("" for none).'),
+    Flag(
+        "system_prompt",
+        "--system-prompt",
+        group=MODEL,
+        help="Replaces Piton's instructions (memory files stay).",
+    ),
     Flag(
         "system_prompt_file",
         "--system-prompt-file",

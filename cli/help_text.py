@@ -41,6 +41,7 @@ CLIENT_FLAGS = (  # in an order that fills two lines
     "--include-hook-events",
     "--permission-prompt-tool",
     "--replay-user-messages",
+    "--thinking-display",
 )
 COMMANDS = (
     ("doctor", "check the setup: credentials, API, sandbox, settings, skills, MCP"),
@@ -79,7 +80,7 @@ def help_text(width: int | None = None) -> str:
     for group, flags in groups.items():
         lines.append(f"{group}:")
         lines += [row(_names(flag), flag.help, width) for flag in flags]
-    lines += [row("(SDK clients)", ", ".join(CLIENT_FLAGS), width), ""]
+    lines.append(row("(SDK clients)", ", ".join(CLIENT_FLAGS), width))
     for title, rows in (("Commands", COMMANDS), ("Environment", ENVIRONMENT), ("Examples", EXAMPLES)):
         lines.append(f"{title}:")
         lines += [row(f"piton {name}" if title == "Commands" else name, text, width) for name, text in rows]

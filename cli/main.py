@@ -106,12 +106,28 @@ def _subcommand(args: list[str]) -> Callable[[list[str]], int] | None:
     """The subcommand `args` name, which needs no argument parser: it takes the arguments after its name."""
     if not args or args[0] not in _SUBCOMMANDS:
         return None
-    run, accepts = _SUBCOMMANDS[args[0]]
-    return run if accepts is None or tuple(args[1:]) in accepts else None
+    run, any_words = _SUBCOMMANDS[args[0]]
+    return run if any_words or all(a.startswith("-") for a in args[1:]) else None
+
+
+def _options(command: str, args: list[str], allowed: tuple[str, ...], about: str) -> bool | int:
+    """A subcommand's own options: True to go on, else the exit code (after its usage for
+    `--help`, or one line naming an option it does not take)."""
+    usage = f"usage: piton {command} {' '.join(f'[{a}]' for a in allowed)}".rstrip()
+    if "-h" in args or "--help" in args:
+        print(f"{usage}\n\n{about}")
+        return 0
+    if unknown := [a for a in args if a not in allowed]:
+        print(f"piton {command}: unknown option {unknown[0]}\n{usage}", file=sys.stderr)
+        return 2
+    return True
 
 
 def _skills(args: list[str]) -> int:
-    return list_skills(as_json=args == ["--json"])
+    about = "The skills, custom commands and subagent types found here, and where each comes from."
+    if (done := _options("skills", args, ("--json",), about)) is not True:
+        return int(done)
+    return list_skills(as_json="--json" in args)
 
 
 def _mcp(args: list[str]) -> int:  # `piton mcp add|add-json|list|get|remove …`
@@ -149,19 +165,25 @@ def _doctor(args: list[str]) -> int:
 
     from piton.cli.doctor import doctor
 
-    return doctor(Path.cwd())
+    about = (
+        "Checks the setup: credentials, the API, the sandbox, settings, hooks, plugins, skills and MCP\n"
+        "servers. --trust-workspace: as a run with that flag sees this folder."
+    )
+    if (done := _options("doctor", args, ("--trust-workspace",), about)) is not True:
+        return int(done)
+    return doctor(Path.cwd(), trust_workspace="--trust-workspace" in args)
 
 
-# `piton NAME …` -> what runs it, and the arguments after NAME it takes (None: any; else an exact list
-# of them: other arguments make NAME a prompt for the app)
-_SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], tuple[tuple[str, ...], ...] | None]] = {
-    "skills": (_skills, ((), ("--json",))),
-    "mcp": (_mcp, None),
-    "plugin": (_plugin, None),
-    "config": (_config, None),
-    "eval": (_eval, None),
-    "update": (_update, None),
-    "doctor": (_doctor, ((),)),
+# `piton NAME …` -> what runs it, and whether it takes words after NAME (else only options: a word
+# makes `piton doctor my code` a prompt for the app)
+_SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], bool]] = {
+    "skills": (_skills, False),
+    "mcp": (_mcp, True),
+    "plugin": (_plugin, True),
+    "config": (_config, True),
+    "eval": (_eval, True),
+    "update": (_update, True),
+    "doctor": (_doctor, False),
 }
 
 

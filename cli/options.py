@@ -86,6 +86,8 @@ def _model(values: dict[str, Any]) -> dict[str, Any]:
         "fallback_model": values["fallback_model"],
         "thinking": _thinking(values["thinking"], values["max_thinking_tokens"]),
         "effort": values["effort"],
+        "thinking_display": values["thinking_display"],
+        "json_schema": _schema(values["json_schema"]),
         "system_prompt": system_prompt,
         "append_system_prompt": values["append_system_prompt"],
     }
@@ -139,6 +141,17 @@ def _read_text(path: Path) -> str:
         return path.expanduser().read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         fail(f"--system-prompt-file {path}: {getattr(e, 'strerror', None) or e}")
+
+
+def _schema(text: str | None) -> dict[str, Any] | None:
+    from piton.core.structured import SchemaError, parse_schema
+
+    if text is None:
+        return None
+    try:
+        return parse_schema(text)
+    except SchemaError as e:
+        fail(f"--json-schema: {e}")
 
 
 def _sources(value: str) -> list[str]:

@@ -12,8 +12,9 @@ import re
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from piton.api.messages import TODO_MARKS as TODO_MARKS
-from piton.api.messages import Catalogue, MessageStream, display_text, result_to_dict
+from piton.api.messages import Catalogue, MessageStream, result_to_dict
+from piton.api.tool_use_result import TODO_MARKS as TODO_MARKS
+from piton.api.tool_use_result import display_text
 from piton.core.clip import one_line
 from piton.core.conversation.events import (
     AgentEvent,

@@ -149,7 +149,7 @@ class Agent:
         except Stop as stop:
             yield self._result(stop)
         except ProviderError as e:
-            yield self._result(Stop("error_during_execution", str(e), errors=(str(e),)))
+            yield self._result(Stop("error_during_execution", str(e), errors=(str(e),), api_status=e.status))
         except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
             self.append(Message.user(INTERRUPTED_REQUEST))  # so the model knows, next turn, why it stopped
             raise
@@ -169,6 +169,9 @@ class Agent:
         """Raise `Stop` when the run may not make another request: a hook said stop, or a limit of
         turns, dollars or tokens is reached."""
         self.rules.halt()
+        output = self.config.output
+        if output is not None and output.given:  # the answer is in: the run is over
+            raise Stop("success", output.text(), "tool_use", structured=output.answer)
         limit = self.config.max_turns
         if limit is not None and self._stats.turns >= limit:
             raise Stop("error_max_turns", f"Stopped after reaching the maximum of {limit} turns.")
@@ -202,6 +205,7 @@ class Agent:
             max_tokens=self.config.max_output_tokens,
             cached_upto=self._sent,
             effort=self.config.effort,
+            thinking_display=self.config.thinking_display,
             tool_references=defers,
         )
         self._sent = len(self.history)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from piton.core.deferral import DeferredTools, ToolSearchMode
     from piton.core.hooks.session import Hooks
     from piton.core.safety.permissions import PermissionGate
+    from piton.core.structured import OutputSchema
     from piton.core.tools import ToolContext
 
 
@@ -39,6 +40,8 @@ class AgentConfig:
     skills_listing: str = ""  # the part of the system prompt that lists the skills (for /context)
     max_budget_usd: float | None = None  # the run stops before a turn once it has cost more
     effort: str | None = None  # low ... max: sent to models that take an effort level
+    thinking_display: str | None = None  # `thinking.display`: summarized or omitted
+    output: OutputSchema | None = None  # `--json-schema`: the main agent's answer must match it
     fallback_model: str | None = None  # the model to go on with once the API stays overloaded
     max_budget_tokens: int | None = None  # the run stops before a request once it has used more tokens
     output_style: str | None = None  # a style's name (not Default): the model is reminded each turn

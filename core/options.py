@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(slots=True)
@@ -33,6 +34,8 @@ class RunOptions:
     max_budget_usd: float | None = None  # stop the run once it has cost more
     # IS_SANDBOX=1 in the environment Piton started with: commands run without bwrap
     machine_is_sandbox: bool = False
+    json_schema: dict[str, Any] | None = None  # --json-schema: the answer is a JSON value matching it
+    thinking_display: str | None = None  # --thinking-display: summarized or omitted (the API's default)
     effort: str | None = None  # --effort: low, medium, high, xhigh or max, for models that take it
     max_budget_tokens: int | None = None  # --max-budget-tokens: tokens (all kinds) a run may use
     fallback_model: str | None = None  # --fallback-model: the model for when the main one is overloaded

@@ -19,6 +19,8 @@ class Stop(Exception):
     text: str
     stop_reason: str | None = None
     errors: tuple[str, ...] = ()
+    structured: Any = None  # a `--json-schema` run's answer
+    api_status: int | None = None  # the API error's HTTP status, when one ended the run
 
 
 @dataclass(slots=True)
@@ -47,4 +49,23 @@ class RunStats:
             errors=stop.errors,
             permission_denials=denials,
             metrics=metrics,
+            structured_output=stop.structured,
+            terminal_reason=terminal_reason(stop),
+            api_error_status=stop.api_status,
         )
+
+
+# how a run ended, by its result's subtype, in Claude Code's `terminal_reason` words
+_TERMINAL = {
+    "error_max_turns": "max_turns",
+    "error_max_budget_usd": "budget_exhausted",
+    "error_max_budget_tokens": "budget_exhausted",
+    "error_max_structured_output_retries": "structured_output_retry_exhausted",
+    "error_during_execution": "api_error",  # what a run's own Stop reports inside a turn
+}
+
+
+def terminal_reason(stop: Stop) -> str:
+    if stop.stop_reason == "hook_stopped":
+        return "hook_stopped"
+    return _TERMINAL.get(stop.subtype, "completed")

@@ -17,6 +17,7 @@ from piton.core.conversation.messages import ContentBlock, Message, TextBlock
 from piton.core.models import resolve_alias
 from piton.core.modes import PLAN_MODE_ENDED, PLAN_MODE_REMINDER, style_reminder
 from piton.core.run_state import Stop
+from piton.core.structured import MAX_REMINDERS, REMINDER, STRUCTURED_OUTPUT
 
 if TYPE_CHECKING:
     from piton.core.activation_prep import ActivationPreparer
@@ -51,6 +52,8 @@ class TurnRules:
     def begin(self, skill: Activation | None) -> None:
         """A new turn; the skill the user started loads into it (its model and allowed tools)."""
         self._skills, self._kept_going = ActiveSkills(), 0
+        if self.agent.config.output is not None:
+            self.agent.config.output.begin()  # each turn owes its own answer
         if skill is not None:
             self.activate(skill)
 
@@ -87,6 +90,8 @@ class TurnRules:
         notice = ending_notice(done, agent.max_output())
         if notice is not None:
             yield Notice(notice)
+        if self._wants_structured_output():
+            return
         go_on = await self._stop_hooks(self._kept_going > 0)
         for event in self.drained():
             yield event
@@ -96,6 +101,19 @@ class TurnRules:
             raise Stop("success", done.message.text, done.stop_reason)
         agent.append(Message.user(f"Stop hook feedback:\n{go_on}"))
         self._kept_going += 1
+
+    def _wants_structured_output(self) -> bool:
+        """A `--json-schema` turn that ended without its answer goes back with a reminder (as
+        Claude Code's does), a few times; then it ends in error."""
+        output = self.agent.config.output
+        if output is None or output.given or not self.main:
+            return False
+        if output.reminders >= MAX_REMINDERS:
+            why = f"the model did not call {STRUCTURED_OUTPUT} after {MAX_REMINDERS} reminders"
+            raise Stop("error_max_structured_output_retries", f"No structured output: {why}.", errors=(why,))
+        output.reminders += 1
+        self.agent.append(Message.user(REMINDER))
+        return True
 
     def drained(self) -> list[AgentEvent]:
         """What the hooks reported since last asked (their output, for the front end to show)."""

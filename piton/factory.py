@@ -100,6 +100,7 @@ class AgentFactory:
             max_output_tokens=parent.config.max_output_tokens if same_model else None,
             skills_listing="",
             tool_search=None if refused else parent.config.tool_search,
+            output=None,  # the structured answer is the main agent's to give
         )
         # the parent's gate, not the factory's: a client's hooks wrap the main agent's after it is built
         gate = (parent.gate or self.gate).fork()

@@ -14,6 +14,7 @@ from piton.core.project.settings import Settings
 from piton.core.project.system_prompt import OutputStyle, build_system_prompt
 from piton.core.safety.policy import PolicyError, SandboxPolicy, real
 from piton.core.safety.sandbox import Sandbox, make_sandbox
+from piton.core.structured import OutputSchema
 from piton.session_setup import OpenedSession
 
 
@@ -43,6 +44,8 @@ def agent_config(
         skills_listing=sections[-1],
         max_budget_usd=options.max_budget_usd,
         effort=options.effort,
+        thinking_display=options.thinking_display,
+        output=OutputSchema(options.json_schema) if options.json_schema is not None else None,
         fallback_model=resolve_alias(options.fallback_model) if options.fallback_model else None,
         max_budget_tokens=options.max_budget_tokens,
         output_style=style.name if style.prompt and options.system_prompt is None else None,

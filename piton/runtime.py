@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from piton.core.mcp.sdk import SdkHost
     from piton.core.project.memory import Memory
     from piton.core.project.trust import Trust, TrustStore
+    from piton.core.structured import OutputSchema
     from piton.skills.catalog import Catalog
     from piton.skills.plugins import Plugins
     from piton.telemetry import SessionTelemetry, Telemetry
@@ -173,7 +174,7 @@ def _wire(
     observer = _telemetry(parts, log.session_id, notices)
     programs = Programs(secured.policy)  # the settings' programs; hooks share the session's command lock
     agent_parts = _parts(options, parts, found, opened, secured, mirror, notices, programs, observer)
-    tools = _tools(options, parts, found, runner, budget, agent_parts, opened, notices)
+    tools = _tools(options, parts, found, runner, budget, agent_parts, opened, notices, config.output)
     main.append(agent := factory.build(config, tools, agent_parts, history=opened.history))
     if mcp := mcp_servers(options, settings, found.trust, notices, parts.sdk_host, found.plugins, programs):
         mcp.attach(agent.tools)
@@ -281,9 +282,10 @@ def _tools(
     agent_parts: AgentParts,
     opened: OpenedSession,
     notices: list[str],
+    output: OutputSchema | None,
 ) -> list[AnyTool]:
-    """The tools offered, each given back what it recorded in the session log (a resumed session's
-    todo list)."""
+    """The tools offered (StructuredOutput too when the answer has a schema), each given back what
+    it recorded in the session log (a resumed session's todo list)."""
     offered = (
         [*default_tools(), memory_tool(options.cwd, found.settings)] if parts.tools is None else parts.tools
     )
@@ -291,6 +293,10 @@ def _tools(
         [*offered, *extension_tools(found.catalog, runner, budget, notices)], options.tools, notices
     )
     tools += parts.extra_tools
+    if output is not None:
+        from piton.builtin_tools.structured_output import StructuredOutput
+
+        tools.append(StructuredOutput(output))
     assert agent_parts.context is not None
     for tool in tools:
         tool.restore(agent_parts.context, opened.records)

@@ -90,7 +90,10 @@ def discover_agent_types(cwd: Path, home: Path | None = None) -> tuple[dict[str,
             except FrontmatterError as e:
                 warnings.append(f"{shown(path)}: {e}; skipped")
                 continue
-            types.setdefault(found.name, found)
+            first = types.setdefault(found.name, found)
+            if first is not found and first.path is not None:  # said, as for skills
+                used, name = shown(first.path), found.name
+                warnings.append(f"{shown(path)}: agent {name} is not used: the one in {used} comes first")
     for builtin in builtin_types():
         types.setdefault(builtin.name, builtin)
     return types, warnings

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from piton.core.clip import one_line
 from piton.core.subagents import AgentType
 from piton.skills.catalog import Catalog, Skill
 from piton.skills.frontmatter import printable
@@ -44,7 +45,8 @@ def agent_lines(agent_types: dict[str, AgentType], home: Path, known_tools: set[
     """The subagent types, each with where it came from and what of it is not applied."""
     lines: list[Line] = [(f"Subagent types ({len(agent_types)})", "bold")]
     for agent_type in agent_types.values():
-        lines.append((f"  {agent_type.name}  [{agent_type.source}]  {agent_type.description[:90]}", ""))
+        about = one_line(agent_type.description, 90)
+        lines.append((f"  {agent_type.name}  [{agent_type.source}]  {about}", ""))
         if agent_type.path is not None:
             lines.append((f"      {_where(agent_type.path, home)}", "dim"))
         lines += [(f"      not applied: {note}", "yellow") for note in agent_notes(agent_type, known_tools)]
@@ -111,7 +113,7 @@ def report(
         for skill in found:
             hidden = " — hidden by the built-in command" if skill.name in reserved else ""
             lines.append((f"  {skill.name}  [{skill.source}, {_how(skill)}]{hidden}", ""))
-            lines.append((f"      {skill.description[:110]}", "dim"))
+            lines.append((f"      {one_line(skill.description, 110)}", "dim"))
             lines.append((f"      {_where(skill.path, home)}", "dim"))
     lines += agent_lines(agent_types, home, known_tools)
     for loser, winner in catalog.shadowed:

@@ -26,7 +26,18 @@ ROOT_MODULES = (
 # core's own layers, bottom first: a unit (a subpackage or a top-level module) imports only units of
 # its own layer or below, and never one that imports it back
 CORE_LAYERS: tuple[tuple[str, ...], ...] = (
-    ("version", "mode_names", "options", "models", "display", "activation", "listing", "modes", "clip"),
+    (
+        "version",
+        "mode_names",
+        "options",
+        "models",
+        "display",
+        "activation",
+        "listing",
+        "modes",
+        "clip",
+        "structured",
+    ),
     ("conversation",),  # the shared contracts (messages, events, usage, tool results) and sessions
     ("safety",),  # the boundary, auditable alone
     ("checkpoints", "project", "providers", "run_state", "shells"),

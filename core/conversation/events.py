@@ -178,6 +178,9 @@ class Result:
     errors: tuple[str, ...] = ()
     permission_denials: tuple[dict[str, Any], ...] = ()
     metrics: dict[str, Any] = field(default_factory=dict)
+    structured_output: Any = None  # the value a `--json-schema` run handed in
+    terminal_reason: str = "completed"  # why the loop ended, in Claude Code's words
+    api_error_status: int | None = None  # the HTTP status of the API error that ended it
 
     @classmethod
     def cut_short(cls, session_id: str, text: str, errors: tuple[str, ...], duration_ms: int) -> Result:
@@ -195,6 +198,7 @@ class Result:
             model_usage={},
             total_cost_usd=0.0,
             errors=errors,
+            terminal_reason="aborted_streaming",
         )
 
 

@@ -26,6 +26,7 @@ class ModelRequest:
     # (a cache write costs 1.25x input and would never be read)
     cache: bool = True
     effort: str | None = None  # `output_config.effort`, sent only to models that take it
+    thinking_display: str | None = None  # `thinking.display`: summarized or omitted
     # True: tool search is on for this request, so `tool_reference` blocks go as they are (each names
     # a tool of `tools`, a loaded deferred one marked `defer_loading`); False: each becomes a line of text
     tool_references: bool = False

@@ -48,10 +48,11 @@ def thinking_param(request: ModelRequest) -> dict[str, Any] | None:
         return None
     info = model_info(request.model)
     budget = min(MAX_THINKING_BUDGET, _max_tokens(request) // 2)
+    shown = {"display": request.thinking_display} if request.thinking_display else {}
     if info.thinking == "adaptive":
-        return {"type": "adaptive"}
+        return {"type": "adaptive", **shown}
     if info.thinking == "enabled" and budget >= MIN_THINKING_BUDGET:
-        return {"type": "enabled", "budget_tokens": budget}
+        return {"type": "enabled", "budget_tokens": budget, **shown}
     return None
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from piton import __version__
 from piton.api.partial import PartialEvents
+from piton.api.tool_use_result import tool_use_result
 from piton.core.conversation.events import (
     AgentEvent,
     Compacted,
@@ -30,12 +31,10 @@ from piton.core.conversation.events import (
     ToolUseStart,
 )
 from piton.core.conversation.messages import ContentBlock, Message, TextBlock, ToolResultBlock
-from piton.core.display import CommandOutput, Display, FileDiff, TodoList
+from piton.core.version import CLAUDE_CODE_PROTOCOL
 
 if TYPE_CHECKING:
     from piton.skills.catalog import Catalog
-
-TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☒"}
 
 
 def _new_uuid() -> str:
@@ -141,6 +140,11 @@ class ResultMessage:
     def total_cost_usd(self) -> float:
         return self.result.total_cost_usd
 
+    @property
+    def structured_output(self) -> Any:
+        """The answer of a run with `output_schema`, matching it (None otherwise)."""
+        return self.result.structured_output
+
     def to_dict(self) -> dict[str, Any]:
         return {**result_to_dict(self.result), "uuid": self.uuid}
 
@@ -182,38 +186,16 @@ def result_to_dict(result: Result) -> dict[str, Any]:
         "modelUsage": result.model_usage,
         "permission_denials": list(result.permission_denials),
         "stop_reason": result.stop_reason,
+        "terminal_reason": result.terminal_reason,
+        "api_error_status": result.api_error_status,
         "uuid": _new_uuid(),
     }
+    if result.structured_output is not None:
+        out["structured_output"] = result.structured_output
     if result.errors or result.is_error:  # Claude Code's error results always say what went wrong
         out["errors"] = list(result.errors) or [result.result]
     out["metrics"] = result.metrics
     return out
-
-
-def _command_result(display: Display | None, is_error: bool) -> dict[str, Any] | None:
-    """A command that ran as Claude Code reports it to clients (`tool_use_result.stdout`): its
-    output, which Piton reads as one stream, and whether it was cut short. A failure stays a line
-    of text, as Claude Code's does."""
-    if not isinstance(display, CommandOutput) or is_error:
-        return None
-    return {
-        "stdout": display.output,
-        "stderr": "",
-        "interrupted": display.exit_code is None,
-        "isImage": False,
-        "noOutputExpected": False,
-    }
-
-
-def display_text(display: Display | None) -> str:
-    """A call's display as plain lines (diffs and task lists; command output is the result itself)."""
-    match display:
-        case FileDiff(diff=diff):
-            return diff
-        case TodoList(items=items):
-            return "\n".join(f"{TODO_MARKS[i.status]} {i.content}" for i in items)
-        case _:
-            return ""
 
 
 def retry_category(event: StreamRetry) -> str:
@@ -315,7 +297,7 @@ class MessageStream:
                 "apiKeySource": "ANTHROPIC_API_KEY" if os.environ.get("ANTHROPIC_API_KEY") else "none",
                 "output_style": self.catalogue.output_style,
                 # SDKs read Claude Code's version field to judge what the CLI supports
-                "claude_code_version": __version__,
+                "claude_code_version": CLAUDE_CODE_PROTOCOL,
                 "piton_version": __version__,
                 "uuid": _new_uuid(),
             },
@@ -333,17 +315,10 @@ class MessageStream:
         )
 
     def _tool_results(self, event: ToolResultsMessage) -> UserMessage:
-        """Claude Code attaches the tool's own result to a user line; ours is its text, or what it
-        showed people (a diff, a task list) when it had that."""
+        """Claude Code attaches the tool's own result to a user line (`tool_use_result`)."""
         ids = [b.tool_use_id for b in event.message.content if isinstance(b, ToolResultBlock)]
         finished = [self._finished.pop(i) for i in ids if i in self._finished]
-        shown: str | dict[str, Any] | None = None
-        if finished:
-            result = finished[0].result
-            shown = _command_result(result.display, result.is_error) or display_text(result.display) or None
-            if shown is None:
-                text = result.content if isinstance(result.content, str) else _text_of(result.content)
-                shown = f"Error: {text}" if result.is_error else text
+        shown = tool_use_result(finished[0].result) if finished else None
         return UserMessage(list(event.message.content), self.session_id, tool_use_result=shown)
 
     def _retry(self, event: StreamRetry, parent: str | None) -> list[RunMessage]:
@@ -391,7 +366,3 @@ def _hook_response(event: HookResponse, session_id: str) -> SystemMessage:
     if event.exit_code is not None:
         data["exit_code"] = event.exit_code
     return SystemMessage("hook_response", data)
-
-
-def _text_of(blocks: list[Any]) -> str:
-    return "\n".join(b.text for b in blocks if isinstance(b, TextBlock))

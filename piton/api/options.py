@@ -89,6 +89,8 @@ class AgentOptions:
     settings: str | None = None  # one more settings layer: a file or inline JSON
     thinking: bool | None = None
     effort: str | None = None
+    # a JSON schema the answer must match: the result's `structured_output` (`--json-schema`)
+    output_schema: Mapping[str, Any] | None = None
     fallback_model: str | None = None
     agents: Mapping[str, dict[str, Any]] | None = None  # subagent types: {name: {description, prompt, …}}
     plugin_dirs: list[Path | str] = field(default_factory=list)
@@ -127,6 +129,7 @@ class AgentOptions:
             fork_session=self.fork_session,
             max_budget_usd=self.max_budget_usd,
             effort=self.effort,
+            json_schema=_output_schema(self.output_schema),
             max_budget_tokens=self.max_budget_tokens,
             fallback_model=self.fallback_model,
             agents=json.dumps(dict(self.agents)) if self.agents is not None else None,
@@ -157,3 +160,10 @@ class CallbackApprover:
         if isinstance(verdict, Deny):
             return Decision("deny", verdict.message)
         return Decision("deny", "the caller denied this tool call")
+
+
+def _output_schema(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The schema checked as `--json-schema` checks it (ValueError, in one line, if unusable)."""
+    from piton.core.structured import parse_schema
+
+    return None if schema is None else parse_schema(json.dumps(dict(schema)))

@@ -27,6 +27,8 @@ from claude_agent_sdk import (
     query,
 )
 
+from piton import __version__
+from piton.core.version import CLAUDE_CODE_PROTOCOL
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI, Stall
 from tests.helpers import CEILING_S
@@ -62,7 +64,10 @@ def test_query_one_shot_returns_the_answer(fake_api: FakeAnthropicAPI, project: 
     fake_api.add(reply("Four."))
     messages = run(collect(query(prompt="2+2?", options=options(project))))
     init = next(m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init")
-    assert init.data["claude_code_version"] and init.data["permissionMode"] == "default"
+    assert (
+        init.data["claude_code_version"] == CLAUDE_CODE_PROTOCOL and init.data["piton_version"] == __version__
+    )
+    assert init.data["permissionMode"] == "default"
     texts = [
         b.text
         for m in messages

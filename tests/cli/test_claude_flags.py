@@ -326,6 +326,17 @@ def test_disallowed_tools_are_not_offered_but_a_rule_on_some_calls_keeps_the_too
     assert "Bash" in tool_names(fake_api.bodies[1]) and "Read" in tool_names(fake_api.bodies[1])
 
 
+def test_thinking_display_reaches_the_request(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    """Harbor's `thinking_display` passes `--thinking-display summarized`."""
+    fake_api.add(reply("ok"), reply("ok"))
+    assert piton("-p", "q", "--thinking-display", "summarized").returncode == 0
+    assert fake_api.bodies[0]["thinking"]["display"] == "summarized"
+    assert piton("-p", "q").returncode == 0
+    assert "display" not in fake_api.bodies[1]["thinking"]  # the API's own default
+    wrong = piton("-p", "q", "--thinking-display", "full")
+    assert wrong.returncode == 2 and "summarized" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
 def test_resume_without_an_id_is_an_error_in_print_mode(project: Path) -> None:
     done = piton("-p", "q", "--resume")
     assert done.returncode == 1 and "--resume needs a session id" in done.stderr

@@ -111,6 +111,14 @@ def test_update_help_is_its_usage_not_an_error(project: Path) -> None:
     )
 
 
+def test_skills_and_doctor_answer_help_and_name_an_option_they_do_not_take(project: Path) -> None:
+    for command, usage in (("skills", "usage: piton skills [--json]"), ("doctor", "usage: piton doctor [--")):
+        done = piton(project, command, "--help")
+        assert (done.returncode, done.stderr) == (0, "") and done.stdout.startswith(usage), command
+        wrong = piton(project, command, "--bogus")
+        assert wrong.returncode == 2 and wrong.stderr.startswith(f"piton {command}: unknown option --bogus")
+
+
 def test_update_without_an_index_is_one_line(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PITON_INDEX_URL", "http://127.0.0.1:9")
     done = piton(project, "update")

@@ -119,6 +119,8 @@ def _check_thinking_config(body: dict[str, Any]) -> str | None:
     if thinking is None:
         return None
     kind = thinking.get("type")
+    if thinking.get("display", "summarized") not in ("summarized", "omitted"):
+        return "thinking.display: Input should be 'summarized' or 'omitted'"
     if kind == "enabled":
         budget = thinking.get("budget_tokens")
         if not isinstance(budget, int) or budget < 1024:

@@ -46,6 +46,16 @@ def test_agents_in_category_subfolders_are_found_and_a_readme_is_not_an_agent(pr
     assert types["python-pro"].path == root / "02-lang" / "python-pro.md"
 
 
+def test_an_agent_of_a_name_already_taken_is_reported_not_dropped_silently(project: Path) -> None:
+    """Large collections ship the same agent in two folders: the second is said to be unused."""
+    root = project / ".claude" / "agents"
+    first = agent(root / "01-core" / "reviewer.md", "reviewer", "Reviews, first")
+    again = agent(root / "09-misc" / "reviewer.md", "reviewer", "Reviews, again")
+    types, warnings = discover_agent_types(project)
+    assert types["reviewer"].description == "Reviews, first"
+    assert warnings == [f"{again}: agent reviewer is not used: the one in {first} comes first"]
+
+
 def test_agent_frontmatter_is_honoured_where_it_maps_and_named_where_it_does_not(project: Path) -> None:
     root = project / ".claude" / "agents"
     agent(

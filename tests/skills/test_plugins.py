@@ -74,6 +74,18 @@ def test_an_untrusted_projects_enabled_plugin_loads_nothing(
     assert "setting not applied: enabledPlugins" not in done.stderr
 
 
+def test_doctor_reports_a_projects_plugin_as_a_trusted_run_would_load_it(project: Path) -> None:
+    _claude_install(Path.home())
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text(
+        json.dumps({"enabledPlugins": {"fixture-plugin@m": True}})
+    )
+    untrusted = piton("doctor").stdout
+    assert "plugin fixture-plugin@m: enabled by the project; loads once you trust the folder" in untrusted
+    trusted = piton("doctor", "--trust-workspace").stdout
+    assert "loads once you trust the folder" not in trusted and "plugin fixture-plugin" in trusted
+
+
 def _claude_install(home: Path, plugin_id: str = "fixture-plugin@m") -> Path:
     """The plugin as Claude Code installs it: `plugins/cache/…` and `installed_plugins.json` (v2)."""
     root = home / ".claude" / "plugins"
