@@ -73,6 +73,13 @@ def _report(ran: Ran, timeout_ms: int) -> ToolResult:
         is_error=result.timed_out or bool(result.exit_code),
         summary=summary,
         display=CommandOutput(result.output, result.exit_code),
+        data={  # Claude Code's: the output is one stream here, so all of it is `stdout`
+            "stdout": result.output.rstrip("\n"),
+            "stderr": "",
+            "interrupted": result.timed_out,
+            "isImage": False,
+            "noOutputExpected": False,
+        },
     )
 
 

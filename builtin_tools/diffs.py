@@ -5,8 +5,11 @@ regions a change touched, so a small edit of a huge file costs what the edit cos
 from __future__ import annotations
 
 import difflib
+import itertools
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from piton.core.conversation.messages import valid_text
 from piton.core.safety.policy import real
@@ -189,3 +192,39 @@ def _range(start: int, stop: int) -> str:
     if length == 1:
         return f"{start + 1}"
     return f"{start + 1 if length else start},{length}"
+
+
+PATCHED_FILE_CHARS = 1 << 20  # past this, a change's data leaves out the file and its hunks
+
+
+def file_change(before: str, after: str) -> dict[str, Any]:
+    """`originalFile` and `structuredPatch`, as Claude Code reports a file change to clients; for a
+    file over a mebibyte, neither (a diff of it would cost more than the edit)."""
+    if max(len(before), len(after)) > PATCHED_FILE_CHARS:
+        return {"originalFile": None, "structuredPatch": []}
+    return {"originalFile": before, "structuredPatch": structured_patch(before, after)}
+
+
+def structured_patch(before: str, after: str) -> list[dict[str, Any]]:
+    """The change as Claude Code's `structuredPatch`: hunks with their places and their lines
+    (` ` kept, `-` removed, `+` added), three lines of context."""
+    hunks: list[dict[str, Any]] = []
+    lines = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=3)
+    for line in itertools.islice(lines, 2, None):  # past the `---` and `+++` header
+        if line.startswith("@@"):
+            old, new = _HUNK.match(line).groups()  # type: ignore[union-attr]
+            (o_start, o_len), (n_start, n_len) = _span(old), _span(new)
+            hunks.append(
+                {"oldStart": o_start, "oldLines": o_len, "newStart": n_start, "newLines": n_len, "lines": []}
+            )
+        else:
+            hunks[-1]["lines"].append(line)
+    return hunks
+
+
+_HUNK = re.compile(r"@@ -(\S+) \+(\S+) @@")
+
+
+def _span(text: str) -> tuple[int, int]:
+    start, _, length = text.partition(",")
+    return int(start), int(length) if length else 1

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from piton.builtin_tools.diffs import DiffNames, diff_names, region_diff, whole_diff
+from piton.builtin_tools.diffs import DiffNames, diff_names, file_change, region_diff, whole_diff
 from piton.builtin_tools.edit_plan import EditError, Plan, around, plan_edit
 from piton.builtin_tools.files import (
     FileTool,
@@ -112,6 +112,14 @@ class Edit(FileTool[EditInput]):
             f"{around(plan.text, plan.index, plan.span)}",
             summary=changed,
             display=FileDiff(str(path), edit_diff(diff_names(path, ctx.cwd), text, plan)),
+            data={
+                "filePath": args.file_path,
+                "oldString": args.old_string,
+                "newString": args.new_string,
+                **file_change(text, plan.text),
+                "userModified": False,
+                "replaceAll": args.replace_all,
+            },
         )
 
     def _create(self, ctx: ToolContext, path: Path, args: EditInput) -> ToolResult:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,7 @@ class Glob(PathTool[GlobInput]):
             return await self._search(args, ctx)
 
     async def _search(self, args: GlobInput, ctx: ToolContext) -> ToolResult:
+        started = time.monotonic()
         policy = policy_of(ctx)
         base_arg, pattern = split_pattern(args.pattern.strip(), args.path or ".")
         try:
@@ -121,10 +123,10 @@ class Glob(PathTool[GlobInput]):
             return ToolResult.error(str(e))
         if out.code == 2 and not out.text:
             return ToolResult.error(f"Glob failed: {out.error}")
-        return await asyncio.to_thread(self._matches, ctx, base, matcher, out)
+        return await asyncio.to_thread(self._matches, ctx, base, matcher, out, started)
 
     def _matches(
-        self, ctx: ToolContext, base: Path, matcher: re.Pattern[str] | None, out: RgOutput
+        self, ctx: ToolContext, base: Path, matcher: re.Pattern[str] | None, out: RgOutput, started: float
     ) -> ToolResult:
         """The files ripgrep listed under `base` that `matcher` matches (all of them when ripgrep
         selected them already) and policy lets the model see, newest first."""
@@ -134,12 +136,21 @@ class Glob(PathTool[GlobInput]):
         else:  # fullmatch: a pattern with {a,b} compiles to alternatives that match() takes as prefixes
             listed = [prefix + rel for rel in out.paths() if matcher.fullmatch(rel)]
         found = list(filter(policy_of(ctx).listing_filter(base), listed))
+        shown = found[:MAX_RESULTS]
+        data = {  # Claude Code's `tool_use_result`
+            "filenames": shown,
+            "durationMs": int((time.monotonic() - started) * 1000),
+            "numFiles": len(shown),
+            "truncated": len(found) > MAX_RESULTS,
+            "totalMatches": len(found),
+            "countIsComplete": True,
+        }
         if not found:
-            return ToolResult("No files found", summary="no files")
-        text = "\n".join(found[:MAX_RESULTS])  # newest first, as ripgrep sorted them
+            return ToolResult("No files found", summary="no files", data=data)
+        text = "\n".join(shown)  # newest first, as ripgrep sorted them
         if len(found) > MAX_RESULTS:
             text += (
                 f"\n\n(Showing the {MAX_RESULTS} most recently modified of {len(found):,} matches; "
                 "narrow the pattern or the path to see the rest.)"
             )
-        return ToolResult(text, summary=f"{len(found)} file{'s' * (len(found) != 1)}")
+        return ToolResult(text, summary=f"{len(found)} file{'s' * (len(found) != 1)}", data=data)

@@ -8,7 +8,7 @@ import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -126,27 +126,32 @@ class Grep(PathTool[GrepInput]):
 
     def _format(self, args: GrepInput, ctx: ToolContext, base: Path, out: RgOutput) -> ToolResult:
         allowed = policy_of(ctx).listing_filter(base)
+        data: dict[str, Any] = {"mode": args.output_mode}  # Claude Code's `tool_use_result`
         if args.output_mode == "files_with_matches":
             files = newest_first(list(filter(allowed, out.paths())))
             text, summary = "\n".join(files), f"{len(files)} file{'s' * (len(files) != 1)}"
+            data |= {"filenames": files, "numFiles": len(files), "totalFiles": len(files)}
         else:
             # the model reads lines as Read shows them: without the \r of a CRLF ending
             kept = _kept(out.text.replace("\r\n", "\n"), allowed)
             found = kept.count("\0")  # one a line that names its file (a `--` between groups does not)
+            text = kept.replace("\0", ":").removesuffix("\n")
+            data |= {"numFiles": len(set(_PATH.findall(kept))), "filenames": [], "content": text}
             if args.output_mode == "count":
                 total = sum(map(int, _COUNT.findall(kept)))
                 summary = f"{total} match{'es' * (total != 1)} in {found} file{'s' * (found != 1)}"
+                data["numMatches"] = total
             else:
                 summary = f"{found} lines"
-            text = kept.replace("\0", ":").removesuffix("\n")
+                data["numLines"] = text.count("\n") + 1 if text else 0
         if not text:
-            return ToolResult("No matches found", summary="no matches")
+            return ToolResult("No matches found", summary="no matches", data=data)
         text, hidden = _head(text, args.head_limit)
         if hidden:
             text += f"\n(... {hidden:,} more; raise head_limit or narrow the search)"
         if out.code == 2 and out.error:  # some files could not be searched; say which
             text += f"\n(Some files could not be searched: {out.error.splitlines()[0]})"
-        return ToolResult(text, summary=summary)
+        return ToolResult(text, summary=summary, data=data)
 
 
 # ripgrep's --null lines: the file's path, a NUL, then the rest (`12:text`, `12-text` or a count)

@@ -97,6 +97,18 @@ class _TooFar(Exception):
     """The offset lies beyond SCAN_OFFSET_BYTES, past `args[0]` lines."""
 
 
+def _newlines_after(pending: bytes, f: IO[bytes]) -> int | None:
+    """How many line ends the rest of the file holds from `pending` (a line already read) on; None
+    past `SCAN_OFFSET_BYTES`, where counting would cost more than the read."""
+    count, scanned = pending.count(b"\n"), 0
+    while block := f.read(1 << 20):
+        scanned += len(block)
+        if scanned > SCAN_OFFSET_BYTES:
+            return None
+        count += block.count(b"\n")
+    return count
+
+
 def _skip_lines(f: IO[bytes], count: int) -> int:
     """Move past `count` lines by counting newlines in large blocks (fast for a far offset).
     Returns how many lines were passed: fewer than `count` at the end of the file."""
@@ -211,23 +223,37 @@ class Read(FileTool[ReadInput]):
             rows = _raw_lines(f)
         limit = args.limit or DEFAULT_LIMIT
         shown: list[str] = []
-        more = False
+        raws: list[bytes] = []
+        more: bytes | None = None  # the first line not shown, if there is one
         for number, (raw, skipped_length) in enumerate(rows, start=start):
             if len(shown) == limit:
-                more = True
+                more = raw
                 break
             if number == 1 and shown_as is not None:
                 raw = raw.removeprefix(shown_as.bom)
             shown.append(_show(raw, skipped_length, number, shown_as))
+            raws.append(raw)
         if not shown:
             if skipped == 0:
                 return ToolResult("(the file is empty)", summary="empty file")
             return ToolResult.error(f"The file has {skipped} lines; offset {start} is past the end.")
         text = "\n".join(shown)
         last = start + len(shown) - 1
-        if more:
+        if more is not None:
             text += f"\n\n(The file continues after line {last}. Read on with offset={last + 1}.)"
-        return ToolResult(text, summary=f"{len(shown)} line{'s' if len(shown) != 1 else ''}")
+        content = "".join(decode_line(raw, shown_as) for raw in raws)
+        after = 0 if more is None else _newlines_after(more, f)
+        data = {  # Claude Code's `tool_use_result`, which counts lines as the text's "\n" plus one
+            "type": "text",
+            "file": {
+                "filePath": args.file_path,
+                "content": content,
+                "numLines": content.count("\n") + 1,
+                "startLine": start,
+                "totalLines": None if after is None else skipped + content.count("\n") + after + 1,
+            },
+        }
+        return ToolResult(text, summary=f"{len(shown)} line{'s' if len(shown) != 1 else ''}", data=data)
 
     def _image(
         self, ctx: ToolContext, opened: Opened, media_type: str, f: IO[bytes], head: bytes

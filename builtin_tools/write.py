@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
-from piton.builtin_tools.diffs import diff_names, whole_diff
+from piton.builtin_tools.diffs import diff_names, file_change, whole_diff
 from piton.builtin_tools.edit_plan import newline_style
 from piton.builtin_tools.files import (
     UTF8,
@@ -82,4 +84,14 @@ class Write(FileTool[WriteInput]):
             f"{verb} {path} ({lines} lines).",
             summary=f"{verb.lower()}, {lines} lines",
             display=FileDiff(str(path), whole_diff(names, before, args.content)),
+            data={
+                "type": "update" if existing is not None else "create",
+                "filePath": args.file_path,
+                "content": args.content,
+                **(file_change(before, args.content) if existing is not None else _CREATED),
+                "userModified": False,
+            },
         )
+
+
+_CREATED: dict[str, Any] = {"structuredPatch": [], "originalFile": None}

@@ -156,12 +156,12 @@ class ControlSession:
         return self._writer
 
     def attach(self, session: Session) -> None:
-        from piton.api.messages import Catalogue
+        from piton.api.init_line import Catalogue
         from piton.cli.output import StreamJsonWriter
         from piton.mcp_turn import follow
 
         self._session, runtime = session, session.runtime
-        catalogue = Catalogue.of(runtime.catalog, runtime.agent_types, runtime.style_name)
+        catalogue = Catalogue.of_runtime(runtime)
         verbose, partial = self.options.verbose, self.options.include_partial_messages
         self._writer = StreamJsonWriter(
             self.streams.stdout, self.streams.stderr, verbose, partial=partial, catalogue=catalogue

@@ -182,7 +182,7 @@ def _start(
 ) -> int:
     import asyncio
 
-    from piton.api.messages import Catalogue
+    from piton.api.init_line import Catalogue
     from piton.cli.output import StreamJsonWriter, make_writer
     from piton.core.conversation.session import SessionError
     from piton.runtime import Parts, SetupError
@@ -203,7 +203,7 @@ def _start(
     if isinstance(writer, StreamJsonWriter):
         from piton.mcp_turn import follow
 
-        writer.stream.catalogue = Catalogue.of(runtime.catalog, runtime.agent_types, runtime.style_name)
+        writer.stream.catalogue = Catalogue.of_runtime(runtime)
         writer.stream.hook_events = options.include_hook_events
         follow(writer.stream, runtime.mcp)
     for notice in session.notices:

@@ -12,7 +12,9 @@ import re
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from piton.api.messages import Catalogue, MessageStream, result_to_dict
+from piton.api.init_line import Catalogue
+from piton.api.messages import MessageStream
+from piton.api.result_line import result_to_dict
 from piton.api.tool_use_result import TODO_MARKS as TODO_MARKS
 from piton.api.tool_use_result import display_text
 from piton.core.clip import one_line

@@ -174,7 +174,8 @@ class SubagentRunner:
                 if isinstance(event, Result):
                     result = event
                 if scope is not None:
-                    scope.emit(SubagentEvent(scope.tool_use_id, agent_id, agent_type.name, event))
+                    transcript = str(log.path) if log is not None else ""
+                    scope.emit(SubagentEvent(scope.tool_use_id, agent_id, agent_type.name, event, transcript))
         finally:
             if log is not None:
                 log.close()

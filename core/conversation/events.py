@@ -119,6 +119,7 @@ class SubagentEvent:
     agent_id: str
     agent_type: str
     event: Any  # the subagent's own AgentEvent
+    transcript: str = ""  # where its own session log is written, if anywhere
 
 
 @dataclass(frozen=True, slots=True)

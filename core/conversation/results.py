@@ -5,6 +5,7 @@ its events, so it sits with the messages it becomes."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from piton.core.activation import Activation
 from piton.core.conversation.messages import (
@@ -27,6 +28,9 @@ class ToolResult:
     summary: str = ""  # one line for people, e.g. "42 lines" or "exit 1"
     display: Display | None = None  # shown to people, never sent to the model
     activation: Activation | None = None  # a skill this call loaded: its text follows the results
+    # what the call did, in the shape Claude Code gives clients as `tool_use_result` (a command's
+    # `stdout`, a file's `structuredPatch`…); never sent to the model
+    data: dict[str, Any] | None = None
 
     def to_block(self, tool_use_id: str) -> ToolResultBlock:
         content = self.content if self.content else NO_OUTPUT

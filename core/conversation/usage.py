@@ -18,6 +18,8 @@ class Usage:
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
     web_search_requests: int = 0  # server-side searches, billed by the search
+    cache_creation_1h_input_tokens: int = 0  # of the cache writes, those kept for an hour
+    service_tier: str = "standard"
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -26,6 +28,8 @@ class Usage:
             self.cache_creation_input_tokens + other.cache_creation_input_tokens,
             self.cache_read_input_tokens + other.cache_read_input_tokens,
             self.web_search_requests + other.web_search_requests,
+            self.cache_creation_1h_input_tokens + other.cache_creation_1h_input_tokens,
+            other.service_tier,
         )
 
     def cost_usd(self, model: str, prices: Mapping[str, Prices] | None = None) -> float:
@@ -44,12 +48,17 @@ class Usage:
             "cache_creation_input_tokens": self.cache_creation_input_tokens,
             "cache_read_input_tokens": self.cache_read_input_tokens,
             "output_tokens": self.output_tokens,
-            **(
-                {"server_tool_use": {"web_search_requests": self.web_search_requests}}
-                if self.web_search_requests
-                else {}
-            ),
+            "server_tool_use": {"web_search_requests": self.web_search_requests, "web_fetch_requests": 0},
+            "service_tier": self.service_tier,
+            "cache_creation": {
+                "ephemeral_1h_input_tokens": self.cache_creation_1h_input_tokens,
+                "ephemeral_5m_input_tokens": self.cache_creation_5m_input_tokens,
+            },
         }
+
+    @property
+    def cache_creation_5m_input_tokens(self) -> int:
+        return self.cache_creation_input_tokens - self.cache_creation_1h_input_tokens
 
 
 @dataclass(slots=True)
@@ -84,6 +93,10 @@ class UsageTotals:
                 "webSearchRequests": u.web_search_requests,
                 "costUSD": round(u.cost_usd(model, self.prices), 6),
                 "contextWindow": model_info(model).context_window,
+                "maxOutputTokens": model_info(model).max_output_tokens,
+                "cacheCreationEphemeral5mInputTokens": u.cache_creation_5m_input_tokens,
+                "cacheCreationEphemeral1hInputTokens": u.cache_creation_1h_input_tokens,
+                "canonicalModel": model,
             }
             for model, u in self.by_model.items()
         }

@@ -52,6 +52,12 @@ def _usage_update(usage: Usage, reported: Any) -> None:
     searches = getattr(getattr(reported, "server_tool_use", None), "web_search_requests", None)
     if isinstance(searches, int) and not isinstance(searches, bool):
         usage.web_search_requests = searches
+    hour = getattr(getattr(reported, "cache_creation", None), "ephemeral_1h_input_tokens", None)
+    if isinstance(hour, int) and not isinstance(hour, bool):
+        usage.cache_creation_1h_input_tokens = hour
+    tier = getattr(reported, "service_tier", None)
+    if isinstance(tier, str) and tier:
+        usage.service_tier = tier
 
 
 def _search_results(block: Any) -> list[dict[str, str]]:

@@ -11,7 +11,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from piton.api.messages import Catalogue, MessageStream, ResultMessage, RunMessage
+from piton.api.init_line import Catalogue
+from piton.api.messages import MessageStream, ResultMessage, RunMessage
 from piton.api.options import AgentOptions, CallbackApprover, HookCallback, HookMatcher
 from piton.session import NoTurn as NoTurn
 
@@ -76,7 +77,7 @@ class Agent:
             runtime = session.runtime
             self._stream = MessageStream(
                 partial=self.options.include_partial_messages,
-                catalogue=Catalogue.of(runtime.catalog, runtime.agent_types, runtime.style_name),
+                catalogue=Catalogue.of_runtime(runtime),
             )
             session.report_to(self._said.append)  # a log that cannot be written says so
             if runtime.mcp is not None:

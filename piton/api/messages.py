@@ -6,16 +6,22 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from piton import __version__
+from piton.api.init_line import Catalogue
 from piton.api.partial import PartialEvents
+from piton.api.result_line import result_to_dict
+from piton.api.task_events import TaskEvents
 from piton.api.tool_use_result import tool_use_result
+from piton.api.turn_clock import TurnClock
 from piton.core.conversation.events import (
     AgentEvent,
     Compacted,
+    Compacting,
     HookResponse,
     MessageDone,
     Notice,
@@ -34,11 +40,16 @@ from piton.core.conversation.messages import ContentBlock, Message, TextBlock, T
 from piton.core.version import CLAUDE_CODE_PROTOCOL
 
 if TYPE_CHECKING:
-    from piton.skills.catalog import Catalog
+    pass
 
 
 def _new_uuid() -> str:
     return str(uuid.uuid4())
+
+
+def _now() -> str:
+    """An ISO 8601 UTC time to the millisecond, as Claude Code stamps its lines."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(slots=True)
@@ -55,7 +66,8 @@ class SystemMessage:
 
 @dataclass(slots=True)
 class AssistantMessage:
-    """One whole reply of the model (a subagent's carries the id of the Task call it serves)."""
+    """One content block of a reply of the model, as Claude Code sends them (a subagent's carries
+    the id of the Task call it serves)."""
 
     content: list[ContentBlock]
     model: str
@@ -65,6 +77,8 @@ class AssistantMessage:
     session_id: str
     parent_tool_use_id: str | None = None
     uuid: str = field(default_factory=_new_uuid)
+    timestamp: str = field(default_factory=_now)
+    more: dict[str, Any] = field(default_factory=dict)  # `thinking_duration_ms` on a thinking line
 
     @property
     def text(self) -> str:
@@ -83,10 +97,13 @@ class AssistantMessage:
                 "stop_reason": self.stop_reason,
                 "stop_sequence": None,
                 "usage": self.usage,
+                "context_management": None,
             },
             "parent_tool_use_id": self.parent_tool_use_id,
             "session_id": self.session_id,
             "uuid": self.uuid,
+            "timestamp": self.timestamp,
+            **self.more,
         }
 
 
@@ -99,6 +116,7 @@ class UserMessage:
     parent_tool_use_id: str | None = None
     tool_use_result: str | dict[str, Any] | None = None
     uuid: str = field(default_factory=_new_uuid)
+    timestamp: str = field(default_factory=_now)
 
     def to_dict(self) -> dict[str, Any]:
         line: dict[str, Any] = {
@@ -107,6 +125,7 @@ class UserMessage:
             "parent_tool_use_id": self.parent_tool_use_id,
             "session_id": self.session_id,
             "uuid": self.uuid,
+            "timestamp": self.timestamp,
         }
         if self.tool_use_result is not None:
             line["tool_use_result"] = self.tool_use_result
@@ -119,6 +138,7 @@ class ResultMessage:
 
     result: Result
     uuid: str = field(default_factory=_new_uuid)
+    more: dict[str, Any] = field(default_factory=dict)  # what the stream knows: timings, subagents
 
     @property
     def subtype(self) -> str:
@@ -146,7 +166,7 @@ class ResultMessage:
         return self.result.structured_output
 
     def to_dict(self) -> dict[str, Any]:
-        return {**result_to_dict(self.result), "uuid": self.uuid}
+        return {**result_to_dict(self.result), **self.more, "uuid": self.uuid}
 
 
 @dataclass(slots=True)
@@ -171,33 +191,6 @@ class StreamEvent:
 RunMessage = SystemMessage | AssistantMessage | UserMessage | ResultMessage | StreamEvent
 
 
-def result_to_dict(result: Result) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "type": "result",
-        "subtype": result.subtype,
-        "is_error": result.is_error,
-        "duration_ms": result.duration_ms,
-        "duration_api_ms": result.duration_api_ms,
-        "num_turns": result.num_turns,
-        "result": result.result,
-        "session_id": result.session_id,
-        "total_cost_usd": result.total_cost_usd,
-        "usage": result.usage.to_dict(),
-        "modelUsage": result.model_usage,
-        "permission_denials": list(result.permission_denials),
-        "stop_reason": result.stop_reason,
-        "terminal_reason": result.terminal_reason,
-        "api_error_status": result.api_error_status,
-        "uuid": _new_uuid(),
-    }
-    if result.structured_output is not None:
-        out["structured_output"] = result.structured_output
-    if result.errors or result.is_error:  # Claude Code's error results always say what went wrong
-        out["errors"] = list(result.errors) or [result.result]
-    out["metrics"] = result.metrics
-    return out
-
-
 def retry_category(event: StreamRetry) -> str:
     """The error class Claude Code's `api_retry` line gives, for parsers written against it."""
     if event.status == 429 or event.error_type == "rate_limit_error":
@@ -205,29 +198,6 @@ def retry_category(event: StreamRetry) -> str:
     if (event.status or 0) >= 500 or event.error_type in ("overloaded_error", "api_error"):
         return "server_error"
     return "unknown"
-
-
-@dataclass(slots=True)
-class Catalogue:
-    """What the `system/init` line lists beside the tools: slash commands, skills, subagent types."""
-
-    slash_commands: list[str] = field(default_factory=list)
-    skills: list[str] = field(default_factory=list)
-    agents: list[str] = field(default_factory=list)
-    output_style: str = "default"
-
-    @classmethod
-    def of(
-        cls, catalog: Catalog | None, agent_types: Iterable[str], output_style: str = "default"
-    ) -> Catalogue:
-        """What a run offers: the commands a user may type, the skills the model may use, the types,
-        and the output style it answers in."""
-        return cls(
-            slash_commands=[s.name for s in catalog.for_user()] if catalog else [],
-            skills=[s.name for s in catalog.for_model() if s.kind == "skill"] if catalog else [],
-            agents=sorted(agent_types),
-            output_style=output_style,
-        )
 
 
 class MessageStream:
@@ -245,6 +215,9 @@ class MessageStream:
         self.mcp_commands: Callable[[], list[str]] = list
         self._partial = PartialEvents() if partial else None
         self._finished: dict[str, ToolFinished] = {}  # results of this batch, for `tool_use_result`
+        self._thought = 0  # characters of thinking streamed in this reply (`thinking_tokens`)
+        self._tasks = TaskEvents()  # the subagents' `task_*` lines
+        self._clock = TurnClock()
 
     def convert(self, event: AgentEvent) -> list[RunMessage]:
         match event:
@@ -258,27 +231,36 @@ class MessageStream:
             case Result():
                 if self._partial is not None:
                     self._partial.reset()  # an interrupted message never gets its message_stop
-                return [ResultMessage(event)]
+                more = {**self._clock.result_fields(event.model_usage), "subagent_stats": self._tasks.stats()}
+                return [ResultMessage(event, more=more)]
             case SessionStarted():
                 self.session_id = event.session_id
+                self._clock.turn()
                 return [self._init(event)]
             case TextDelta() | ThinkingDelta() | ToolUseStart() | ToolInputDelta():
+                self._clock.streamed(thinking=isinstance(event, ThinkingDelta))
+                told = self._thinking_tokens(event) if isinstance(event, ThinkingDelta) else []
                 if self._partial is None:
-                    return []
-                return [StreamEvent(e, self.session_id) for e in self._partial.delta(event)]
+                    return told
+                return [*told, *(StreamEvent(e, self.session_id) for e in self._partial.delta(event))]
             case MessageDone():
+                self._thought = 0
+                self._tasks.calls(event.message)
                 streamed = [] if self._partial is None else self._partial.done(event)
-                return [*(StreamEvent(e, self.session_id) for e in streamed), self._assistant(event)]
+                lines = self._assistant(event, thought_ms=self._clock.reply_done())
+                return [*(StreamEvent(e, self.session_id) for e in streamed), *lines]
             case ToolFinished():
                 self._finished[event.tool_use_id] = event
             case ToolResultsMessage():
                 return [self._tool_results(event)]
             case HookResponse():
                 return [_hook_response(event, self.session_id)] if self.hook_events else []
+            case Compacting():
+                return [self._status("compacting")]
             case Compacted():
                 metadata = {"trigger": event.trigger, "pre_tokens": event.pre_tokens}
                 data = {"compact_metadata": metadata, "session_id": self.session_id, "uuid": _new_uuid()}
-                return [SystemMessage("compact_boundary", data)]
+                return [self._status(None, compact_result="success"), SystemMessage("compact_boundary", data)]
         return []
 
     def _init(self, event: SessionStarted) -> SystemMessage:
@@ -296,6 +278,7 @@ class MessageStream:
                 "skills": list(self.catalogue.skills),
                 "apiKeySource": "ANTHROPIC_API_KEY" if os.environ.get("ANTHROPIC_API_KEY") else "none",
                 "output_style": self.catalogue.output_style,
+                **self.catalogue.session,
                 # SDKs read Claude Code's version field to judge what the CLI supports
                 "claude_code_version": CLAUDE_CODE_PROTOCOL,
                 "piton_version": __version__,
@@ -303,16 +286,45 @@ class MessageStream:
             },
         )
 
-    def _assistant(self, event: MessageDone, parent: str | None = None) -> AssistantMessage:
-        return AssistantMessage(
-            content=list(event.message.content),
-            model=event.model,
-            message_id=event.message_id,
-            stop_reason=event.stop_reason,
-            usage=event.usage.to_dict(),
-            session_id=self.session_id,
-            parent_tool_use_id=parent,
+    def _status(self, status: str | None, **more: str) -> SystemMessage:
+        """Claude Code's `system/status`: `compacting` while a summary is written, then null."""
+        return SystemMessage(
+            "status", {"status": status, **more, "session_id": self.session_id, "uuid": _new_uuid()}
         )
+
+    def _thinking_tokens(self, event: ThinkingDelta) -> list[RunMessage]:
+        """Claude Code's `system/thinking_tokens`: how much the model has thought so far in this
+        reply, estimated (four characters a token), as it streams."""
+        before, self._thought = self._thought, self._thought + len(event.thinking)
+        tokens, delta = -(-self._thought // 4), -(-self._thought // 4) - -(-before // 4)
+        if not delta:
+            return []
+        data = {"estimated_tokens": tokens, "estimated_tokens_delta": delta, "session_id": self.session_id}
+        return [SystemMessage("thinking_tokens", {**data, "uuid": _new_uuid()})]
+
+    def _assistant(
+        self, event: MessageDone, parent: str | None = None, thought_ms: int | None = None
+    ) -> list[AssistantMessage]:
+        """One line per content block, as Claude Code streams them: each with the reply's id and
+        usage, and `stop_reason` null (a block ends before the reply says why it stopped; the
+        result line has it); a thinking block's says how long it took."""
+        blocks = [[block] for block in event.message.content] or [[]]
+        lines = [
+            AssistantMessage(
+                content=block,
+                model=event.model,
+                message_id=event.message_id,
+                stop_reason=None,
+                usage=event.usage.to_dict(),
+                session_id=self.session_id,
+                parent_tool_use_id=parent,
+            )
+            for block in blocks
+        ]
+        thinking = next((line for line in lines if line.content and line.content[0].type == "thinking"), None)
+        if thinking is not None and thought_ms is not None:
+            thinking.more["thinking_duration_ms"] = thought_ms
+        return lines
 
     def _tool_results(self, event: ToolResultsMessage) -> UserMessage:
         """Claude Code attaches the tool's own result to a user line (`tool_use_result`)."""
@@ -341,10 +353,16 @@ class MessageStream:
     def _subagent(self, event: SubagentEvent) -> list[RunMessage]:
         """A subagent's messages, as Claude Code streams them: tagged with the Task call's id."""
         inner, parent = event.event, event.parent_tool_use_id
+        told: list[RunMessage] = [
+            SystemMessage(subtype, {**data, "session_id": self.session_id})
+            for subtype, data in self._tasks.seen(event)
+        ]
+        if told:
+            return told
         if isinstance(inner, StreamRetry):
             return self._retry(inner, parent)
         if isinstance(inner, MessageDone):
-            return [self._assistant(inner, parent)]
+            return list(self._assistant(inner, parent))
         if isinstance(inner, ToolResultsMessage):
             return [UserMessage(list(inner.message.content), self.session_id, parent_tool_use_id=parent)]
         return []

@@ -62,7 +62,7 @@ def test_a_search_returns_links_and_an_answer_and_is_counted(
     assert f"- [Python 3.14.0]({RELEASE})\n- [What's new]({RELEASE}#new)" in text
     assert "released in October 2025" in text and "Cite the sources" in text
     assert result["modelUsage"]["claude-haiku-5-5"]["webSearchRequests"] == 1
-    assert result["usage"]["server_tool_use"] == {"web_search_requests": 1}
+    assert result["usage"]["server_tool_use"] == {"web_search_requests": 1, "web_fetch_requests": 0}
     haiku_tokens = result["modelUsage"]["claude-haiku-5-5"]["costUSD"]
     assert haiku_tokens >= 0.01  # the search itself is billed, beside the tokens
 

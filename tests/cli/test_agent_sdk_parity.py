@@ -186,7 +186,7 @@ def test_a_commands_result_reaches_the_client_as_claude_codes_object(
     results = [m.tool_use_result for m in run(talk()) if isinstance(m, UserMessage) and m.tool_use_result]
     assert results == [
         {
-            "stdout": "SDK-OUT\n",
+            "stdout": "SDK-OUT",
             "stderr": "",
             "interrupted": False,
             "isImage": False,

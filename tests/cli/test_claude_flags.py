@@ -256,7 +256,6 @@ def test_effort_goes_to_models_that_take_it(fake_api: FakeAnthropicAPI, project:
 @pytest.mark.parametrize(
     ("flags", "note"),
     [
-        (["--json-schema", '{"type": "object"}'], "--json-schema is not supported yet"),
         (["--max-thinking-tokens", "4000"], "--max-thinking-tokens: a set budget is not supported yet"),
     ],
 )
@@ -273,7 +272,6 @@ def test_flags_without_a_counterpart_say_so_once(
 
 def _rest(note: str) -> str:
     return {
-        "--json-schema is not supported yet": ": the answer is not checked against the schema",
         "--max-thinking-tokens: a set budget is not supported yet": "; thinking is on with Piton's own budget",
     }[note]
 

@@ -50,8 +50,13 @@ def test_auto_compaction_in_print_mode_and_resuming_after_it(
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     kinds = [(line["type"], line.get("subtype")) for line in lines]
     boundary = kinds.index(("system", "compact_boundary"))
-    assistant_lines = [i for i, k in enumerate(kinds) if k[0] == "assistant"]
-    assert assistant_lines[4] < boundary < assistant_lines[5], "after the fifth reply, before the next"
+    # a reply is a line per content block: where each reply (a message id) first and last appears
+    replies: dict[str, list[int]] = {}
+    for i, line in enumerate(lines):
+        if line["type"] == "assistant":
+            replies.setdefault(line["message"]["id"], []).append(i)
+    spans = list(replies.values())
+    assert spans[4][-1] < boundary < spans[5][0], "after the fifth reply, before the next"
     assert kinds.count(("system", "compact_boundary")) == 1
     metadata = lines[boundary]["compact_metadata"]
     assert metadata["trigger"] == "auto" and metadata["pre_tokens"] >= 15_000

@@ -68,6 +68,9 @@ def test_json_mode_prints_one_result_object(project: Path) -> None:
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": 0,
         "output_tokens": 20,
+        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+        "service_tier": "standard",
+        "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
     }
     assert result["total_cost_usd"] == pytest.approx((1000 * 3 + 20 * 15) / 1e6)
     assert isinstance(result["duration_ms"], int) and isinstance(result["duration_api_ms"], int)

@@ -89,9 +89,17 @@ def test_stream_json_lines(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(reply(Thinking("Easy one."), "Done."))
     done = piton("-p", "say done", "--output-format", "stream-json", "--verbose")
     events = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [e["type"] for e in events] == ["system", "assistant", "result"]
-    assert events[0]["subtype"] == "init" and events[0]["cwd"] == str(project)
-    assert [b["type"] for b in events[1]["message"]["content"]] == ["thinking", "text"]
+    kinds = [(e["type"], e.get("subtype")) for e in events]
+    assert kinds == [
+        ("system", "init"),
+        ("system", "thinking_tokens"),
+        ("assistant", None),
+        ("assistant", None),
+        ("result", "success"),
+    ]
+    assert events[0]["cwd"] == str(project)
+    assert [b["type"] for e in events[2:4] for b in e["message"]["content"]] == ["thinking", "text"]
+    assert [e["message"]["stop_reason"] for e in events[2:4]] == [None, None]  # as Claude Code's
     assert events[-1]["result"] == "Done." and events[-1]["num_turns"] == 1
     assert done.returncode == 0
 
@@ -280,7 +288,20 @@ def test_a_tool_loop_with_the_built_in_tools(fake_api: FakeAnthropicAPI, project
     fake_api.add(reply(Thinking("Read it first."), call), reply("It prints hello."))
     done = piton("-p", "what does main.py do?", "--output-format", "stream-json", "--verbose")
     events = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [e["type"] for e in events] == ["system", "assistant", "user", "assistant", "result"]
+    # one assistant line per content block (thinking, then the call), as Claude Code streams them;
+    # the thinking's estimated size before it
+    assert [e["type"] for e in events if e.get("subtype") != "thinking_tokens"] == [
+        "system",
+        "assistant",
+        "assistant",
+        "user",
+        "assistant",
+        "result",
+    ]
+    assert [e["estimated_tokens"] for e in events if e.get("subtype") == "thinking_tokens"] == [4]
+    events = [e for e in events if e.get("subtype") != "thinking_tokens"]
+    assert [b["type"] for e in events[1:3] for b in e["message"]["content"]] == ["thinking", "tool_use"]
+    assert events[1]["message"]["id"] == events[2]["message"]["id"]
     assert events[0]["tools"] == [
         "Bash",
         "BashOutput",
@@ -300,7 +321,7 @@ def test_a_tool_loop_with_the_built_in_tools(fake_api: FakeAnthropicAPI, project
         "Skill",
         "Task",
     ]
-    assert events[2]["message"]["content"] == [
+    assert events[3]["message"]["content"] == [
         {"type": "tool_result", "tool_use_id": call.id, "content": "     1\tprint('hello')"}
     ]
     assert events[-1]["result"] == "It prints hello." and events[-1]["num_turns"] == 2

@@ -176,8 +176,21 @@ def test_a_task_runs_a_subagent_that_returns_only_its_report(
     assert look.id not in json.dumps(back), "the subagent's own calls stay out of the parent's context"
     events = lines(done.stdout)
     tagged = [e for e in events if e.get("parent_tool_use_id") == task.id]
-    assert [e["type"] for e in tagged] == ["assistant", "user", "assistant"]
-    assert tagged[0]["message"]["content"][1]["id"] == look.id
+    # a line per content block: the subagent's text, its call, the result, its report
+    assert [e["type"] for e in tagged] == ["assistant", "assistant", "user", "assistant"]
+    assert tagged[1]["message"]["content"][0]["id"] == look.id
+    # the subagent's life, as Claude Code's task_* lines tell it
+    tasks = [e for e in events if e["type"] == "system" and e["subtype"].startswith("task_")]
+    assert [e["subtype"] for e in tasks] == ["task_started", "task_updated", "task_notification"]
+    started, updated, told = tasks
+    assert (started["tool_use_id"], started["subagent_type"]) == (task.id, task.input["subagent_type"])
+    assert started["prompt"] == task.input["prompt"] and started["task_id"] == told["task_id"]
+    assert updated["patch"]["status"] == "completed" and told["status"] == "completed"
+    assert told["summary"] == "The parser starts in parse.py:1." and told["usage"]["tool_uses"] == 1
+    assert (
+        Path(told["output_file"]).name == f"{told['task_id']}.jsonl" and Path(told["output_file"]).is_file()
+    )
+    assert events.index(started) < events.index(tagged[0]) and events.index(told) > events.index(tagged[-1])
     session = events[-1]["session_id"]
     [transcript] = (Path.home() / ".state").rglob(f"{session}/subagents/agent-*.jsonl")
     assert transcript.read_text().count('"type": "message"') == 4
