@@ -48,6 +48,7 @@ class TodoWrite(Tool[TodoWriteInput]):
 
     async def run(self, args: TodoWriteInput, ctx: ToolContext) -> ToolResult:
         todos = [t.model_dump() for t in args.todos]
+        before = ctx.state.get(TODOS) or []
         ctx.state[TODOS] = todos
         ctx.record(TODOS, todos=todos)
         counts = {s: sum(t["status"] == s for t in todos) for s in _STATUSES}
@@ -58,6 +59,7 @@ class TodoWrite(Tool[TodoWriteInput]):
             f"progress, {counts['completed']} completed)",
             summary=summary,
             display=_display(args.todos),
+            data={"oldTodos": before, "newTodos": todos},  # Claude Code's `tool_use_result`
         )
 
     def restore(self, ctx: ToolContext, records: Mapping[str, dict[str, Any]]) -> None:

@@ -4,7 +4,8 @@
 
 Options (`--ak name=value`): `version` (the piton-code release to install; the latest by default),
 `wheel` (a local wheel or sdist to upload and install instead), `reasoning_effort`, `max_turns`,
-`max_budget_usd`. After the run, the transcript Piton wrote in Claude Code's format becomes the
+`max_budget_usd`, `thinking_display` (summarized or omitted) and `disable_web_search` (as for Claude
+Code). After the run, the transcript Piton wrote in Claude Code's format becomes the
 trial's `trajectory.json` (ATIF), and its tokens and cost go into the trial's context.
 
 Harbor itself must be installed where it runs (it needs Python 3.12 or later); this module is
@@ -52,6 +53,8 @@ class PitonAgent(BaseInstalledAgent):  # type: ignore[misc]
         reasoning_effort: str | None = None,
         max_turns: int | str | None = None,
         max_budget_usd: float | str | None = None,
+        thinking_display: str | None = None,
+        disable_web_search: bool | str = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(logs_dir, *args, **kwargs)
@@ -61,6 +64,8 @@ class PitonAgent(BaseInstalledAgent):  # type: ignore[misc]
             max_turns=int(max_turns) if max_turns not in (None, "") else None,
             max_budget_usd=float(max_budget_usd) if max_budget_usd not in (None, "") else None,
             model=self._model(),
+            thinking_display=thinking_display or None,
+            disable_web_search=str(disable_web_search).lower() in ("1", "true", "yes"),
         )
 
     @staticmethod

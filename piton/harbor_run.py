@@ -39,11 +39,17 @@ class RunFlags:
     max_turns: int | None = None
     max_budget_usd: float | None = None
     model: str | None = None
+    thinking_display: str | None = None  # summarized or omitted
+    disable_web_search: bool = False  # WebSearch and WebFetch taken out of the model's tools
 
     def argv(self) -> list[str]:
         out: list[str] = []
         if self.effort:
             out += ["--effort", self.effort]
+        if self.thinking_display:
+            out += ["--thinking-display", self.thinking_display]
+        if self.disable_web_search:
+            out += ["--disallowedTools", "WebSearch,WebFetch"]
         if self.max_turns is not None:
             out += ["--max-turns", str(self.max_turns)]
         if self.max_budget_usd is not None:

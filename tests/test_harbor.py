@@ -80,6 +80,8 @@ def test_the_command_line_is_harbors_for_claude_code() -> None:
         f"| tee /logs/agent/{LOG_NAME}"
     )
     assert "$PITON_INSTRUCTION_X" in command and "unset PITON_INSTRUCTION_X" in command
+    shown = RunFlags(thinking_display="summarized", disable_web_search=True)
+    assert shown.argv() == ["--thinking-display", "summarized", "--disallowedTools", "WebSearch,WebFetch"]
     env = run_env({"ANTHROPIC_API_KEY": "k", "HOME": "/root"}, "/logs/agent/sessions", RunFlags(model="m"))
     assert env == {
         "ANTHROPIC_API_KEY": "k",
@@ -110,8 +112,17 @@ def test_a_task_runs_and_leaves_a_transcript_harbor_can_read(
         ),
         reply("Fixed."),
     )
-    app, logs, done = run_task(fake_api, tmp_path, RunFlags(effort="high", max_budget_usd=5.0, max_turns=10))
+    flags = RunFlags(
+        effort="high",
+        max_budget_usd=5.0,
+        max_turns=10,
+        thinking_display="summarized",
+        disable_web_search=True,
+    )
+    app, logs, done = run_task(fake_api, tmp_path, flags)
     assert done.returncode == 0, done.stdout + done.stderr
+    first = fake_api.bodies[0]
+    assert first["thinking"]["display"] == "summarized" and '"WebSearch"' not in json.dumps(first["tools"])
     assert (app / "answer.txt").read_text() == "fixed\n" and outside.read_text() == "also\n"
     assert fake_api.bodies[0]["output_config"] == {"effort": "high"}
     # the log: stream-json lines, and the one notice stderr added

@@ -70,6 +70,7 @@ class MessageDone:
     # time spent waiting on the API for this reply, from sending the request to the end of its stream
     # (the SDK's retries included); what `duration_api_ms` adds up
     api_seconds: float = 0.0
+    request_id: str = ""  # the API's id for the request (its `request-id` header), when it sent one
 
 
 @dataclass(frozen=True, slots=True)

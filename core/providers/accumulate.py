@@ -107,6 +107,7 @@ class ReplyAccumulator:
         self._blocks: dict[int, _Partial] = {}
         self._skipped: set[int] = set()  # blocks of types we never ask for
         self.web_results: list[dict[str, str]] = []  # of server-side searches, in the order they came
+        self.request_id = ""  # the API's id for the request, from the response's headers
 
     def feed(self, event: Any) -> StreamEvent | None:
         kind = getattr(event, "type", None)
@@ -219,6 +220,7 @@ class ReplyAccumulator:
             message_id=self.message_id,
             input_errors=errors,
             web_results=list(self.web_results),
+            request_id=self.request_id,
         )
 
 

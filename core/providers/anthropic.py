@@ -189,6 +189,7 @@ class AnthropicProvider:
         """One request and its reply, within the reply's overall limit."""
         deadline = asyncio.get_running_loop().time() + self._waits.reply_s
         reply = await self._open(sender, body, waited)
+        acc.request_id = reply.request_id
         try:
             async for event in self._events(reply, acc, waited, deadline):
                 yield event

@@ -39,7 +39,10 @@ _ERROR_BODY_LIMIT = 64 * 1024  # an error page is read only this far: a proxy ma
 
 
 class Opened(Protocol):
-    """A reply whose response has started: its events in batches as they arrive, then `close`."""
+    """A reply whose response has started: its events in batches as they arrive, then `close`;
+    `request_id` is the API's id for the request (its `request-id` header), if it sent one."""
+
+    request_id: str
 
     def events(self) -> AsyncGenerator[list[Any], None]: ...
 
@@ -99,6 +102,7 @@ def http_timeout(waits: Waits) -> httpx2.Timeout:
 class _SSEReply:
     def __init__(self, response: httpx2.Response) -> None:
         self._response = response
+        self.request_id = response.headers.get("request-id", "")
 
     def events(self) -> AsyncGenerator[list[Any], None]:
         return sse_batches(self._response.aiter_bytes())

@@ -49,6 +49,8 @@ class _StreamReply:
     def __init__(self, stream: Any, bedrock: bool) -> None:
         self._stream = stream
         self._bedrock = bedrock
+        headers = getattr(getattr(stream, "response", None), "headers", None)
+        self.request_id = str(headers.get("request-id", "")) if headers is not None else ""
 
     def events(self) -> AsyncGenerator[list[Any], None]:
         if self._bedrock:

@@ -78,6 +78,7 @@ class AssistantMessage:
     parent_tool_use_id: str | None = None
     uuid: str = field(default_factory=_new_uuid)
     timestamp: str = field(default_factory=_now)
+    request_id: str | None = None  # the API's id for the request that made the reply
     more: dict[str, Any] = field(default_factory=dict)  # `thinking_duration_ms` on a thinking line
 
     @property
@@ -103,6 +104,7 @@ class AssistantMessage:
             "session_id": self.session_id,
             "uuid": self.uuid,
             "timestamp": self.timestamp,
+            **({"request_id": self.request_id} if self.request_id else {}),
             **self.more,
         }
 
@@ -318,6 +320,7 @@ class MessageStream:
                 usage=event.usage.to_dict(),
                 session_id=self.session_id,
                 parent_tool_use_id=parent,
+                request_id=event.request_id or None,
             )
             for block in blocks
         ]

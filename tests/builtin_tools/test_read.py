@@ -155,3 +155,20 @@ def test_a_huge_sparse_file_is_read_only_as_far_as_the_answer_needs(ws: Path) ->
     assert "     1\tline 1" in out and "over 64 MiB" in out and "Read goes no further" in out
     far = call(Read(), context(ws), file_path=str(big), offset=5000)
     assert far.is_error and "sed -n '5000," in text(far)
+
+
+def test_what_a_client_is_told_counts_the_lines_as_claude_code_does(ws: Path) -> None:
+    (ws / "ten.txt").write_text("".join(f"line {n}\n" for n in range(1, 11)))
+    part = call(READ, context(ws), file_path="ten.txt", offset=4, limit=3).data
+    assert part == {
+        "type": "text",
+        "file": {
+            "filePath": "ten.txt",
+            "content": "line 4\nline 5\nline 6\n",
+            "numLines": 4,  # the text's line ends plus one, as Claude Code counts
+            "startLine": 4,
+            "totalLines": 11,
+        },
+    }
+    whole = call(READ, context(ws), file_path=str(ws / "ten.txt")).data
+    assert whole is not None and whole["file"]["totalLines"] == 11 and whole["file"]["numLines"] == 11

@@ -28,6 +28,10 @@ def test_the_list_is_kept_shown_and_logged(tmp_path: Path) -> None:
             TodoItem("Run the tests", "pending", "Running the tests"),
         )
     )
+    # clients read the change as Claude Code gives it: the list before and after
+    assert result.data == {"oldTodos": [], "newTodos": TODOS}
+    again = call(TODO, ctx, todos=TODOS[:1])
+    assert again.data == {"oldTodos": TODOS, "newTodos": TODOS[:1]}
 
 
 def test_the_list_comes_back_from_the_session_log_and_outlives_a_compaction(tmp_path: Path) -> None:

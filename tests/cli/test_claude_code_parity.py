@@ -26,7 +26,6 @@ LEFT_OUT = {
         "ultrathink_typed_raises",
         "view_mode",
     },
-    "assistant": {"request_id"},
     "user": {"tool_result_meta"},
     "result": {
         "fast_mode_disabled_reason",

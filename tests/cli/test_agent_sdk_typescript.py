@@ -1,0 +1,72 @@
+"""Piton driven by the real TypeScript Agent SDK (`@anthropic-ai/claude-agent-sdk`, installed from
+npm at the version below, without its bundled Claude Code binary), where Node is present: the
+same control protocol as the Python SDK, through the other client people use."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from piton.testing.script import ToolCall, reply
+from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import CEILING_S
+
+SDK = "@anthropic-ai/claude-agent-sdk@0.3.332"
+SCRIPT = Path(__file__).parents[1] / "fixtures" / "ts_sdk" / "run.mjs"
+PITON = Path(sys.executable).with_name("piton")
+
+
+@pytest.fixture(scope="session")
+def ts_sdk(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with the SDK installed and the script beside it."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("Node.js is not installed: the TypeScript SDK cannot run here")
+    folder = tmp_path_factory.mktemp("ts-sdk")
+    (folder / "package.json").write_text('{"name": "piton-ts-sdk-test", "private": true}\n')
+    done = subprocess.run(
+        ["npm", "install", "--omit=optional", "--no-audit", "--no-fund", SDK],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, f"npm could not install {SDK}: {done.stderr[-2000:]}"
+    shutil.copy(SCRIPT, folder / "run.mjs")
+    return folder
+
+
+def test_the_typescript_sdk_gets_agents_hooks_tools_and_structured_output(
+    ts_sdk: Path, fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    fake_api.add(
+        reply(
+            ToolCall("Task", {"description": "review", "prompt": "Look.", "subagent_type": "eco-reviewer"})
+        ),
+        reply("ECO-REPORT: fine."),
+        reply(ToolCall("StructuredOutput", {"n": 5})),
+    )
+    done = subprocess.run(
+        ["node", "run.mjs", str(PITON), str(project)],
+        cwd=ts_sdk,
+        env={k: v for k, v in os.environ.items() if k != "IS_SANDBOX"},
+        capture_output=True,
+        text=True,
+        timeout=CEILING_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = json.loads(done.stdout.splitlines()[-1])
+    assert said["structured_output"] == {"n": 5}
+    seen = said["seen"]
+    assert seen[:2] == ["system/init", "UserPromptSubmit"] and seen[-1] == "result/success"
+    assert {"system/task_started", "system/task_notification"} <= set(seen)
+    offered = [t["name"] for t in fake_api.bodies[0]["tools"]]
+    assert "WebSearch" not in json.dumps(fake_api.bodies[0]["tools"]) and "StructuredOutput" in offered
+    assert fake_api.bodies[1]["system"][0]["text"].startswith("ECO-PROMPT")
