@@ -270,8 +270,7 @@ class ControlSession:
         """Ask the client; its `response` object, or an exception when it answers with an error."""
         if self._closed:
             raise ConnectionError("the client closed its input")
-        self._counter += 1
-        request_id = f"piton_req_{self._counter}_{os.urandom(4).hex()}"
+        request_id = self._next_id()
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         self._write({"type": "control_request", "request_id": request_id, "request": payload})
@@ -279,6 +278,15 @@ class ControlSession:
             return await future
         finally:
             self._pending.pop(request_id, None)
+
+    def tell(self, payload: dict[str, Any]) -> None:
+        """Send a request whose answer is not awaited (a SessionEnd callback: the client may have
+        closed its input already, as it does to end a run, and still reads what comes)."""
+        self._write({"type": "control_request", "request_id": self._next_id(), "request": payload})
+
+    def _next_id(self) -> str:
+        self._counter += 1
+        return f"piton_req_{self._counter}_{os.urandom(4).hex()}"
 
     def _answered(self, response: dict[str, Any]) -> None:
         future = self._pending.get(str(response.get("request_id")))
@@ -295,12 +303,13 @@ class ControlSession:
     # -- turns -------------------------------------------------------------------------------------
 
     async def _work(self) -> None:
-        """The turns, one after another; the session starts (SessionStart hooks) before the first,
-        while control requests are answered meanwhile."""
+        """The turns, one after another, while control requests are answered meanwhile. The session
+        starts (SessionStart hooks) with the first turn: after `initialize`, which may bring hook
+        callbacks for it."""
         assert self._turns is not None
-        for shown in await self.session.start():
-            self.writer.handle(shown)
         while (message := await self._turns.get()) is not None:
+            for shown in await self.session.start():
+                self.writer.handle(shown)
             # the uuid names the turn's checkpoint (for rewind_files), as Claude Code's echo does
             turn_id = str(message.get("uuid") or uuid.uuid4())
             if self.options.replay_user_messages:

@@ -25,6 +25,8 @@ class ControlSession(Protocol):
 
     async def request(self, payload: dict[str, Any]) -> dict[str, Any]: ...
 
+    def tell(self, payload: dict[str, Any]) -> None: ...
+
 
 class UnsupportedRequest(ValueError):
     pass
@@ -159,7 +161,7 @@ def _install_session_hooks(session: ControlSession, by_event: dict[str, list[dic
             transcript_path=str(runtime.log.path),
             mode=lambda: str(gate.permissions.mode) if gate is not None else "default",
         )
-    agent.hooks.callbacks = ClientCallbacks(by_event, session.request)
+    agent.hooks.callbacks = ClientCallbacks(by_event, session.request, session.tell)
 
 
 def _add_agents(runtime: Runtime, definitions: Any) -> None:

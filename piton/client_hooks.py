@@ -5,7 +5,9 @@ answer read as a settings hook's JSON output, so both kinds of hook act the same
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ class ClientCallbacks:
 
     by_event: dict[str, list[dict[str, Any]]]
     ask: Ask
+    tell: Callable[[dict[str, Any]], None]  # sends without waiting: SessionEnd's, at the close
 
     def has(self, event: str) -> bool:
         return bool(self.by_event.get(event))
@@ -62,8 +65,11 @@ class ClientCallbacks:
             sandboxed=False,
         )
         request = {"subtype": "hook_callback", "callback_id": callback_id, "input": payload}
+        if event == "SessionEnd":  # its answer changes nothing, and the client may be gone
+            self.tell(request)
+            return HookRun(hook, 0, "", "")
         try:
-            output = await self.ask(request)
+            output = await asyncio.wait_for(self.ask(request), hook.timeout)
         except Exception as e:  # said to the user as a failed hook's line; the run goes on
             return HookRun(hook, None, "", "", problem=f"failed: {e}")
         return HookRun(hook, 0, json.dumps(output), "")

@@ -149,12 +149,12 @@ _STRICTNESS = ("plan", "default", "acceptEdits", "bypassPermissions")
 
 
 def subagent_mode(parent: str, agent_type: AgentType) -> str:
-    """A type's `permissionMode`: the user's own types (and `--agents`) choose it; a project's may
-    only narrow the parent's mode, since anyone who can commit wrote it."""
+    """A type's `permissionMode`: the user's own types (and `--agents`, and an Agent SDK client's)
+    choose it; a project's may only narrow the parent's mode, since anyone who can commit wrote it."""
     wanted = agent_type.permission_mode
     if wanted not in _STRICTNESS or parent not in _STRICTNESS:
         return parent
-    if agent_type.source in ("user", "flag"):
+    if agent_type.source in ("user", "flag", "sdk"):
         return wanted
     return wanted if _STRICTNESS.index(wanted) < _STRICTNESS.index(parent) else parent
 

@@ -215,6 +215,32 @@ def test_a_pre_tool_use_hook_blocks_a_call(start: Callable[..., Client]) -> None
     assert "no removals" in json.dumps(provider.requests[1].messages[-1].to_wire())
 
 
+def test_session_start_and_end_callbacks_frame_the_session(start: Callable[..., Client]) -> None:
+    """SessionStart and SessionEnd, which the Python SDK's types leave out but the TypeScript SDK
+    registers: the first adds context to the first turn, the second hears the session close."""
+    provider = ScriptedProvider(reply("Hello."))
+    client = start(provider)
+    hooks = {
+        "SessionStart": [{"matcher": None, "hookCallbackIds": ["start_0"]}],
+        "SessionEnd": [{"matcher": None, "hookCallbackIds": ["end_0"]}],
+    }
+    client.control({"subtype": "initialize", "hooks": hooks})
+    client.ask("hi")
+    at, ask = client.out.wait_for(lambda x: x.get("type") == "control_request")
+    assert (ask["request"]["callback_id"], ask["request"]["input"]["source"]) == ("start_0", "startup")
+    context = {"hookEventName": "SessionStart", "additionalContext": "CTX-ON-CALL: Ada"}
+    client.answer(ask, {"hookSpecificOutput": context})
+    client.result()
+    client.close()  # as the SDK ends a run: its input closes, and it goes on reading
+    _, end = client.out.wait_for(lambda x: x.get("type") == "control_request", at + 1)
+    assert (
+        end["request"]["callback_id"] == "end_0"
+        and end["request"]["input"]["hook_event_name"] == "SessionEnd"
+    )
+    assert "SessionEnd hook" not in client.err.getvalue()  # not a failure to tell anyone about
+    assert "CTX-ON-CALL: Ada" in json.dumps([m.to_wire() for m in provider.requests[0].messages])
+
+
 def test_permission_mode_and_model_change_between_turns(start: Callable[..., Client]) -> None:
     provider = ScriptedProvider(reply("one"), reply("two"))
     client = start(provider)

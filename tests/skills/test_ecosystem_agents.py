@@ -14,7 +14,7 @@ from piton.core.options import RunOptions
 from piton.core.subagents import tools_for
 from piton.factory import subagent_mode
 from piton.runtime import Parts, build_runtime
-from piton.skills.agents import discover_agent_types
+from piton.skills.agents import agent_types_from_data, discover_agent_types
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
 from tests.fakes.tools import Probe
@@ -78,6 +78,9 @@ def test_agent_frontmatter_is_honoured_where_it_maps_and_named_where_it_does_not
         Path.home() / ".claude" / "agents" / "mine.md", "mine", "Mine", permissionMode="acceptEdits"
     )
     assert subagent_mode("default", discover_agent_types(project)[0]["mine"]) == "acceptEdits", user_yolo
+    # an Agent SDK client's own types are the user's too (they come from the program that runs Piton)
+    spec = {"fast": {"description": "Quick.", "prompt": "Be quick.", "permissionMode": "acceptEdits"}}
+    assert subagent_mode("default", agent_types_from_data(spec, "sdk")["fast"]) == "acceptEdits"
 
     from piton.skills.report import agent_notes
 
