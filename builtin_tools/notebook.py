@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from piton.builtin_tools.diffs import diff_names, unified_diff
+from piton.builtin_tools.diffs import diff_names, file_change, unified_diff
 from piton.builtin_tools.files import (
     FileTool,
     after_change,
@@ -167,6 +167,7 @@ class NotebookEdit(FileTool[NotebookEditInput]):
         if isinstance(index, str):
             return ToolResult.error(index)
         before = "" if index is None or args.edit_mode == "insert" else _text(cells[index].get("source"))
+        kind = args.cell_type or (cells[index].get("cell_type") if isinstance(index, int) else None) or "code"
         edited = _edit(notebook, index, args)
         if isinstance(edited, str):
             return ToolResult.error(edited)
@@ -185,10 +186,24 @@ class NotebookEdit(FileTool[NotebookEditInput]):
             return ToolResult.error(f"Cannot write {path}: {e.strerror or e}")
         after_change(ctx, path, data)
         remember(ctx, path, st, edited=True)
+        language = notebook.get("metadata", {}).get("language_info", {}).get("name", "python")
+        whole = file_change(text, written)  # the files themselves only up to a mebibyte
         return ToolResult(
             f"{done} of {path}.",
             summary=done.lower(),
             display=FileDiff(str(path), unified_diff(diff_names(path, ctx.cwd), before, after)),
+            data={  # Claude Code's `tool_use_result`
+                "new_source": args.new_source,
+                "old_source": before,
+                "cell_type": kind,
+                "language": language,
+                "edit_mode": args.edit_mode,
+                "cell_id": args.cell_id,
+                "error": "",
+                "notebook_path": str(path),
+                "original_file": whole["originalFile"],
+                "updated_file": written if whole["originalFile"] is not None else None,
+            },
         )
 
     @staticmethod

@@ -172,6 +172,17 @@ def test_notebook_edit_replaces_inserts_and_deletes_keeping_the_rest_byte_for_by
         EDIT, ctx, notebook_path="sales.ipynb", cell_id=code_id, new_source="total = 3 + 3\nprint(total)"
     )
     assert not done.is_error and isinstance(done.display, FileDiff) and "+total = 3 + 3" in done.display.diff
+    assert done.data is not None  # what a client is told, as Claude Code tells it
+    told = {k: done.data[k] for k in ("new_source", "cell_type", "language", "edit_mode", "cell_id", "error")}
+    assert told == {
+        "new_source": "total = 3 + 3\nprint(total)",
+        "cell_type": "code",
+        "language": "python",
+        "edit_mode": "replace",
+        "cell_id": code_id,
+        "error": "",
+    }
+    assert done.data["updated_file"] == path.read_text().rstrip("\n") and done.data["old_source"]
     after = read_notebook(str(path), as_version=4)
     assert after.cells[1].source == "total = 3 + 3\nprint(total)" and after.cells[1].outputs == []
     assert after.cells[1].execution_count is None and after.cells[2].outputs  # the other cells are untouched
