@@ -70,6 +70,8 @@ class ClientCallbacks:
             return HookRun(hook, 0, "", "")
         try:
             output = await asyncio.wait_for(self.ask(request), hook.timeout)
+        except TimeoutError:
+            return HookRun(hook, None, "", "", problem=f"timed out after {hook.timeout:g} s")
         except Exception as e:  # said to the user as a failed hook's line; the run goes on
-            return HookRun(hook, None, "", "", problem=f"failed: {e}")
+            return HookRun(hook, None, "", "", problem=f"failed: {e or type(e).__name__}")
         return HookRun(hook, 0, json.dumps(output), "")

@@ -4,6 +4,7 @@ user's memory, and tools taken away rather than refused."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -193,3 +194,16 @@ def test_a_commands_result_reaches_the_client_as_claude_codes_object(
             "noOutputExpected": False,
         }
     ]
+
+
+def test_a_callback_that_never_answers_is_given_up_on_at_its_timeout(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    fake_api.add(reply("Went on."))
+
+    async def stuck(hook_input: Any, tool_use_id: str | None, context: HookContext) -> dict[str, Any]:
+        await asyncio.sleep(3600)
+        return {}
+
+    hooks = {"UserPromptSubmit": [HookMatcher(hooks=[stuck], timeout=1)]}  # type: ignore[list-item]
+    assert run(one_turn(options(project, hooks=hooks), "hi")).result == "Went on."
