@@ -5,7 +5,6 @@ regions a change touched, so a small edit of a huge file costs what the edit cos
 from __future__ import annotations
 
 import difflib
-import itertools
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -194,32 +193,33 @@ def _range(start: int, stop: int) -> str:
     return f"{start + 1 if length else start},{length}"
 
 
-PATCHED_FILE_CHARS = 1 << 20  # past this, a change's data leaves out the file and its hunks
+PATCHED_FILE_CHARS = 1 << 20  # past this, a change's data leaves out the file's text
 
 
-def file_change(before: str, after: str) -> dict[str, Any]:
-    """`originalFile` and `structuredPatch`, as Claude Code reports a file change to clients; for a
-    file over a mebibyte, neither (a diff of it would cost more than the edit)."""
-    if max(len(before), len(after)) > PATCHED_FILE_CHARS:
-        return {"originalFile": None, "structuredPatch": []}
-    return {"originalFile": before, "structuredPatch": structured_patch(before, after)}
+def file_change(before: str, shown: str) -> dict[str, Any]:
+    """`originalFile` and `structuredPatch`, as Claude Code reports a file change to clients.
+    `shown` is the unified diff the call shows people, read back into hunks: the change is not
+    compared a second time. A file over a mebibyte is reported without its text."""
+    return {
+        "originalFile": before if len(before) <= PATCHED_FILE_CHARS else None,
+        "structuredPatch": hunks(shown),
+    }
 
 
-def structured_patch(before: str, after: str) -> list[dict[str, Any]]:
-    """The change as Claude Code's `structuredPatch`: hunks with their places and their lines
-    (` ` kept, `-` removed, `+` added), three lines of context."""
-    hunks: list[dict[str, Any]] = []
-    lines = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=3)
-    for line in itertools.islice(lines, 2, None):  # past the `---` and `+++` header
+def hunks(unified: str) -> list[dict[str, Any]]:
+    """A unified diff's hunks as Claude Code's `structuredPatch`: their places and their lines (` `
+    kept, `-` removed, `+` added), without line ends or the diff's own notes."""
+    out: list[dict[str, Any]] = []
+    for line in unified.splitlines():
         if line.startswith("@@"):
             old, new = _HUNK.match(line).groups()  # type: ignore[union-attr]
             (o_start, o_len), (n_start, n_len) = _span(old), _span(new)
-            hunks.append(
+            out.append(
                 {"oldStart": o_start, "oldLines": o_len, "newStart": n_start, "newLines": n_len, "lines": []}
             )
-        else:
-            hunks[-1]["lines"].append(line)
-    return hunks
+        elif out and line[:1] in (" ", "-", "+"):
+            out[-1]["lines"].append(line)
+    return out
 
 
 _HUNK = re.compile(r"@@ -(\S+) \+(\S+) @@")

@@ -107,16 +107,17 @@ class Edit(FileTool[EditInput]):
         after_change(ctx, path, data)
         remember(ctx, path, st, encoding=encoding, style=plan.style, removed=plan.removed, edited=True)
         changed = f"{plan.count} replacements" if plan.count > 1 else "1 replacement"
+        shown = edit_diff(diff_names(path, ctx.cwd), text, plan)
         return ToolResult(
             f"Edited {path} ({changed}). The result around the change:\n"
             f"{around(plan.text, plan.index, plan.span)}",
             summary=changed,
-            display=FileDiff(str(path), edit_diff(diff_names(path, ctx.cwd), text, plan)),
+            display=FileDiff(str(path), shown),
             data={
                 "filePath": args.file_path,
                 "oldString": args.old_string,
                 "newString": args.new_string,
-                **file_change(text, plan.text),
+                **file_change(text, shown),
                 "userModified": False,
                 "replaceAll": args.replace_all,
             },

@@ -130,7 +130,8 @@ class Grep(PathTool[GrepInput]):
         if args.output_mode == "files_with_matches":
             files = newest_first(list(filter(allowed, out.paths())))
             text, summary = "\n".join(files), f"{len(files)} file{'s' * (len(files) != 1)}"
-            data |= {"filenames": files, "numFiles": len(files), "totalFiles": len(files)}
+            shown = files[: args.head_limit] if args.head_limit is not None else files
+            data |= {"filenames": shown, "numFiles": len(shown), "totalFiles": len(files)}
         else:
             # the model reads lines as Read shows them: without the \r of a CRLF ending
             kept = _kept(out.text.replace("\r\n", "\n"), allowed)
@@ -147,6 +148,8 @@ class Grep(PathTool[GrepInput]):
         if not text:
             return ToolResult("No matches found", summary="no matches", data=data)
         text, hidden = _head(text, args.head_limit)
+        if "content" in data:  # the client is told what the model sees
+            data |= {"content": text, **({"numLines": text.count("\n") + 1} if "numLines" in data else {})}
         if hidden:
             text += f"\n(... {hidden:,} more; raise head_limit or narrow the search)"
         if out.code == 2 and out.error:  # some files could not be searched; say which

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from piton.builtin_tools.diffs import diff_names, file_change, unified_diff
+from piton.builtin_tools.diffs import PATCHED_FILE_CHARS, diff_names, unified_diff
 from piton.builtin_tools.files import (
     FileTool,
     after_change,
@@ -187,7 +187,7 @@ class NotebookEdit(FileTool[NotebookEditInput]):
         after_change(ctx, path, data)
         remember(ctx, path, st, edited=True)
         language = notebook.get("metadata", {}).get("language_info", {}).get("name", "python")
-        whole = file_change(text, written)  # the files themselves only up to a mebibyte
+        small = max(len(text), len(written)) <= PATCHED_FILE_CHARS  # the files' text up to a mebibyte
         return ToolResult(
             f"{done} of {path}.",
             summary=done.lower(),
@@ -201,8 +201,8 @@ class NotebookEdit(FileTool[NotebookEditInput]):
                 "cell_id": args.cell_id,
                 "error": "",
                 "notebook_path": str(path),
-                "original_file": whole["originalFile"],
-                "updated_file": written if whole["originalFile"] is not None else None,
+                "original_file": text if small else None,
+                "updated_file": written if small else None,
             },
         )
 

@@ -7,7 +7,7 @@ import difflib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from pydantic import Field
 
@@ -95,6 +95,24 @@ def _raw_lines(f: IO[bytes]) -> Iterator[tuple[bytes, int | None]]:
 
 class _TooFar(Exception):
     """The offset lies beyond SCAN_OFFSET_BYTES, past `args[0]` lines."""
+
+
+def _text_data(path: str, start: int, lines: list[str], skipped: int, after: int | None) -> dict[str, Any]:
+    """Claude Code's `tool_use_result` for text read: the lines whole (cut ones included), counted
+    as it counts them, the text's line ends plus one; `after`: the line ends past what was read."""
+    content = "\n".join(line.rstrip("\r\n") for line in lines) + ("\n" if lines[-1].endswith("\n") else "")
+    ends = content.count("\n")
+    total = None if after is None else skipped + ends + after + 1
+    return {
+        "type": "text",
+        "file": {
+            "filePath": path,
+            "content": content,
+            "numLines": ends + 1,
+            "startLine": start,
+            "totalLines": total,
+        },
+    }
 
 
 def _newlines_after(pending: bytes, f: IO[bytes]) -> int | None:
@@ -204,12 +222,14 @@ class Read(FileTool[ReadInput]):
     def _text(self, f: IO[bytes], encoding: Encoding | None, args: ReadInput) -> ToolResult:
         start = max(1, args.offset or 1)
         shown_as = encoding
+        decoded: int | None = None
         if encoding is not None and encoding.codec.startswith("utf-16"):
             lines = lines_of(encoding.decode(f.read()))
             shown_as = UTF8  # the rows below are the decoded lines, in UTF-8
             rows: Iterator[tuple[bytes, int | None]] = (
-                (line.encode("utf-8"), None) for line in lines[start - 1 :]
+                (line.encode("utf-8") + b"\n", None) for line in lines[start - 1 :]
             )
+            decoded = len(lines)  # the file's lines, known here: no need to count the rest
             skipped = min(start - 1, len(lines))
         else:
             try:
@@ -241,18 +261,14 @@ class Read(FileTool[ReadInput]):
         last = start + len(shown) - 1
         if more is not None:
             text += f"\n\n(The file continues after line {last}. Read on with offset={last + 1}.)"
-        content = "".join(decode_line(raw, shown_as) for raw in raws)
-        after = 0 if more is None else _newlines_after(more, f)
-        data = {  # Claude Code's `tool_use_result`, which counts lines as the text's "\n" plus one
-            "type": "text",
-            "file": {
-                "filePath": args.file_path,
-                "content": content,
-                "numLines": content.count("\n") + 1,
-                "startLine": start,
-                "totalLines": None if after is None else skipped + content.count("\n") + after + 1,
-            },
-        }
+        after = (
+            0
+            if more is None
+            else decoded - skipped - len(raws)
+            if decoded is not None
+            else _newlines_after(more, f)
+        )
+        data = _text_data(args.file_path, start, [decode_line(raw, shown_as) for raw in raws], skipped, after)
         return ToolResult(text, summary=f"{len(shown)} line{'s' if len(shown) != 1 else ''}", data=data)
 
     def _image(

@@ -78,17 +78,18 @@ class Write(FileTool[WriteInput]):
         after_change(ctx, path, data)
         remember(ctx, path, st, encoding=encoding, style=newline_style(args.content), edited=True)
         names = diff_names(path, ctx.cwd, created=existing is None)
+        shown = whole_diff(names, before, args.content)
         lines = args.content.count("\n") + (0 if args.content.endswith("\n") or not args.content else 1)
         verb = "Updated" if existing is not None else "Created"
         return ToolResult(
             f"{verb} {path} ({lines} lines).",
             summary=f"{verb.lower()}, {lines} lines",
-            display=FileDiff(str(path), whole_diff(names, before, args.content)),
+            display=FileDiff(str(path), shown),
             data={
                 "type": "update" if existing is not None else "create",
                 "filePath": args.file_path,
                 "content": args.content,
-                **(file_change(before, args.content) if existing is not None else _CREATED),
+                **(file_change(before, shown) if existing is not None else _CREATED),
                 "userModified": False,
             },
         )

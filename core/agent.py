@@ -41,7 +41,7 @@ from piton.core.providers import ModelRequest, Provider, ProviderError
 from piton.core.run_state import RunStats, Stop
 from piton.core.tool_round import ToolRound
 from piton.core.tools import ToolContext, ToolRegistry
-from piton.core.turn_rules import TurnRules
+from piton.core.turn_rules import TurnRules, no_answer
 
 
 class Agent:
@@ -146,6 +146,9 @@ class Agent:
                     yield event
                 for event in self.rules.drained():
                     yield event
+                if self.config.output is not None and self.config.output.given:
+                    async for event in self.rules.answered():
+                        yield event
         except Stop as stop:
             yield self._result(stop)
         except ProviderError as e:
@@ -170,8 +173,8 @@ class Agent:
         turns, dollars or tokens is reached."""
         self.rules.halt()
         output = self.config.output
-        if output is not None and output.given:  # the answer is in: the run is over
-            raise Stop("success", output.text(), "tool_use", structured=output.answer)
+        if output is not None and output.failed():  # values that never matched the schema
+            raise no_answer()
         limit = self.config.max_turns
         if limit is not None and self._stats.turns >= limit:
             raise Stop("error_max_turns", f"Stopped after reaching the maximum of {limit} turns.")

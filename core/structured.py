@@ -3,7 +3,8 @@ value that matches the user's schema.
 
 As Claude Code does it, the model hands the value in through a `StructuredOutput` tool whose input
 schema is the user's schema: tools stay usable on the way, and the value is checked before it is
-taken. A turn that ends without it is sent back with a reminder, a few times, then ends in error.
+taken. A turn that ends without it is sent back with a reminder; a value that does not match goes back as
+the tool's error; after a few misses of either kind, the run ends in error.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 STRUCTURED_OUTPUT = "StructuredOutput"
-MAX_REMINDERS = 3
+MAX_MISSES = 3  # turns ended without the answer, or values that did not match, before the run fails
 REMINDER = f"You must call the {STRUCTURED_OUTPUT} tool to complete this request. Call it now."
 
 
@@ -46,11 +47,15 @@ class OutputSchema:
     schema: dict[str, Any]
     answer: Any = None
     given: bool = False
-    reminders: int = 0
+    misses: int = 0
     _checker: Any = field(default=None, repr=False)
 
     def begin(self) -> None:
-        self.answer, self.given, self.reminders = None, False, 0
+        self.answer, self.given, self.misses = None, False, 0
+
+    def failed(self) -> bool:
+        """Whether the answer was missed more often than the run allows."""
+        return self.misses > MAX_MISSES
 
     def take(self, value: Any) -> str | None:
         """Keep `value` as the answer if it matches; else why not (for the model to correct)."""
@@ -60,6 +65,7 @@ class OutputSchema:
             self._checker = Draft202012Validator(self.schema)
         errors = sorted(self._checker.iter_errors(value), key=lambda e: list(e.absolute_path))
         if errors:
+            self.misses += 1
             first = errors[0]
             where = "/" + "/".join(str(p) for p in first.absolute_path)
             return f"Output does not match required schema: {where}: {first.message}"

@@ -32,7 +32,8 @@ DEFAULT_MAX_TURNS = 50
 EXPLORE_TOOLS = ("Read", "Glob", "Grep", "Bash")
 # no recursion; and skills are listed in the main agent's prompt only
 # a plan is the main agent's to hand in, and only it talks with the user
-_NOT_FOR_SUBAGENTS = (TASK_TOOL, "Skill", "ExitPlanMode", "AskUserQuestion")
+# the structured answer is the main agent's to give (StructuredOutput)
+_NOT_FOR_SUBAGENTS = (TASK_TOOL, "Skill", "ExitPlanMode", "AskUserQuestion", "StructuredOutput")
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from piton.core.conversation.messages import ContentBlock, Message, TextBlock
 from piton.core.models import resolve_alias
 from piton.core.modes import PLAN_MODE_ENDED, PLAN_MODE_REMINDER, style_reminder
 from piton.core.run_state import Stop
-from piton.core.structured import MAX_REMINDERS, REMINDER, STRUCTURED_OUTPUT
+from piton.core.structured import MAX_MISSES, REMINDER, STRUCTURED_OUTPUT
 
 if TYPE_CHECKING:
     from piton.core.activation_prep import ActivationPreparer
@@ -74,6 +74,7 @@ class TurnRules:
                 raise Stop(
                     "error_during_execution",
                     f"A UserPromptSubmit hook blocked the prompt: {verdict.blocked}",
+                    "hook_stopped",
                     errors=(verdict.blocked,),
                 )
             content += [TextBlock(text=text) for text in verdict.context]
@@ -108,12 +109,25 @@ class TurnRules:
         output = self.agent.config.output
         if output is None or output.given or not self.main:
             return False
-        if output.reminders >= MAX_REMINDERS:
-            why = f"the model did not call {STRUCTURED_OUTPUT} after {MAX_REMINDERS} reminders"
-            raise Stop("error_max_structured_output_retries", f"No structured output: {why}.", errors=(why,))
-        output.reminders += 1
+        output.misses += 1
+        if output.failed():
+            raise no_answer()
         self.agent.append(Message.user(REMINDER))
         return True
+
+    async def answered(self) -> AsyncIterator[AgentEvent]:
+        """The structured answer is in: the turn ends with it, unless the Stop hooks send the agent
+        back to work, which then answers again."""
+        output = self.agent.config.output
+        assert output is not None
+        go_on = await self._stop_hooks(self._kept_going > 0)
+        for event in self.drained():
+            yield event
+        if go_on is None or self._kept_going >= MAX_KEPT_GOING:
+            raise Stop("success", output.text(), "tool_use", structured=output.answer)
+        self.agent.append(Message.user(f"Stop hook feedback:\n{go_on}"))
+        self._kept_going += 1
+        output.answer, output.given = None, False
 
     def drained(self) -> list[AgentEvent]:
         """What the hooks reported since last asked (their output, for the front end to show)."""
@@ -198,3 +212,9 @@ class TurnRules:
 
 def prompt_text(content: list[ContentBlock]) -> str:
     return "\n".join(b.text for b in content if isinstance(b, TextBlock))
+
+
+def no_answer() -> Stop:
+    """A `--json-schema` run whose model missed the answer too often."""
+    why = f"the model did not give a valid answer through {STRUCTURED_OUTPUT} in {MAX_MISSES + 1} tries"
+    return Stop("error_max_structured_output_retries", f"No structured output: {why}.", errors=(why,))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
     from piton.runtime import Runtime
     from piton.skills.catalog import Catalog
@@ -23,6 +23,8 @@ class Catalogue:
     slash_commands: list[str] = field(default_factory=list)
     skills: list[str] = field(default_factory=list)
     agents: list[str] = field(default_factory=list)
+    # the session's types, read when `init` is made: a client's `initialize` may add some
+    agent_types: Mapping[str, object] | None = None
     output_style: str = "default"
     session: dict[str, Any] = field(default_factory=dict)  # the rest of `init` (`init_line`)
 
@@ -43,7 +45,11 @@ class Catalogue:
     def of_runtime(cls, runtime: Runtime) -> Catalogue:
         found = cls.of(runtime.catalog, runtime.agent_types, runtime.style_name)
         found.session = session_fields(runtime)
+        found.agent_types = runtime.agent_types
         return found
+
+    def agent_names(self) -> list[str]:
+        return sorted(self.agent_types) if self.agent_types is not None else list(self.agents)
 
 
 def session_fields(runtime: Runtime) -> dict[str, Any]:

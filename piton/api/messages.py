@@ -16,7 +16,7 @@ from piton.api.init_line import Catalogue
 from piton.api.partial import PartialEvents
 from piton.api.result_line import result_to_dict
 from piton.api.task_events import TaskEvents
-from piton.api.tool_use_result import tool_use_result
+from piton.api.tool_use_result import by_result
 from piton.api.turn_clock import TurnClock
 from piton.core.conversation.events import (
     AgentEvent,
@@ -36,7 +36,7 @@ from piton.core.conversation.events import (
     ToolResultsMessage,
     ToolUseStart,
 )
-from piton.core.conversation.messages import ContentBlock, Message, TextBlock, ToolResultBlock
+from piton.core.conversation.messages import ContentBlock, Message, TextBlock
 from piton.core.version import CLAUDE_CODE_PROTOCOL
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ class AssistantMessage:
 
 @dataclass(slots=True)
 class UserMessage:
-    """Tool results going back to the model; `tool_use_result` is the first one as people see it."""
+    """A tool's result going back to the model, and the tool's own account of it for clients."""
 
     content: list[ContentBlock]
     session_id: str
@@ -220,17 +220,25 @@ class MessageStream:
         self._thought = 0  # characters of thinking streamed in this reply (`thinking_tokens`)
         self._tasks = TaskEvents()  # the subagents' `task_*` lines
         self._clock = TurnClock()
+        self._compacting = False  # a `status: compacting` line is out, its end not yet
 
     def convert(self, event: AgentEvent) -> list[RunMessage]:
         match event:
+            case Notice(text=text, level=level) if self._compacting and text.startswith("compaction failed"):
+                self._compacting = False
+                notice = SystemMessage("notice", {"text": text, "session_id": self.session_id})
+                return [self._status(None, compact_result="failed"), notice]
             case Notice(text=text, level=level):
                 info = {"level": "info"} if level == "info" else {}  # what was done, not a warning
                 return [SystemMessage("notice", {"text": text, **info, "session_id": self.session_id})]
             case StreamRetry():
+                self._thought = 0
+                self._clock.retried()
                 return self._retry(event, None)
             case SubagentEvent():
                 return self._subagent(event)
             case Result():
+                self._thought = 0
                 if self._partial is not None:
                     self._partial.reset()  # an interrupted message never gets its message_stop
                 more = {**self._clock.result_fields(event.model_usage), "subagent_stats": self._tasks.stats()}
@@ -254,15 +262,18 @@ class MessageStream:
             case ToolFinished():
                 self._finished[event.tool_use_id] = event
             case ToolResultsMessage():
-                return [self._tool_results(event)]
+                return self._tool_results(event)
             case HookResponse():
                 return [_hook_response(event, self.session_id)] if self.hook_events else []
             case Compacting():
+                self._compacting = True
                 return [self._status("compacting")]
             case Compacted():
                 metadata = {"trigger": event.trigger, "pre_tokens": event.pre_tokens}
                 data = {"compact_metadata": metadata, "session_id": self.session_id, "uuid": _new_uuid()}
-                return [self._status(None, compact_result="success"), SystemMessage("compact_boundary", data)]
+                done = [self._status(None, compact_result="success")] if self._compacting else []
+                self._compacting = False
+                return [*done, SystemMessage("compact_boundary", data)]
         return []
 
     def _init(self, event: SessionStarted) -> SystemMessage:
@@ -276,7 +287,7 @@ class MessageStream:
                 "model": event.model,
                 "permissionMode": event.permission_mode,
                 "slash_commands": [*self.catalogue.slash_commands, *self.mcp_commands()],
-                "agents": list(self.catalogue.agents),
+                "agents": self.catalogue.agent_names(),
                 "skills": list(self.catalogue.skills),
                 "apiKeySource": "ANTHROPIC_API_KEY" if os.environ.get("ANTHROPIC_API_KEY") else "none",
                 "output_style": self.catalogue.output_style,
@@ -329,12 +340,12 @@ class MessageStream:
             thinking.more["thinking_duration_ms"] = thought_ms
         return lines
 
-    def _tool_results(self, event: ToolResultsMessage) -> UserMessage:
-        """Claude Code attaches the tool's own result to a user line (`tool_use_result`)."""
-        ids = [b.tool_use_id for b in event.message.content if isinstance(b, ToolResultBlock)]
-        finished = [self._finished.pop(i) for i in ids if i in self._finished]
-        shown = tool_use_result(finished[0].result) if finished else None
-        return UserMessage(list(event.message.content), self.session_id, tool_use_result=shown)
+    def _tool_results(self, event: ToolResultsMessage) -> list[RunMessage]:
+        """A `user` line per result, as Claude Code writes them (`by_result`)."""
+        return [
+            UserMessage(blocks, self.session_id, tool_use_result=shown)
+            for blocks, shown in by_result(event.message.content, self._finished)
+        ]
 
     def _retry(self, event: StreamRetry, parent: str | None) -> list[RunMessage]:
         if self._partial is not None and parent is None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from piton.core.conversation.messages import TextBlock
+from piton.core.conversation.events import ToolFinished
+from piton.core.conversation.messages import ContentBlock, TextBlock, ToolResultBlock
 from piton.core.display import Display, FileDiff, TodoList
 from piton.core.tools import ToolResult
 
@@ -20,6 +21,25 @@ def tool_use_result(result: ToolResult) -> str | dict[str, Any]:
     if result.is_error:
         return f"Error: {text}"
     return result.data or display_text(result.display) or text
+
+
+def by_result(
+    content: list[ContentBlock], finished: dict[str, ToolFinished]
+) -> list[tuple[list[ContentBlock], str | dict[str, Any] | None]]:
+    """The blocks going back to the model split a result a line, each with its `tool_use_result`
+    (taken out of `finished`); blocks that are not results go with the last line."""
+    lines: list[tuple[list[ContentBlock], str | dict[str, Any] | None]] = []
+    rest: list[ContentBlock] = []
+    for block in content:
+        if isinstance(block, ToolResultBlock):
+            done = finished.pop(block.tool_use_id, None)
+            lines.append(([block], tool_use_result(done.result) if done is not None else None))
+        else:
+            rest.append(block)
+    if not lines:
+        return [(rest, None)]
+    lines[-1] = (lines[-1][0] + rest, lines[-1][1])
+    return lines
 
 
 def display_text(display: Display | None) -> str:

@@ -23,6 +23,11 @@ class TurnClock:
 
     def turn(self) -> None:
         self._turn, self._first_token = time.monotonic(), None
+        self.retried()
+
+    def retried(self) -> None:
+        """A reply cut off (or a turn interrupted): what it thought is not the next reply's."""
+        self._thinking_since, self._thought_ms = None, None
 
     def streamed(self, thinking: bool) -> None:
         """A delta of the reply came: the first token, and where thinking starts and ends."""
@@ -37,7 +42,8 @@ class TurnClock:
         """How long this reply thought, if it did; the next reply starts afresh."""
         if self._thinking_since is not None and self._thought_ms is None:
             self._thought_ms = _ms(self._thinking_since)
-        thought, self._thinking_since, self._thought_ms = self._thought_ms, None, None
+        thought = self._thought_ms
+        self.retried()
         return thought
 
     def result_fields(self, model_usage: dict[str, Any]) -> dict[str, Any]:

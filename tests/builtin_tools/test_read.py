@@ -172,3 +172,14 @@ def test_what_a_client_is_told_counts_the_lines_as_claude_code_does(ws: Path) ->
     }
     whole = call(READ, context(ws), file_path=str(ws / "ten.txt")).data
     assert whole is not None and whole["file"]["totalLines"] == 11 and whole["file"]["numLines"] == 11
+
+
+def test_a_utf16_file_or_a_cut_line_is_told_line_by_line(ws: Path) -> None:
+    (ws / "wide.txt").write_bytes("a\nb\nc\n".encode("utf-16"))
+    whole = call(READ, context(ws), file_path="wide.txt").data
+    assert whole is not None and whole["file"]["content"] == "a\nb\nc\n" and whole["file"]["totalLines"] == 4
+    first = call(READ, context(ws), file_path="wide.txt", limit=1).data
+    assert first is not None and (first["file"]["content"], first["file"]["totalLines"]) == ("a\n", 4)
+    (ws / "long.txt").write_text("x" * 300_000 + "\nnext\n")
+    cut = call(READ, context(ws), file_path="long.txt").data
+    assert cut is not None and cut["file"]["content"].split("\n")[1:] == ["next", ""]

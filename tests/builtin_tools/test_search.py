@@ -138,8 +138,13 @@ def test_grep_count_mode_and_filters(repo: Path) -> None:
 
 
 def test_grep_head_limit_and_multiline(repo: Path) -> None:
-    out = text(call(GREP, context(repo), pattern="hello", head_limit=2, **{"-i": True}))
+    result = call(GREP, context(repo), pattern="hello", head_limit=2, **{"-i": True})
+    out = text(result)
     assert out.splitlines()[2] == "(... 5 more; raise head_limit or narrow the search)"
+    assert (
+        result.data is not None and len(result.data["filenames"]) == 2
+    )  # the client sees what the model does
+    assert result.data["totalFiles"] == 7
     spanning = call(GREP, context(repo), pattern=r"main\(\):\n\s+print", multiline=True)
     assert text(spanning) == str(repo / "src/app.py")
 

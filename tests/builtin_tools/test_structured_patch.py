@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from piton.builtin_tools.diffs import PATCHED_FILE_CHARS, file_change, structured_patch
+from piton.builtin_tools.diffs import PATCHED_FILE_CHARS, file_change, hunks, unified_diff
 
 
 def test_hunks_carry_their_places_and_three_lines_of_context() -> None:
     before = "".join(f"{n}\n" for n in range(1, 21))
     after = before.replace("2\n", "two\n", 1).replace("18\n", "eighteen\n")
-    assert structured_patch(before, after) == [
+    assert hunks(unified_diff(("a/n", "b/n"), before, after)) == [
         {
             "oldStart": 1,
             "oldLines": 5,
@@ -24,10 +24,19 @@ def test_hunks_carry_their_places_and_three_lines_of_context() -> None:
             "lines": [" 15", " 16", " 17", "-18", "+eighteen", " 19", " 20"],
         },
     ]
-    assert structured_patch(before, before) == []
+    assert hunks(unified_diff(("a/n", "b/n"), before, before)) == []
+    assert hunks(unified_diff(("a/n", "b/n"), "a", "b")) == [  # the diff's own notes are left out
+        {"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 1, "lines": ["-a", "+b"]}
+    ]
 
 
-def test_a_file_past_a_mebibyte_is_reported_without_its_text() -> None:
+def test_a_file_past_a_mebibyte_is_reported_without_its_text_but_with_its_hunks() -> None:
     big = "x\n" * (PATCHED_FILE_CHARS // 2 + 1)
-    assert file_change(big, big + "y\n") == {"originalFile": None, "structuredPatch": []}
-    assert file_change("a\n", "b\n")["originalFile"] == "a\n"
+    shown = "--- a/big\n+++ b/big\n@@ -1 +1 @@\n-x\n+y\n"
+    assert file_change(big, shown) == {
+        "originalFile": None,
+        "structuredPatch": [
+            {"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 1, "lines": ["-x", "+y"]}
+        ],
+    }
+    assert file_change("a\n", shown)["originalFile"] == "a\n"

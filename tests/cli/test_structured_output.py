@@ -108,3 +108,48 @@ def test_the_library_takes_an_output_schema(fake_api: FakeAnthropicAPI, project:
     assert isinstance(result, LibraryResult) and result.structured_output == {"n": 3}
     with pytest.raises(ValueError, match="must describe a JSON object"):
         AgentOptions(cwd=project, output_schema={"type": "string"}).run_options()
+
+
+def test_only_the_main_agent_gives_the_answer_and_stop_hooks_still_run(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    fake_api.add(
+        reply(
+            ToolCall("Task", {"description": "look", "prompt": "Look.", "subagent_type": "general-purpose"})
+        ),
+        reply("The subagent looked."),
+        reply(ToolCall("StructuredOutput", {"n": 1})),
+        reply(ToolCall("StructuredOutput", {"n": 2})),  # after the Stop hook sent it back
+    )
+    hook = project / "stop.sh"
+    hook.write_text(
+        '#!/bin/sh\ncat > /dev/null\n[ -e "$0.seen" ] && exit 0\ntouch "$0.seen"\necho "check it" >&2\nexit 2\n'
+    )
+    hook.chmod(0o755)
+    settings = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": str(hook)}]}]}}
+    done = piton(
+        "-p",
+        "n",
+        "--json-schema",
+        json.dumps(SCHEMA),
+        "--output-format",
+        "json",
+        "--settings",
+        json.dumps(settings),
+        "--trust-workspace",
+    )
+    result = json.loads(done.stdout)
+    assert result["structured_output"] == {"n": 2}, done.stderr
+    subagent_tools = [t["name"] for t in fake_api.bodies[1]["tools"]]
+    assert "StructuredOutput" not in subagent_tools and "StructuredOutput" in json.dumps(
+        fake_api.bodies[0]["tools"]
+    )
+    assert "check it" in sent(fake_api.bodies[3])
+
+
+def test_values_that_never_match_end_the_run(fake_api: FakeAnthropicAPI, project: Path) -> None:
+    fake_api.add(*(reply(ToolCall("StructuredOutput", {"n": f"no {i}"})) for i in range(6)))
+    done = piton("-p", "n", "--json-schema", json.dumps(SCHEMA), "--output-format", "json")
+    result = json.loads(done.stdout)
+    assert done.returncode == 1 and result["subtype"] == "error_max_structured_output_retries"
+    assert len(fake_api.bodies) == 4  # four values that did not match, then no more requests
