@@ -4,15 +4,14 @@ the settings' `statusLine` command prints."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import re
-import signal
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from piton import __version__
+from piton.core.safety.reap import kill_started
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -105,8 +104,7 @@ class StatusCommand:
         try:
             out, _ = await asyncio.wait_for(process.communicate(json.dumps(payload).encode()), self.TIMEOUT_S)
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
+            kill_started(process)
             await process.wait()
             return self._fail(f"took longer than {self.TIMEOUT_S:g} s")
         if process.returncode != 0:

@@ -17,9 +17,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
-import os
 import re
-import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,6 +27,7 @@ from typing import Literal
 from piton.core.clip import one_line
 from piton.core.safety.lasting import LastingGuard
 from piton.core.safety.policy import SandboxPolicy
+from piton.core.safety.reap import kill_started
 from piton.core.safety.sandbox import Launch, Sandbox
 from piton.core.safety.shell import clean_output, start_process
 
@@ -132,8 +131,7 @@ class BackgroundShell:
         if self._process.returncode is not None:
             return True  # ending already; its process group id may be another's by now
         self._killed = True
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._process.pid, signal.SIGKILL)
+        kill_started(self._process)
         return True
 
     async def wait(self, timeout_s: float | None = None) -> bool:

@@ -13,8 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Any
 
 from piton.core.hooks.config import HookCommand
 from piton.core.safety.programs import OPT_OUT_HINT
+from piton.core.safety.reap import kill_started
 from piton.core.safety.sandbox import Launch
 
 MAX_OUTPUT = 1_000_000  # bytes kept of each stream: a hook that prints a gigabyte is not read whole
@@ -157,8 +156,7 @@ async def _bounded(stream: asyncio.StreamReader) -> bytes:
 
 
 def _kill(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
+    kill_started(process)
 
 
 def _text(data: bytes) -> str:

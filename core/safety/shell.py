@@ -15,10 +15,10 @@ import asyncio
 import contextlib
 import os
 import re
-import signal
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from piton.core.safety.reap import kill_started
 from piton.core.safety.sandbox import Launch, Sandbox
 
 MAX_CAPTURE_BYTES = 16 * 1024 * 1024  # kept of an output: its first and its last half of this
@@ -54,11 +54,6 @@ def _script(command: str, cwd_fd: int) -> str:
     # The trap is set before the command is parsed, so even `exit` or a syntax error report the cwd.
     # `pwd` writes straight to the descriptor (a newline, then the NUL): `$(pwd -P)` would fork.
     return f"trap '{{ pwd -P; printf \"\\0\"; }} >&{cwd_fd} 2>/dev/null' EXIT\n{command}"
-
-
-def _kill_group(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 class _Capture:
@@ -128,7 +123,7 @@ async def _end_started(starting: asyncio.Future[asyncio.subprocess.Process], lau
     cgroup where there is one: killed before the wait, since what it left holds the pipes)."""
     try:
         process = await starting
-        _kill_group(process)
+        kill_started(process)
     except Exception:  # it never started
         return
     finally:
@@ -206,12 +201,12 @@ async def _collect(process: asyncio.subprocess.Process, read_fd: int, timeout_s:
             await asyncio.wait_for(process.wait(), timeout_s)
         except TimeoutError:
             timed_out = True
-        _kill_group(process)  # on timeout the command; otherwise what it left running in its group
+        kill_started(process)  # on timeout the command; otherwise what it left running in its group
         await process.wait()
         # output still buffered arrives at once; a job that escaped the group must not hold us
         await asyncio.wait({reader}, timeout=_DRAIN_S)
     except BaseException:  # cancelled (Ctrl-C): nothing of the command may outlive the call
-        _kill_group(process)
+        kill_started(process)
         reader.cancel()
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(process.wait(), 2)
