@@ -12,11 +12,11 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from piton.builtin_tools.files import lines_of, numbered
 from piton.core.conversation.messages import valid_text
+from piton.core.records import record
 
 _MAX_LISTED = 10
 _STRAY = "[\udc80-\udcff]+"  # bytes a UTF-8 file could not decode, as surrogateescape carries them
@@ -27,7 +27,7 @@ class EditError(Exception):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Plan:
     text: str  # the whole new text
     index: int  # where the first replacement starts

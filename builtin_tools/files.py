@@ -12,10 +12,10 @@ import stat
 from abc import abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from piton.core.conversation.messages import valid_text
+from piton.core.records import record
 from piton.core.safety import pinned
 from piton.core.safety.policy import PolicyError, SandboxPolicy, real
 from piton.core.tools import InputT, Tool, ToolContext, ToolKind, ToolResult
@@ -73,7 +73,7 @@ def require_regular(path: Path, st: os.stat_result) -> None:
         raise PolicyError(f"{path} is {_kind(st.st_mode)}; only regular files can be read or changed.")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Opened:
     """A file opened for reading through the path that was checked, and what it is."""
 
@@ -188,7 +188,7 @@ class FileTool(PathTool[InputT]):
 # -- text and binary ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Encoding:
     """How a file's bytes become text and back, byte for byte: a codec, the BOM it starts with, and
     how undecodable bytes are carried (surrogateescape keeps stray bytes in a UTF-8 file)."""
@@ -271,7 +271,7 @@ def decode_line(raw: bytes, encoding: Encoding | None = None) -> str:
 # -- what was read --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class FileStamp:
     mtime_ns: int
     size: int
@@ -282,7 +282,7 @@ class FileStamp:
         return cls(st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-@dataclass(slots=True)
+@record
 class Seen:
     """What the model last saw of a file, and what an edit needs to give it back byte for byte."""
 

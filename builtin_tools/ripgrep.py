@@ -16,10 +16,11 @@ import re
 import shlex
 import sysconfig
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
+from piton.core.records import record
 from piton.core.safety.policy import SandboxPolicy, real
 from piton.core.safety.sandbox import Launch, Sandbox, make_sandbox
 
@@ -85,7 +86,7 @@ def rg_path(unsafe: tuple[Path, ...] = ()) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class RgOutput:
     code: int  # 0 matches, 1 none, 2 an error
     text: str

@@ -14,9 +14,10 @@ import asyncio
 import ipaddress
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit, urlunsplit
+
+from piton.core.records import record
 
 if TYPE_CHECKING:
     import httpx2
@@ -32,7 +33,7 @@ class FetchError(Exception):
     """The page could not be fetched; the message says why, in one line."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Page:
     url: str  # where the content came from, after same-host redirects
     status: int
@@ -147,7 +148,7 @@ async def fetch(
     raise FetchError(f"more than {MAX_REDIRECTS} redirects")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class _Target:
     """Where one request goes, by name: the addresses it is sent to were checked for that name."""
 

@@ -13,9 +13,11 @@ import asyncio
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from piton.core.records import record
 
 if TYPE_CHECKING:
     from prompt_toolkit.buffer import Buffer
@@ -126,7 +128,7 @@ PASTE_LINES = 10  # a pasted text of more lines stands in the prompt as `[Pasted
 _TEXT_MARKER = re.compile(r"\[Pasted text #(\d+) \+\d+ lines\]")
 
 
-@dataclass
+@record(slots=False)
 class Pasted:
     """What was pasted in this session: images (Ctrl-V) by the number their `[Image #N]` marker
     shows, and long texts (the terminal's paste) by their `[Pasted text #N +M lines]`."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -19,6 +18,7 @@ from rich.text import Text
 from piton.cli.info_commands import config, context, cost, doctor, model, permissions, status, trust
 from piton.core.clip import one_line
 from piton.core.display import counted
+from piton.core.records import record
 
 if TYPE_CHECKING:
     from piton.cli.controller import Controller
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 Handler = Callable[["Commands", str], Awaitable[None]]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Command:
     name: str
     summary: str

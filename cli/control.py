@@ -18,11 +18,12 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from piton.cli.guarded import run_guarded
 from piton.core.mcp.sdk import SdkHost
+from piton.core.records import record
 from piton.session import NoTurn
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class Streams(Protocol):
     def stderr(self) -> TextIO: ...
 
 
-@dataclass(slots=True)
+@record
 class _StandardStreams:
     stdin: TextIO | None = field(default_factory=lambda: sys.stdin)
     stdout: TextIO = field(default_factory=lambda: sys.stdout)

@@ -13,12 +13,13 @@ import os
 import select
 import stat
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, TextIO
 
 from piton.cli.guarded import run_guarded
 from piton.cli.signals import Stopper, say
 from piton.core.options import RunOptions
+from piton.core.records import record
 
 if TYPE_CHECKING:  # loaded once a run is known to be possible (a missing key is told without them)
     from piton.cli.output import Writer
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # loaded once a run is known to be possible (a missing key is
 STDIN_PATIENCE_S = 3.0
 
 
-@dataclass(slots=True)
+@record
 class HeadlessOptions:
     run: RunOptions
     prompt: str | None
@@ -42,7 +43,7 @@ class HeadlessOptions:
     replay_user_messages: bool = False  # stream-json input: echo each user message back on stdout
 
 
-@dataclass(slots=True)
+@record
 class Streams:
     stdin: TextIO | None = field(default_factory=lambda: sys.stdin)
     stdout: TextIO = field(default_factory=lambda: sys.stdout)

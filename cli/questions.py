@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from piton.core.records import record
 
 Check = Callable[[str], str | None]  # None when the line is an answer, else what to say about it
 
 
-@dataclass(slots=True)
+@record
 class Question:
     text: str
     answer: asyncio.Future[str]

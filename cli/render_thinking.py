@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import textwrap
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
 from piton.cli.render_tools import CONTROL
+from piton.core.records import record
 
 THINKING_LINES = 3  # thinking collapses to its last lines once the answer starts
 _WRAP_KEEP, _WRAP_STEP = 8192, 4096  # of a longer line, the live area wraps only the end
@@ -39,7 +40,7 @@ def last_rows(text: str, width: int, rows: int) -> list[str]:
     return out[-rows:]
 
 
-@dataclass
+@record(slots=False)
 class Thinking:
     """One reply's thinking: `streaming` while it comes, then `held` until `print` or `drop`."""
 

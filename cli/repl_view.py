@@ -14,7 +14,6 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO, cast
 
@@ -26,6 +25,7 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
 from piton.core.clip import one_line
+from piton.core.records import record
 
 if TYPE_CHECKING:
     from prompt_toolkit.completion import Completer
@@ -58,7 +58,7 @@ STYLE = Style.from_dict(
 )
 
 
-@dataclass(slots=True)
+@record
 class ReplIO:
     """Where the REPL reads and draws; the defaults are the terminal. Tests pass pipes and a record."""
 

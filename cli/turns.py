@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
+
+from piton.core.records import record
 
 if TYPE_CHECKING:  # this module loads with the prompt, before the agent's modules: keep it light
     from piton.cli.render import Renderer
@@ -27,7 +29,7 @@ def prompt_echo(text: str) -> str:
     return "❯ " + text.replace("\n", "\n  ")
 
 
-@dataclass(slots=True)
+@record
 class SessionTotals:
     """What this terminal session has used, across turns and models (for /cost and the status line)."""
 

@@ -11,15 +11,16 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
+
+from piton.core.records import record
 
 PACKAGE = "piton-code"
 INDEX_VAR = "PITON_INDEX_URL"  # another index speaking PyPI's JSON API (a mirror, a test's server)
 _TIMEOUT_S = 5
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Install:
     version: str
     checkout: Path | None  # installed from this folder: git, not pip, updates it

@@ -13,8 +13,10 @@ supplies one, `core` knows only its shape) runs the text's ``!`command` `` lines
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
+
+from piton.core.records import record
 
 MAX_SKILL_DEPTH = 3
 SKILL_TAG = "skill"
@@ -25,7 +27,7 @@ SHELL = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Activation:
     """A loaded skill: the text that enters the conversation and what it changes for the run."""
 
@@ -61,7 +63,7 @@ def skill_name(text: str) -> str | None:
     return match.group(1) if match else None
 
 
-@dataclass(slots=True)
+@record
 class ActiveSkills:
     chain: list[str] = field(default_factory=list)
 

@@ -5,13 +5,14 @@ calls, what looks at their results, what watches its turns, the hooks of its ses
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from piton.core.conversation.events import AgentEvent
 from piton.core.conversation.messages import Message, ToolUseBlock
 from piton.core.models import Prices
+from piton.core.records import record
 from piton.core.tools import ToolResult
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from piton.core.tools import ToolContext
 
 
-@dataclass(slots=True)
+@record
 class AgentConfig:
     model: str
     system_prompt: str
@@ -139,7 +140,7 @@ class Working(Protocol):
     def max_output(self) -> int: ...
 
 
-@dataclass(slots=True)
+@record
 class AgentParts:
     """An agent's collaborators, each optional: without them an agent logs nothing, asks nobody,
     caps no result and never compacts (tests, and callers that decided already)."""

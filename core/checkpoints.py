@@ -22,16 +22,17 @@ import os
 import stat
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from piton.core.records import record
 from piton.core.safety import pinned
 
 _INDEX = "index.jsonl"
 
 
-@dataclass(slots=True)
+@record
 class Checkpoint:
     id: str
     position: int  # messages in the history before the turn's prompt
@@ -41,14 +42,14 @@ class Checkpoint:
     conversation: bool = True  # False once a compaction rewrote the history it points into
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class FileChange:
     path: Path
     action: str  # "restore" | "delete"
     conflict: bool  # changed since Piton last wrote it
 
 
-@dataclass(slots=True)
+@record
 class RestorePlan:
     checkpoint: Checkpoint
     changes: list[FileChange]

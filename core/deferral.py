@@ -15,11 +15,11 @@ the history's references into text).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from piton.core.conversation.messages import Message, encode_json
 from piton.core.models import model_info
+from piton.core.records import record
 from piton.core.tools import AnyTool, ToolRegistry
 
 TOOL_SEARCH = "ToolSearch"
@@ -28,7 +28,7 @@ CHARS_PER_TOKEN = 2.5  # how Claude Code sizes tool definitions against that sha
 _FALSY = ("0", "false", "no", "off")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ToolSearchMode:
     """How a session defers: always (`auto_percent` None), or only while the deferrable definitions
     would take more than `auto_percent` percent of the context window (`auto`, `auto:N`)."""

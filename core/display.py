@@ -6,13 +6,14 @@ a tool's name), so a new tool that produces a diff or a task list is shown like 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from piton.core.records import record
 
 TodoStatus = Literal["pending", "in_progress", "completed"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class FileDiff:
     """A change to one file, as a unified diff."""
 
@@ -20,19 +21,19 @@ class FileDiff:
     diff: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class TodoItem:
     content: str
     status: TodoStatus
     active_form: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class TodoList:
     items: tuple[TodoItem, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class CommandOutput:
     """What a shell command printed (stdout and stderr together), and how it ended."""
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal
+
+from piton.core.records import record
 
 ThinkingStyle = Literal["adaptive", "enabled", "none"]
 
@@ -21,7 +22,7 @@ ALIASES = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Prices:
     """US dollars per million tokens."""
 
@@ -37,7 +38,7 @@ class Prices:
         return self.input * 0.1
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ModelInfo:
     id: str
     context_window: int

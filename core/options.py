@@ -3,12 +3,14 @@ agent's modules are loaded."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from piton.core.records import record
 
-@dataclass(slots=True)
+
+@record
 class RunOptions:
     cwd: Path
     model: str | None = None

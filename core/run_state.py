@@ -4,14 +4,15 @@ reports."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from piton.core.conversation.events import Result
 from piton.core.conversation.usage import UsageTotals
+from piton.core.records import record
 
 
-@dataclass
+@record(slots=False)
 class Stop(Exception):
     """Ends a run; carries what the result reports."""
 
@@ -23,7 +24,7 @@ class Stop(Exception):
     api_status: int | None = None  # the API error's HTTP status, when one ended the run
 
 
-@dataclass(slots=True)
+@record
 class RunStats:
     started: float = field(default_factory=time.monotonic)
     api_seconds: float = 0.0

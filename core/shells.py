@@ -20,11 +20,12 @@ import contextlib
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Literal
 
 from piton.core.clip import one_line
+from piton.core.records import record
 from piton.core.safety.lasting import LastingGuard
 from piton.core.safety.policy import SandboxPolicy
 from piton.core.safety.reap import kill_started
@@ -41,7 +42,7 @@ _KILL_WAIT_S = 5.0
 _DRAIN_S = 1.0
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Reading:
     """What BashOutput returns: the output since the last reading and where the shell stands."""
 
@@ -52,7 +53,7 @@ class Reading:
     hidden_lines: int = 0  # lines the filter left out (they are gone all the same)
 
 
-@dataclass(slots=True)
+@record
 class BackgroundShell:
     id: str
     command: str

@@ -10,8 +10,10 @@ the tool's error; after a few misses of either kind, the run ends in error.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from piton.core.records import record
 
 STRUCTURED_OUTPUT = "StructuredOutput"
 MAX_MISSES = 3  # turns ended without the answer, or values that did not match, before the run fails
@@ -40,7 +42,7 @@ def parse_schema(text: str) -> dict[str, Any]:
     return {**schema, "type": "object"}
 
 
-@dataclass(slots=True)
+@record
 class OutputSchema:
     """The schema a run's answer must match, and what this turn has given so far."""
 

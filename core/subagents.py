@@ -15,7 +15,6 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,6 +24,7 @@ from piton.core.conversation.events import Result, SubagentEvent, ToolStarted
 from piton.core.conversation.session import SessionLog
 from piton.core.display import counted
 from piton.core.listing import fitted
+from piton.core.records import record
 from piton.core.tools import AnyTool, CallScope, Tool, ToolContext, ToolResult
 
 TASK_TOOL = "Task"
@@ -36,7 +36,7 @@ EXPLORE_TOOLS = ("Read", "Glob", "Grep", "Bash")
 _NOT_FOR_SUBAGENTS = (TASK_TOOL, "Skill", "ExitPlanMode", "AskUserQuestion", "StructuredOutput")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class AgentType:
     name: str
     description: str
@@ -134,7 +134,7 @@ class Spawn(Protocol):
     def __call__(self, agent_type: AgentType, agent_id: str, transcript: SessionLog | None) -> Agent: ...
 
 
-@dataclass(slots=True)
+@record
 class SubagentRunner:
     """The subagent types a session offers, and how to run one."""
 

@@ -15,7 +15,7 @@ import fnmatch
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -28,6 +28,7 @@ from piton.core.conversation.messages import (
 from piton.core.conversation.results import NO_OUTPUT as NO_OUTPUT
 from piton.core.conversation.results import ResultPart as ResultPart
 from piton.core.conversation.results import ToolResult as ToolResult
+from piton.core.records import record
 from piton.core.safety.lock import CommandLock
 from piton.core.safety.policy import SandboxPolicy
 from piton.core.safety.sandbox import Sandbox
@@ -43,7 +44,7 @@ def _no_record(kind: str, **data: object) -> None:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class CallScope:
     """The tool call under way in this task: its id, and where it reports progress (a subagent's
     events) while it runs."""
@@ -55,7 +56,7 @@ class CallScope:
 current_call: ContextVar[CallScope | None] = ContextVar("piton_current_call", default=None)
 
 
-@dataclass(slots=True)
+@record
 class ToolContext:
     """What a tool may know about the run it serves. `state` is per-session scratch space, each key
     owned by one tool (files read so far, the shell's directory, the task list...); `record` adds a
@@ -177,7 +178,7 @@ class Gate(Protocol):
     async def __call__(self, call: Call) -> ToolResult | Call | None: ...
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Call:
     """One tool_use of the model's, checked against its tool: ready to run, or already answered."""
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from piton.core.conversation.messages import TextBlock, ToolUseBlock
+from piton.core.records import record
 from piton.core.safety.permissions import (
     PERMISSION_MODES,
     Decision,
@@ -77,7 +77,7 @@ def _session_rules(updates: Any) -> list[str]:
     return rules
 
 
-@dataclass(slots=True)
+@record
 class ClientApprover:
     """Asks the client (`--permission-prompt-tool stdio`) whenever the rules say ask."""
 
@@ -149,7 +149,7 @@ def hook_verdict(output: dict[str, Any]) -> tuple[str | None, str]:
     return None, ""
 
 
-@dataclass(slots=True)
+@record
 class ClientPreToolHooks:
     """The client's PreToolUse hooks, as the gate's `pre_tool` (so subagents' gates, forked from
     the session's, ask them too): asked first, then the settings' hooks (`then`). Deny beats ask
@@ -218,7 +218,7 @@ class ClientPreToolHooks:
         return (*allowed, edited)
 
 
-@dataclass(slots=True)
+@record
 class PostToolHooks:
     """The client's PostToolUse hooks, asked after each call of the main agent with its result. A
     hook that blocks (`decision: "block"`) or adds context (`additionalContext`) has its words

@@ -8,13 +8,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from piton.client_gate import Ask, matches
 from piton.core.hooks.config import DEFAULT_TIMEOUT_S, HookCommand
 from piton.core.hooks.run import HookRun
+from piton.core.records import record
 
 # the events served here; PreToolUse and PostToolUse have their own (`piton.client_gate`)
 SESSION_EVENTS = (
@@ -30,7 +30,7 @@ SESSION_EVENTS = (
 _CLIENT = Path("<client>")  # where a callback comes from, as a hook's source
 
 
-@dataclass(slots=True)
+@record
 class ClientCallbacks:
     """`Hooks.callbacks`: the client's matchers by event (`{"matcher", "hookCallbackIds"}`)."""
 

@@ -4,13 +4,14 @@ which of the project's grants count. Nothing here writes anything or starts anyt
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from piton.core.options import RunOptions
 from piton.core.project.settings import Settings
 from piton.core.project.trust import Grant, Trust, TrustStore, decide
+from piton.core.records import record
 from piton.extensions import grants as extension_grants
 from piton.extensions import hook_commands
 from piton.permission_setup import rule_grant, valid_rules, where
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from piton.skills.plugins import Plugins
 
 
-@dataclass(slots=True)
+@record
 class Found:
     """What the folder and the user's files hold, and what of it the folder's trust lets count."""
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from piton.core.conversation.messages import ToolUseBlock
+from piton.core.records import record
 
 CHECK_KEYS = {
     "answer_contains", "answer_not_contains", "result", "file", "tool_called", "tool_not_called", "skill",
@@ -17,7 +17,7 @@ CHECK_KEYS = {
 }  # fmt: skip
 
 
-@dataclass(slots=True)
+@record
 class Check:
     what: str
     passed: bool

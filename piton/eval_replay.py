@@ -8,7 +8,7 @@ import hashlib
 import json
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from piton.core.conversation.messages import Message, TextBlock
 from piton.core.conversation.usage import Usage
 from piton.core.modes import is_reminder
 from piton.core.providers import ModelRequest, Provider, ProviderError
+from piton.core.records import record
 
 PLACE = "$PROJECT"  # the copy's path, in recorded replies: each run has a copy of its own
 
@@ -77,7 +78,7 @@ def context_print(request: ModelRequest, project: Path) -> str:
     return hashlib.sha256(_normal(system + "\n" + tools, project).encode()).hexdigest()[:16]
 
 
-@dataclass(slots=True)
+@record
 class Recorder:
     """The live provider, with each reply kept beside the request it answered."""
 
@@ -108,7 +109,7 @@ class Recorder:
             yield event
 
 
-@dataclass(slots=True)
+@record
 class Replayer:
     """Answers each request with the recorded reply to the same request, else the next one unused."""
 

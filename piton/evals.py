@@ -21,13 +21,14 @@ import tempfile
 import time
 import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from piton.api import Agent, AgentOptions, AssistantMessage, ResultMessage
 from piton.core.conversation.messages import ToolUseBlock
 from piton.core.providers import Provider
+from piton.core.records import record
 from piton.eval_checks import CHECK_KEYS, Check, check
 from piton.eval_replay import Recorder, Replayer
 
@@ -43,7 +44,7 @@ class CaseError(Exception):
     """A case file that cannot be read as a case; the message names the file."""
 
 
-@dataclass(slots=True)
+@record
 class Case:
     name: str
     folder: Path
@@ -109,7 +110,7 @@ def _case(path: Path) -> Case:
 # -- running a case --------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
+@record
 class Outcome:
     case: str
     status: str  # pass | fail | diverged | error | unrecorded

@@ -5,7 +5,7 @@ differ only where a subagent type says so (prompt, tools, model, turn limit, rea
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 
 from piton.core.activation_prep import ActivationPreparer
@@ -19,12 +19,13 @@ from piton.core.conversation.session import SessionLog
 from piton.core.deferral import TOOL_SEARCH, DeferredTools, ToolSearchMode
 from piton.core.models import model_info, resolve_alias
 from piton.core.providers import Provider
+from piton.core.records import record
 from piton.core.safety.permissions import PermissionGate
 from piton.core.subagents import AgentType, names, tools_for
 from piton.core.tools import AnyTool, ToolContext, ToolRegistry
 
 
-@dataclass(slots=True)
+@record
 class AgentFactory:
     provider: Provider
     gate: PermissionGate

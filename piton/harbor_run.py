@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from piton.core.records import record
 
 LOG_NAME = "piton.txt"  # the stream-json output (and stderr), teed into the agent's log folder
 VENV = "/opt/piton"
@@ -31,7 +32,7 @@ PASSED_ON = (
 _VERSION = re.compile(r"\d+(\.\d+)*([a-z0-9.+-]*)")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class RunFlags:
     """Claude Code's print-mode flags a Harbor run may pass."""
 

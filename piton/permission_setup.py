@@ -4,7 +4,7 @@ trust (a project's files narrow what the user allows, never widen it)."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +18,7 @@ from piton.core.project.settings import (
     Settings,
 )
 from piton.core.project.trust import Grant, Trust
+from piton.core.records import record
 from piton.core.safety.permissions import (
     Approver,
     Decision,
@@ -176,7 +177,7 @@ def rule_grant(cwd: Path, path: Path, rule: str) -> Grant:
     return Grant(where(cwd, path), f"allow {rule}")
 
 
-@dataclass(slots=True)
+@record
 class Secured:
     """The session's sandbox policy and its permission gate, and what deciding them had to say."""
 

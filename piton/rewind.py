@@ -6,19 +6,20 @@ One operation for `/rewind` in the REPL, `--rewind-files` on the command line an
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from piton.core.agent import Agent
 from piton.core.checkpoints import Checkpoint, Checkpoints, RestorePlan
 from piton.core.conversation.messages import TextBlock
+from piton.core.records import record
 
 
 class RewindError(Exception):
     """A rewind that cannot be done; the message is one line for people."""
 
 
-@dataclass(slots=True)
+@record
 class Rewound:
     restored: list[Path] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # files left alone, and why

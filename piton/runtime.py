@@ -10,7 +10,7 @@ sandbox policy and the gate: `piton.permission_setup`), then wire the agent and 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,7 @@ from piton.core.models import Prices, model_info
 from piton.core.options import RunOptions
 from piton.core.project.system_prompt import OutputStyle, environment_section
 from piton.core.providers import Provider
+from piton.core.records import record
 from piton.core.safety.permissions import Approver
 from piton.core.safety.policy import PolicyError, SandboxPolicy
 from piton.core.safety.programs import Programs
@@ -61,7 +62,7 @@ if TYPE_CHECKING:
     from piton.telemetry import SessionTelemetry, Telemetry
 
 
-@dataclass(slots=True, kw_only=True)
+@record(kw_only=True)
 class Parts:
     """What a front end brings to a session besides its options; everything is optional."""
 
@@ -75,7 +76,7 @@ class Parts:
     shells: BackgroundShells | None = None  # background shells a session before this one handed over
 
 
-@dataclass(slots=True)
+@record
 class Runtime:
     """A ready session's parts: the agent, its log, what was found, and what the front end may use
     beside the agent's turns. `piton.session.Session` runs its lifecycle."""

@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from piton.core.records import record
 from piton.runtime import Runtime, build_runtime
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class NoTurn(LookupError):
     fetched. The message says why, in one line; the model never sees the prompt."""
 
 
-@dataclass(slots=True)
+@record
 class Session:
     runtime: Runtime
     _started: bool = False

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +17,11 @@ from piton.core.models import DEFAULT_MODEL, resolve_alias
 from piton.core.options import RunOptions
 from piton.core.project.claude_home import named_config_dir
 from piton.core.project.settings import Settings
+from piton.core.records import record
 from piton.setup_errors import SetupError
 
 
-@dataclass(slots=True)
+@record
 class OpenedSession:
     log: SessionLog
     history: list[Message]

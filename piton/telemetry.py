@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from piton import __version__
@@ -33,6 +33,7 @@ from piton.core.conversation.events import (
     ToolStarted,
     ToolUseStart,
 )
+from piton.core.records import record
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -48,7 +49,7 @@ def enabled(environ: dict[str, str] | None = None) -> bool:
     return any(env.get(name, "").strip().lower() in _TRUE for name in ENABLE_VARIABLES)
 
 
-@dataclass(slots=True)
+@record
 class _Scope:
     """What is open for one agent (the main one, or a subagent by its Task call): its run span,
     its tool spans by call id, and when the reply it is waiting for first streamed."""

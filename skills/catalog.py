@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from piton.core.activation import Activation, shell_commands, skill_block
 from piton.core.listing import LISTING_BUDGET, fitted, ranked
 from piton.core.project.claude_home import user_config_dirs
 from piton.core.project.roots import project_dirs
+from piton.core.records import record
 from piton.core.subagents import AgentType
 from piton.skills.frontmatter import (
     FrontmatterError,
@@ -51,7 +52,7 @@ class SkillError(LookupError):
     """A skill that cannot be invoked; the message is one line for the model or the user."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Skill:
     name: str
     description: str
@@ -230,7 +231,7 @@ def search_roots(cwd: Path, home: Path) -> list[tuple[Path, str]]:
     return roots
 
 
-@dataclass(slots=True)
+@record
 class Catalog:
     skills: dict[str, Skill] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)

@@ -14,8 +14,9 @@ from __future__ import annotations
 import difflib
 import re
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
+
+from piton.core.records import record
 
 # one alternation, so the text is scanned once and what is put in is not scanned again
 _PLACEHOLDER = re.compile(
@@ -27,7 +28,7 @@ _PLACEHOLDER = re.compile(
 _COMMAND = re.compile(r"\A/([A-Za-z0-9][A-Za-z0-9_.:-]*)(?:\s|\Z)")  # `/name`, never `/usr/bin/x`
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Variables:
     """What `${…}` names in a body stand for, where it is known."""
 

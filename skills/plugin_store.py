@@ -18,11 +18,11 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from piton.core import records
 from piton.core.project.claude_home import claude_home
 from piton.core.project.jsonfile import JsonFileError, read_object, write_object
 
@@ -35,7 +35,7 @@ class StoreError(Exception):
     """What could not be installed, found or written; the message is one line for people."""
 
 
-@dataclass(frozen=True, slots=True)
+@records.record(frozen=True)
 class Installed:
     plugin_id: str  # name@marketplace
     path: Path

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from piton.core.project.jsonfile import JsonFileError, read
 from piton.core.project.trust import Grant
+from piton.core.records import record
 from piton.skills.catalog import Catalog, candidates, load, markdown_files
 from piton.skills.frontmatter import FrontmatterError, shown
 from piton.skills.plugin_store import MANIFEST, locate
@@ -41,7 +42,7 @@ class PluginError(Exception):
     """A plugin folder that cannot be used; the message is one line."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Plugin:
     name: str
     root: Path
@@ -66,7 +67,7 @@ class Plugin:
         return text.replace("${" + ROOT_VAR + "}", str(self.root))
 
 
-@dataclass(slots=True)
+@record
 class Plugins:
     """The session's plugins and what they add (filled by `load_plugins`)."""
 

@@ -37,6 +37,7 @@ CORE_LAYERS: tuple[tuple[str, ...], ...] = (
         "modes",
         "clip",
         "structured",
+        "records",
     ),
     ("conversation",),  # the shared contracts (messages, events, usage, tool results) and sessions
     ("safety",),  # the boundary, auditable alone
@@ -118,8 +119,9 @@ def test_the_tree_is_seen() -> None:
         # only the provider package talks to a provider's SDK (the MCP client takes its HTTP client)
         ("piton.core", ("anthropic", "httpx2", "httpx"), (), ("piton.core.providers", "piton.core.mcp")),
         ("piton.core.mcp", ("anthropic", "httpx"), (), ()),
-        # the safety boundary can be audited alone (it shares only the names of the modes)
-        ("piton.core.safety", ("piton",), ("piton.core.safety", "piton.core.mode_names"), ()),
+        # the safety boundary can be audited alone (it shares only the names of the modes, and how
+        # its records are made)
+        ("piton.core.safety", ("piton",), ("piton.core.safety", "piton.core.mode_names", "piton.core.records"), ()),
         ("piton.builtin_tools", ("piton.cli", "piton.skills", *ROOT_MODULES), (), ()),
         ("piton.skills", ("piton.cli", "piton.builtin_tools", *ROOT_MODULES), (), ()),
         # the library is what the terminal is built on, never the other way round

@@ -13,7 +13,6 @@ so high that the reply would not fit), compaction runs in two phases:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from importlib.resources import files
 from string import Template
 from typing import Protocol
@@ -43,11 +42,12 @@ from piton.core.conversation.messages import (
 )
 from piton.core.conversation.usage import Usage
 from piton.core.providers import ModelRequest, ProviderError
+from piton.core.records import record
 
 _SUMMARY_MAX_TOKENS = 8_192
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class CompactionSettings:
     enabled: bool = True
     threshold: float = 0.8  # of the window
@@ -206,7 +206,7 @@ class Compactor:
         yield _Summary([summary_message(summary, messages, left_out, notes, skills), *kept], usage)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class _Summary:
     messages: list[Message] | None
     usage: Usage | None

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from typing import Any
 
 from piton.core.conversation.messages import DocumentBlock, ImageBlock, Message, ToolResultBlock
 from piton.core.conversation.usage import Usage
+from piton.core.records import record
 
 IMAGE_TOKENS = 1_600  # about what the API charges for an image of typical size
 _MESSAGE_TOKENS = 4  # added to each message's estimate (role, framing)
@@ -95,7 +96,7 @@ def _block_bounds(block: Any) -> tuple[int, int]:
     return rough_tokens(text), token_bound(text)
 
 
-@dataclass(slots=True)
+@record
 class _Counts:
     message: Message  # kept so an id is never mistaken for another message's
     rough: int
@@ -103,7 +104,7 @@ class _Counts:
     exact: tuple[int, int] | None = None  # (outside tool results, in tool results)
 
 
-@dataclass(slots=True)
+@record
 class TokenCounter:
     """Estimates per message, computed once (messages never change)."""
 
@@ -149,7 +150,7 @@ class TokenCounter:
         self._cache = {k: v for k, v in self._cache.items() if k in keep}
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ContextReport:
     """Where the context goes, by part (estimates), and how full it is (the meter's figure)."""
 
@@ -205,7 +206,7 @@ def report(
     )
 
 
-@dataclass(slots=True)
+@record
 class ContextMeter:
     """The context in use: what the API reported for the last request and its reply, plus an estimate
     of the messages appended since. Estimates are cached per message, so a turn costs the same

@@ -3,11 +3,13 @@ and skill activations. Shown by /cost and included in the JSON result."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from piton.core.records import record
 
-@dataclass(slots=True)
+
+@record
 class ToolStats:
     calls: int = 0
     errors: int = 0  # calls that ran and failed
@@ -15,7 +17,7 @@ class ToolStats:
     seconds: float = 0.0  # running, not waiting for the user's answer
 
 
-@dataclass(slots=True)
+@record
 class SessionMetrics:
     tools: dict[str, ToolStats] = field(default_factory=dict)
     compactions: int = 0

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from piton.core.conversation.messages import TextBlock
+from piton.core.records import record
 from piton.core.tools import ToolResult
 
 INLINE_CAP = 25_000  # characters; a typical source file fits, a build log or a minified bundle does not
@@ -24,7 +25,7 @@ PREVIEW_TAIL = 4_000
 SCHEMA_VERSION = 1
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ResultHandle:
     id: str
     tool: str
@@ -106,7 +107,7 @@ def _unsaved_preview(text: str, head: int, tail: int, error: OSError) -> str:
     return text[:head] + note + text[len(text) - tail :]
 
 
-@dataclass(slots=True)
+@record
 class ResultCapper:
     """Applies the cap to each tool result; `on_store` hears of each handle (the session log lists them)."""
 

@@ -5,11 +5,12 @@ The agent never prints; the REPL renderer and the headless writers are two reade
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
 from piton.core.conversation.messages import Message
 from piton.core.conversation.usage import Usage
+from piton.core.records import record
 
 if TYPE_CHECKING:
     from piton.core.conversation.results import ToolResult
@@ -18,29 +19,29 @@ if TYPE_CHECKING:
 # -- streamed by a provider ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class TextDelta:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ThinkingDelta:
     thinking: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ToolUseStart:
     id: str
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ToolInputDelta:
     id: str
     partial_json: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class StreamRetry:
     """Attempt `attempt` of `max_attempts` failed: whatever it streamed is void, and the provider asks
     again after `delay_s`. `reason` says why in a few words people can act on (never empty);
@@ -54,7 +55,7 @@ class StreamRetry:
     error_type: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class MessageDone:
     """One complete assistant reply. `input_errors` maps tool_use ids whose input was not valid JSON
     to the parse error (their `input` is then `{}`)."""
@@ -73,7 +74,7 @@ class MessageDone:
     request_id: str = ""  # the API's id for the request (its `request-id` header), when it sent one
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Notice:
     """Something people should know that does not fail the run (a deprecated model, a skipped line, a
     setting that could not be read); or, at level "info", what was done for them (a file attached)."""
@@ -88,7 +89,7 @@ StreamEvent = TextDelta | ThinkingDelta | ToolUseStart | ToolInputDelta | Stream
 # -- yielded by the agent ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class SessionStarted:
     session_id: str
     model: str
@@ -97,14 +98,14 @@ class SessionStarted:
     permission_mode: str = "default"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ToolStarted:
     tool_use_id: str
     name: str
     input: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ToolFinished:
     tool_use_id: str
     name: str
@@ -112,7 +113,7 @@ class ToolFinished:
     duration_s: float
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class SubagentEvent:
     """Something a subagent did, reported through the Task call that started it."""
 
@@ -123,14 +124,14 @@ class SubagentEvent:
     transcript: str = ""  # where its own session log is written, if anywhere
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Compacting:
     """A summary of the conversation is being written (a model request: it takes a while)."""
 
     trigger: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Compacted:
     """The history was compacted: older tool results stubbed, or the earlier part summarised."""
 
@@ -142,7 +143,7 @@ class Compacted:
     model: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class HookResponse:
     """A hook command ran (Claude Code's `system`/`hook_response` line)."""
 
@@ -155,14 +156,14 @@ class HookResponse:
     tool_use_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ToolResultsMessage:
     """The user message carrying every tool result of one turn, as appended to the history."""
 
     message: Message
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Result:
     """The run's outcome; always the last event. Shaped after Claude Code's result message."""
 

@@ -4,7 +4,6 @@ and as JSON kept in step with a growing history)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from piton.core.conversation.messages import (
@@ -15,6 +14,7 @@ from piton.core.conversation.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from piton.core.records import record
 
 
 def interrupted_result(tool_use_id: str) -> ToolResultBlock:
@@ -25,7 +25,7 @@ def unfinished_result(tool_use_id: str) -> ToolResultBlock:
     return ToolResultBlock(tool_use_id=tool_use_id, content=UNFINISHED_TOOL_RESULT, is_error=True)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class RepairReport:
     """What `repair` changed, each kind counted on its own (a net count hides a drop behind an add)."""
 

@@ -4,7 +4,7 @@ its events, so it sits with the messages it becomes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from piton.core.activation import Activation
@@ -16,12 +16,13 @@ from piton.core.conversation.messages import (
     ToolResultBlock,
 )
 from piton.core.display import Display
+from piton.core.records import record
 
 NO_OUTPUT = "(no output)"
 ResultPart = TextBlock | ImageBlock | DocumentBlock | ToolReferenceBlock  # what a tool result may hold
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ToolResult:
     content: str | list[ResultPart]
     is_error: bool = False

@@ -18,7 +18,6 @@ import sys
 import time
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -29,6 +28,7 @@ from piton.core.conversation.session_log import SCHEMA_VERSION as SCHEMA_VERSION
 from piton.core.conversation.session_log import SessionLog as SessionLog
 from piton.core.conversation.session_log import corrupt_path
 from piton.core.modes import is_reminder
+from piton.core.records import record
 from piton.core.version import __version__
 
 PRUNE_AGE_DAYS = 30
@@ -77,7 +77,7 @@ class SessionBusy(SessionError):
     """The session is being written by another process."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class SessionSummary:
     session_id: str
     modified: float

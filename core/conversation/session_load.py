@@ -13,7 +13,7 @@ import contextlib
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from piton.core.conversation.history import repair_reporting
 from piton.core.conversation.messages import Message, ToolResultBlock
 from piton.core.conversation.session_log import SCHEMA_VERSION
+from piton.core.records import record
 
 _OWN_KINDS = frozenset(
     {"session", "resumed", "message", "compact_message", "compact_boundary", "result", "tool_result_handle"}
@@ -31,7 +32,7 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-@dataclass(slots=True)
+@record
 class LoadedSession:
     session_id: str
     path: Path

@@ -15,7 +15,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -30,9 +29,10 @@ from piton.core.conversation.session import (
 )
 from piton.core.conversation.session_load import LoadedSession, load_session
 from piton.core.conversation.session_log import SessionLog
+from piton.core.records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class StoredSession:
     project: str  # `project_key` of the folder the session ran in
     session_id: str

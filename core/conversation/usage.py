@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from piton.core.models import Prices, model_info
+from piton.core.records import record
 
 WEB_SEARCH_USD = 0.01  # $10 per 1,000 searches
 
 
-@dataclass(slots=True)
+@record
 class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
@@ -61,7 +62,7 @@ class Usage:
         return self.cache_creation_input_tokens - self.cache_creation_1h_input_tokens
 
 
-@dataclass(slots=True)
+@record
 class UsageTotals:
     """Usage summed per model over a run (a run may switch models)."""
 

@@ -12,9 +12,10 @@ that cannot be used is skipped with a warning naming its file and event.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from piton.core.records import record
 
 EVENTS = (
     "PreToolUse",
@@ -31,7 +32,7 @@ EVENTS = (
 DEFAULT_TIMEOUT_S = 60.0
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class HookCommand:
     event: str
     matcher: str  # "" matches everything

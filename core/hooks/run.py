@@ -14,11 +14,11 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from piton.core.hooks.config import HookCommand
+from piton.core.records import record
 from piton.core.safety.programs import OPT_OUT_HINT
 from piton.core.safety.reap import kill_started
 from piton.core.safety.sandbox import Launch
@@ -28,7 +28,7 @@ MAX_OUTPUT = 1_000_000  # bytes kept of each stream: a hook that prints a gigaby
 Starter = Callable[[HookCommand], Launch | str]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class HookRun:
     """One hook's answer."""
 

@@ -13,7 +13,7 @@ run goes on. A JSON answer may say `continue: false` (the run stops, `stopReason
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,6 +21,7 @@ from piton.core.conversation.events import AgentEvent, HookResponse, Notice
 from piton.core.conversation.messages import TextBlock, ToolUseBlock
 from piton.core.hooks.config import HookCommand
 from piton.core.hooks.run import HookRun, run_hooks
+from piton.core.records import record
 from piton.core.safety.programs import Programs
 from piton.core.safety.sandbox import Launch
 from piton.core.tools import ToolResult, current_call
@@ -35,13 +36,13 @@ class HookCallbacks(Protocol):
     async def run(self, event: str, match: str | None, payload: dict[str, Any]) -> list[HookRun]: ...
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class PromptVerdict:
     blocked: str | None = None  # why the prompt is not sent (shown to the user)
     context: tuple[str, ...] = ()  # text for the model, sent with the prompt
 
 
-@dataclass(slots=True)
+@record
 class Hooks:
     """The hooks one session runs, and where their output goes: events the agent yields (or the
     running tool call reports), and a stop the run honours at its next step."""

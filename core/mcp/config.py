@@ -22,12 +22,13 @@ import os
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from piton.core.project.claude_home import named_config_dir
 from piton.core.project.jsonfile import JsonFileError, parse, read
+from piton.core.records import record
 
 Transport = Literal["stdio", "http", "sse", "sdk"]
 Scope = Literal["settings", "user", "project", "local", "flag"]
@@ -49,7 +50,7 @@ class McpConfigError(Exception):
     """A `--mcp-config` value that cannot be used: the user named it, so the run does not start."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ServerConfig:
     """One configured server, its values expanded; `raw` is the entry as written (shown by
     `piton mcp get`, and what an approval of a project server is given for)."""
@@ -105,7 +106,7 @@ class ServerConfig:
         return f"mcp server {self.name}: {self.transport} {raw.get('url') or raw.get('name', '')}"
 
 
-@dataclass(slots=True)
+@record
 class Found:
     """Every entry found, lowest precedence first, and what could not be used."""
 
@@ -116,7 +117,7 @@ class Found:
         return [s for s in self.servers if s.scope == "project"]
 
 
-@dataclass(slots=True)
+@record
 class Selection:
     """The servers to start, and the ones that may not (yet)."""
 

@@ -16,7 +16,7 @@ import shlex
 import tempfile
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal, TextIO, cast
 
@@ -34,6 +34,7 @@ from piton.core.mcp.transport import (
     stderr_tail,
     watched,
 )
+from piton.core.records import record
 from piton.core.safety.programs import OPT_OUT_HINT, Programs
 from piton.core.safety.sandbox import Launch
 
@@ -46,7 +47,7 @@ _CHANGES = {
 _HTTP_TIMEOUT_S, _HTTP_READ_TIMEOUT_S = 30.0, 300.0
 
 
-@dataclass(slots=True)
+@record
 class ServerState:
     """What people see of a server: `/mcp`, `piton mcp list`, the start-up report."""
 

@@ -7,21 +7,22 @@ a server's offers without touching the SDK.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from piton.core.records import record
 
 MAX_PAGES = 100  # a server that pages forever is cut off
 MAX_RESOURCES = 2_000  # only for completion: a server with a million files lists the first ones
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class PromptArgument:
     name: str
     description: str = ""
     required: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class PromptInfo:
     """One prompt of one server, as `prompts/list` gave it."""
 
@@ -43,7 +44,7 @@ class PromptInfo:
         return " ".join(f"<{a.name}>" if a.required else f"[{a.name}]" for a in self.arguments)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ResourceInfo:
     server: str
     uri: str

@@ -19,11 +19,12 @@ import os
 import re
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from piton.core.project.claude_home import user_config_dirs
 from piton.core.project.roots import git_root, project_dirs
+from piton.core.records import record
 
 PROJECT_FILES = ("AGENTS.md", "CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md")
 MAX_IMPORT_DEPTH = 4
@@ -34,7 +35,7 @@ _IMPORT = re.compile(r"(?<![\w@/`])@((?:~/|\.{1,2}/|/)?[\w.\-/]*[\w\-])")
 Refusal = Callable[[Path, str], str | None]  # why a file of a scope may not be read, or None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class MemoryFile:
     path: Path
     text: str
@@ -42,7 +43,7 @@ class MemoryFile:
     imports: tuple[Path, ...] = ()
 
 
-@dataclass(slots=True)
+@record
 class Memory:
     files: list[MemoryFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

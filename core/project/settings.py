@@ -15,7 +15,6 @@ and the project's allow rules, hooks and environment grant only in a folder the 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from piton.core.project.settings_sources import (
     shown,
     user_config_dir,
 )
+from piton.core.records import record
 
 __all__ = ["SETTING_SOURCES", "Settings", "load_settings", "settings_files", "user_config_dir"]
 
@@ -52,7 +52,7 @@ def _mode_value(layer: dict[str, Any], keys: tuple[str, ...]) -> Any:
     return value
 
 
-@dataclass(slots=True)
+@record
 class Settings(ExtensionSettings):
     """Every settings file read for a run, and what they decide together."""
 

@@ -3,11 +3,12 @@ that sets a key wins; lists add up), for `core/project/settings` and `settings_k
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from piton.core.project.settings_sources import Scope, Source
+from piton.core.records import record
 
 
 def at(layer: dict[str, Any], keys: tuple[str, ...]) -> Any:
@@ -23,7 +24,7 @@ def brief(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-@dataclass(slots=True)
+@record
 class Layers:
     layers: list[dict[str, Any]] = field(default_factory=list)  # one per file read, lowest precedence first
     # per layer: the user's own file (`trusted_only` reads only it); project files are the others

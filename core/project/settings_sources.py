@@ -17,11 +17,11 @@ overridden: its deny rules always apply, and what it narrows stays narrowed what
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from piton.core.project.claude_home import claude_home
+from piton.core.records import record
 
 Scope = Literal["user", "project", "local", "flag", "managed"]
 SETTING_SOURCES = ("user", "project", "local")  # what `--setting-sources` may choose (managed always applies)
@@ -32,7 +32,7 @@ MANAGED_FILES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Source:
     path: Path
     scope: Scope

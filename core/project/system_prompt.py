@@ -6,12 +6,12 @@ import platform
 import shlex
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import date
 from importlib.resources import files
 from pathlib import Path
 from string import Template
 
+from piton.core.records import record
 from piton.core.safety.sandbox import BASH, Launch, Sandbox
 
 _GIT_TIMEOUT_S = 2.0
@@ -103,7 +103,7 @@ _BREVITY = (
 _MARKDOWN = "- Use GitHub-flavoured Markdown; it is rendered in a terminal."
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class OutputStyle:
     """How the model talks (`piton.skills.output_styles` finds them): its instructions, added at the
     end of the prompt (none for Default), and whether the coding instructions stay."""

@@ -22,12 +22,13 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from piton.core.project.jsonfile import JsonFileError, read
+from piton.core.records import record
 from piton.core.safety.globs import glob_match
 
 How = Literal["flag", "setting", "remembered", "declined", "unknown"]
@@ -49,7 +50,7 @@ def default_store_path() -> Path:
     return state_dir() / "trusted-folders.json"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Grant:
     """One thing a folder's files would allow; remembered by its text, so a changed grant is new."""
 
@@ -173,7 +174,7 @@ def matches(folder: Path, patterns: Sequence[str]) -> bool:
     return False
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Trust:
     """What a folder's files may grant in this run, and why."""
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Protocol
+
+from piton.core.records import record
 
 if TYPE_CHECKING:  # kept out at run time: `credentials` is read before anything heavy is loaded
     from piton.core.conversation.events import StreamEvent
     from piton.core.conversation.messages import Message
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ModelRequest:
     model: str
     system: str

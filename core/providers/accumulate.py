@@ -11,7 +11,7 @@ provider to ask again.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from piton.core.conversation.events import (
@@ -31,9 +31,10 @@ from piton.core.conversation.messages import (
     ToolUseBlock,
 )
 from piton.core.conversation.usage import Usage
+from piton.core.records import record
 
 
-@dataclass(slots=True)
+@record
 class _Partial:
     type: str
     parts: list[str] = field(default_factory=list)  # text, thinking or tool JSON, as streamed

@@ -8,11 +8,11 @@ import html
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from piton.core.providers import ProviderError
 from piton.core.providers.waits import CONNECT_VAR, IDLE_VAR, Waits, retry_after, say_seconds
+from piton.core.records import record
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 # the API's error types, then Bedrock's exceptions of the same meaning (its stream's own names)
@@ -53,7 +53,7 @@ _HINTS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class StatusError:
     """An HTTP error response, as either transport read it: the status, the API's error type and
     message from the body (when it had them), and the headers (`retry-after`, `x-should-retry`)."""

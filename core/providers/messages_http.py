@@ -12,7 +12,6 @@ workload identity federation) and the clouds go through the SDK instead (`sdk_me
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
@@ -28,6 +27,7 @@ from piton.core.providers.failures import (
     status_failure,
 )
 from piton.core.providers.waits import Waits
+from piton.core.records import record
 from piton.core.version import __version__
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class MessagesTransport(Protocol):
     async def aclose(self) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Endpoint:
     base_url: str
     headers: dict[str, str]

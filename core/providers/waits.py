@@ -12,8 +12,10 @@ import math
 import random
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
+
+from piton.core.records import record
 
 CONNECT_VAR = "PITON_CONNECT_TIMEOUT_MS"
 RESPONSE_VAR = "API_TIMEOUT_MS"  # Claude Code's name: its users already set it
@@ -23,7 +25,7 @@ RETRIES_VAR = "PITON_MAX_RETRIES"
 REPLY_VAR = "PITON_REPLY_TIMEOUT_MS"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Waits:
     connect_s: float = 5.0  # a TCP and TLS handshake; a refused or black-holed host fails within it
     response_s: float = 60.0  # from sending a request to the response's headers

@@ -20,9 +20,9 @@ seatbelt, the session's command lock, the guard's snapshot and restore).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
+from piton.core.records import record
 from piton.core.safety.policy import SandboxPolicy
 from piton.core.safety.readonly import classify
 
@@ -32,7 +32,7 @@ LockMode = Literal["shared", "exclusive"]
 GuardMode = Literal["none", "snapshot", "lasting"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class CommandPlan:
     policy: SandboxPolicy  # what the command's sandbox is made from
     sandbox: SandboxRole

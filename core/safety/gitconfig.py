@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
+
+from piton.core.records import record
 
 _SECTION = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
 _KEY = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
@@ -35,7 +37,7 @@ HOOK_FRAMEWORK_FILES = (
 )
 
 
-@dataclass(slots=True)
+@record
 class CodePaths:
     hooks: list[Path] = field(default_factory=list)  # core.hooksPath values, as given
     includes: list[Path] = field(default_factory=list)  # every config file read beyond the first

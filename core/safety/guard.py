@@ -14,9 +14,10 @@ import contextlib
 import os
 import stat
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from piton.core.records import record
 from piton.core.safety import pinned
 from piton.core.safety.gitconfig import git_dirs
 from piton.core.safety.guard_fs import empty, parent_fd, parents_unchanged, remove, sweep
@@ -41,7 +42,7 @@ def prepare(policy: SandboxPolicy) -> None:
                     hooks.mkdir()
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class _State:
     kind: str  # missing | symlink | file | dir
     link: str = ""
@@ -68,7 +69,7 @@ def _state(path: Path) -> _State:
         return _State("file", status=status)
 
 
-@dataclass(slots=True)
+@record
 class Snapshot:
     states: dict[Path, _State] = field(default_factory=dict)  # shallow paths first
     deep_settings: set[Path] = field(default_factory=set)  # settings files below the roots

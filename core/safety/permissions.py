@@ -10,10 +10,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from piton.core.mode_names import PERMISSION_MODES as PERMISSION_MODES
+from piton.core.records import record
 from piton.core.safety.rules import Behavior as Behavior
 from piton.core.safety.rules import Decision as Decision
 from piton.core.safety.rules import GovernedTool as GovernedTool
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # a name for type checkers only (see piton.core.mode_names)
     from piton.core.mode_names import PermissionMode as PermissionMode
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class PermissionRequest:
     tool: GovernedTool
     tool_use_id: str
@@ -82,7 +83,7 @@ class DenyAll:
         )
 
 
-@dataclass(slots=True)
+@record
 class PermissionGate:
     """Checks each tool call before it runs, asking the approver when the rules say ask, and keeps
     the calls that were refused (the JSON result reports them)."""

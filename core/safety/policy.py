@@ -12,12 +12,13 @@ import os
 import stat
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from piton.core.mode_names import SANDBOX_MODES as SANDBOX_MODES
+from piton.core.records import record
 from piton.core.safety import gitconfig
 from piton.core.safety.globs import glob_match
 
@@ -99,7 +100,30 @@ def _credentials(
     live outside the project, where no command of the model can move them)."""
     homes = dict.fromkeys([home, *other_homes()])
     paths = [h / p for h in homes for p in (*CREDENTIAL_PATHS, *extra)] + list(private)
-    return tuple((p, os.path.realpath(p)) for p in paths)
+    resolved: dict[str, str] = {}
+    return tuple((p, _realpath(str(p), resolved)) for p in paths)
+
+
+def _realpath(path: str, resolved: dict[str, str]) -> str:
+    """`os.path.realpath(path)`, resolving each folder on the way once for many paths (hundreds of
+    credential locations share a few homes and folders): a part that is no link, or is missing,
+    is kept as it is, as realpath does; a link is resolved whole."""
+    if not os.path.isabs(path) or "/./" in path or "/../" in path or path.endswith(("/.", "/..")):
+        return os.path.realpath(path)
+    if path in resolved:
+        return resolved[path]
+    parent, name = os.path.split(path)
+    if parent == path or not name:
+        found = os.path.realpath(path)
+    else:
+        candidate = os.path.join(_realpath(parent, resolved), name)
+        try:
+            is_link = stat.S_ISLNK(os.lstat(candidate).st_mode)
+        except OSError:
+            is_link = False
+        found = os.path.realpath(candidate) if is_link else candidate
+    resolved[path] = found
+    return found
 
 
 def _unprivileged_can(st: os.stat_result, bit_user: int) -> bool:
@@ -151,7 +175,7 @@ def _inside(path: Path | str, root: Path | str) -> bool:
     return p == r or p.startswith(r + "/")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class SandboxPolicy:
     mode: SandboxMode
     workspace: Path

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import functools
 import shlex
-from dataclasses import dataclass
 
+from piton.core.records import record
 from piton.core.safety.shellrun import effect
 from piton.core.safety.shellsplit import RESERVED, Part, exact_parts, unquoted_dollar, writes_files
 from piton.core.safety.wrappers import RUNNERS, unwrap
@@ -69,7 +69,7 @@ _PLAIN_WRAPPERS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Reading:
     """What a command line was found to do."""
 

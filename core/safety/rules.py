@@ -18,10 +18,11 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from piton.core.records import record
 from piton.core.safety.globs import glob_match
 from piton.core.safety.shellrun import Effect, effect
 from piton.core.safety.shellsplit import exact_parts, split_command, writes_files
@@ -51,7 +52,7 @@ _RULE = re.compile(r"^\s*([A-Za-z0-9_.:*-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 _FAMILY = {"edit": "Edit", "read": "Read"}
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Rule:
     tool: str
     specifier: str | None = None
@@ -68,7 +69,7 @@ class Rule:
         return self.tool if self.specifier is None else f"{self.tool}({self.specifier})"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Decision:
     behavior: Behavior
     reason: str
@@ -122,7 +123,7 @@ class ModeRefused(ValueError):
     """A change to a permission mode the settings forbid."""
 
 
-@dataclass(slots=True)
+@record
 class Permissions:
     mode: PermissionMode = "default"
     allow: list[Rule] = field(default_factory=list)

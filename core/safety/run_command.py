@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
+from piton.core.records import record
 from piton.core.safety import guard
 from piton.core.safety.command_policy import CommandPlan, plan_command
 from piton.core.safety.lasting import GuardError
@@ -76,7 +76,7 @@ class CommandSession(Protocol[ShellT]):
     def shells(self) -> LeftRunning[ShellT]: ...
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Ran:
     """A command that ran in the foreground, to its end or to its deadline."""
 
@@ -84,7 +84,7 @@ class Ran:
     notes: tuple[str, ...]  # what the guard did, and where the next command starts, for the model
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Started(Generic[ShellT]):
     """A command left running."""
 
@@ -92,7 +92,7 @@ class Started(Generic[ShellT]):
     notes: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Refused:
     """A command that did not start: no sandbox can run it, its guarded places cannot be held still
     while it runs, or the process could not be started."""

@@ -23,9 +23,10 @@ import os
 import stat
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from piton.core.records import record
 from piton.core.safety import inotify
 from piton.core.safety.policy import SETTINGS_FILES, is_settings_dir
 
@@ -35,7 +36,7 @@ _OPEN = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _RENAMED = inotify.IN_MOVE_SELF | inotify.IN_UNMOUNT
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class _Folder:
     ident: tuple[int, int]  # st_dev, st_ino: the same folder, not a new one under its name
     ctime_ns: int
@@ -57,7 +58,7 @@ _lock = threading.Lock()
 _owners: dict[int, set[tuple[SettingsIndex, str]]] = {}
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False)
 class SettingsIndex:
     """The folders below one root as last read, and what of the settings they hold. `refresh`
     brings it up to date; `found` says what it holds. `watch=False` checks every folder by its

@@ -15,9 +15,10 @@ import asyncio
 import contextlib
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
+from piton.core.records import record
 from piton.core.safety.reap import kill_started
 from piton.core.safety.sandbox import Launch, Sandbox
 
@@ -28,7 +29,7 @@ _READ_CHUNK = 65536
 _DRAIN_S = 1.0
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ShellResult:
     output: str
     exit_code: int | None  # None when the command was killed by us

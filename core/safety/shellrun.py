@@ -19,8 +19,9 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from piton.core.records import record
 from piton.core.safety.shellsplit import RESERVED, Word, scan
 from piton.core.safety.wrappers import RUNNERS, Spec, read_options
 
@@ -36,14 +37,14 @@ _GIT_VALUED = ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-p
 _ARITHMETIC = ("-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v", "-R")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Effect:
     commands: tuple[str, ...]  # commands the line runs or may run, words joined by single spaces
     open: tuple[str, ...]  # the known beginning of commands that go on with words not known here
     complete: bool  # nothing else runs: no command comes from a variable, a file or standard input
 
 
-@dataclass(slots=True)
+@record
 class _Seen:
     commands: list[str] = field(default_factory=list)
     open: list[str] = field(default_factory=list)

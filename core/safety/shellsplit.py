@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import NamedTuple
+
+from piton.core.records import record
 
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "\n", "(", ")")
 _REDIRECTS = (">&", "<&", "&>>", "&>", ">|", ">>", "<>", ">", "<")
@@ -70,7 +72,7 @@ class Redirect(NamedTuple):
         return self.target.text != "/dev/null"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Part:
     raw: str  # as written, quotes kept
     words: tuple[Word, ...]  # its words, redirections left out
@@ -78,14 +80,14 @@ class Part:
     dollar: bool = False  # its text (substitutions inside it too) holds a `$` that is not quoted away
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Scan:
     parts: tuple[Part, ...]  # the simple commands, those inside substitutions too
     exact: bool  # nothing is expanded: each part means what it says
     complete: bool  # the parts are all the line runs (no arithmetic, no `${…}` operators)
 
 
-@dataclass(slots=True)
+@record
 class _Frame:
     closer: str  # "" the line itself, ")" a substitution, "`" backticks
     start: int

@@ -5,9 +5,11 @@ has the value."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
+
+from piton.core.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -16,7 +18,7 @@ if TYPE_CHECKING:
     from piton.skills.catalog import Catalog
 
 
-@dataclass(slots=True)
+@record
 class Catalogue:
     """What the `system/init` line lists beside the tools: slash commands, skills, subagent types."""
 

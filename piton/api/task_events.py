@@ -5,24 +5,25 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from piton.core.conversation.events import Result, SessionStarted, SubagentEvent, ToolStarted
 from piton.core.conversation.messages import Message, ToolUseBlock
+from piton.core.records import record
 
 _TASK_TOOLS = ("Task", "Agent")
 Line = tuple[str, dict[str, Any]]  # a system line's subtype and its fields
 
 
-@dataclass(slots=True)
+@record
 class _Running:
     tool_use_id: str
     started: float = field(default_factory=time.monotonic)
     tool_uses: int = 0
 
 
-@dataclass(slots=True)
+@record
 class TaskEvents:
     """Remembers the Task calls of the main agent's replies, then says how each one's subagent
     starts and ends."""

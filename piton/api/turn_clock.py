@@ -5,15 +5,17 @@ result of the session a result is (`result_index`)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from piton.core.records import record
 
 
 def _ms(since: float) -> int:
     return int((time.monotonic() - since) * 1000)
 
 
-@dataclass(slots=True)
+@record
 class TurnClock:
     _turn: float = field(default_factory=time.monotonic)
     _first_token: int | None = None  # ms after the turn began

@@ -11,10 +11,11 @@ import contextlib
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Protocol
 
+from piton.core.records import record
 from piton.core.safety.policy import SandboxPolicy
 
 _PASSED = (
@@ -43,7 +44,7 @@ def command_env(environ: Mapping[str, str], policy: SandboxPolicy) -> dict[str, 
     return env
 
 
-@dataclass(slots=True)
+@record
 class Launch:
     """How to start one sandboxed command: the argv and its environment, the file descriptors the
     sandbox reads (handed to the child with `pass_fds`), and what is undone once it has ended (the

@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import stat
 import time
-from dataclasses import dataclass
 
+from piton.core.records import record
 from piton.core.safety.policy import unprivileged_reaches
 from piton.core.safety.settings_index import SETTLED_NS
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class _Folder:
     status: tuple[int, int, int]  # st_dev, st_ino, st_ctime_ns
     read_ns: int

