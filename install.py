@@ -22,6 +22,7 @@ import base64
 import configparser
 import hashlib
 import html.parser
+import json
 import os
 import platform
 import re
@@ -409,7 +410,7 @@ def install_piton(venv: Path, *, dev: bool, verbose: bool, upgrade: bool = False
         raise InstallError("pip could not install Piton (its messages are above)")
     if dev:
         compile_checkout(venv)
-    write_launcher(venv)
+    write_launcher(venv, dev=dev)
     check = run([venv / "bin" / "piton", "--version"])
     if check.returncode != 0:
         raise InstallError(f"the installed piton does not start: {last_line(check)}")
@@ -418,13 +419,30 @@ def install_piton(venv: Path, *, dev: bool, verbose: bool, upgrade: bool = False
     return check.stdout.strip()
 
 
-def write_launcher(venv: Path) -> None:
-    """`bin/piton` as three lines: pip's wrapper imports `re` to tidy a Windows program name, a third
-    of what `piton --version` costs. Written anew after every pip run, which restores its own."""
+def write_launcher(venv: Path, *, dev: bool = False) -> None:
+    """`bin/piton` as a few lines: pip's wrapper imports `re` to tidy a Windows program name, a third
+    of what `piton --version` costs. A user's install starts Python without `site` (`-S`) and names
+    its own site-packages: reading pyvenv.cfg and every .pth file is another quarter, and a copy
+    needs none of it. A contributor's keeps `site`, since its editable install is a .pth file.
+    Written anew after every pip run, which restores its own."""
     launcher = venv / "bin" / "piton"
-    text = f"#!{venv_python(venv)}\nimport sys\nfrom piton.cli.main import main\nsys.exit(main())\n"
-    launcher.write_text(text, encoding="utf-8")
+    if dev:
+        start = f"#!{venv_python(venv)}\nimport sys\n"
+    else:
+        start = f"#!{venv_python(venv)} -S\nimport sys\nsys.path += {site_packages(venv)!r}\n"
+    launcher.write_text(f"{start}from piton.cli.main import main\nsys.exit(main())\n", encoding="utf-8")
     launcher.chmod(0o755)
+
+
+def site_packages(venv: Path) -> list[str]:
+    """The venv's folders of installed packages, as its Python with `site` finds them."""
+    script = (
+        "import json, sysconfig; print(json.dumps([sysconfig.get_path(k) for k in ('purelib', 'platlib')]))"
+    )
+    done = run([venv_python(venv), "-c", script])
+    if done.returncode != 0:
+        raise InstallError(f"the virtual environment's Python does not start: {last_line(done)}")
+    return list(dict.fromkeys(json.loads(done.stdout.strip().splitlines()[-1])))
 
 
 def compile_checkout(venv: Path, root: Path = ROOT) -> None:

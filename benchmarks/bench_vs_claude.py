@@ -2,7 +2,9 @@
 run: CPU (user+sys of the process and all it starts, `ChildCpu`: the fair figure when cores are
 shared) and wall, medians of runs interleaved so that a noisy moment hits both alike.
 
-1. `-p hello`, the whole run (target: Piton ≤ 0.6× Claude Code's CPU).
+1. `-p hello`, the whole run (target: Piton ≤ 0.6× Claude Code's CPU), against `bare_client.py`:
+   asyncio, httpx2 and a pydantic model streaming one reply, the least a client on Piton's libraries
+   spends.
 2. Process start → first API request, against `python -c "import httpx2, pydantic"`, the least a
    client that sends with httpx2 and validates with pydantic loads (target ≤ 3× it).
 3. `--version` (target: Piton ≤ Claude Code).   4. The first request's size and tools (target ≤ 0.15×).
@@ -13,7 +15,10 @@ shared) and wall, medians of runs interleaved so that a noisy moment hits both a
 Claude Code is npm's @anthropic-ai/claude-code: `--install` puts it in ~/.cache/piton-bench/claude-code;
 otherwise a `claude` on PATH or in that cache is used, and with none only Piton's rows print.
 
-    .venv/bin/python benchmarks/bench_vs_claude.py [--install] [--runs N]
+    .venv/bin/python benchmarks/bench_vs_claude.py [--install] [--runs N] [--piton PATH]
+
+`--piton` names the piton to measure, such as a user's install (`python3 install.py`); by default
+the one beside this interpreter.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ LOOP_PROMPT = "run the tool loop"
 LOOP_TURNS = 26
 LOOP_ARGS = ["-p", LOOP_PROMPT, "--allowedTools", "Bash(true)", "Read"]
 FLOOR = [sys.executable, "-c", "import httpx2, pydantic"]
+BARE = [sys.executable, str(ROOT / "benchmarks" / "bare_client.py"), "hello"]
 NAMES = ("Piton", "Claude Code")
 T = TypeVar("T")
 Both = tuple[float | None, float | None]  # Piton's, Claude Code's (None without it)
@@ -131,10 +137,18 @@ def run(bench: Bench, argv: list[str], env: dict[str, str] | None = None, expect
 
 
 def interleaved(
-    bench: Bench, args: list[str], expect: str = "", floor: list[str] | None = None, runs: int = 0
+    bench: Bench,
+    args: list[str],
+    expect: str = "",
+    floor: list[str] | None = None,
+    runs: int = 0,
+    bare: list[str] | None = None,
 ) -> dict[str, list[Run]]:
-    """Every client run with `args` (and `floor`, alone) in turns, after one warm-up run each."""
+    """Every client run with `args` (and `floor` and `bare`, as they are) in turns, after one
+    warm-up run each."""
     cases: list[tuple[str, list[str], dict[str, str] | None]] = [("floor", floor, None)] if floor else []
+    if bare:
+        cases.append(("bare", bare, bench.clients[0].env))
     cases += [(c.name, [*c.argv, *args], c.env) for c in bench.clients]
     results: dict[str, list[Run]] = {name: [] for name, _, _ in cases}
     for turn in range(1 + (runs or bench.runs)):
@@ -187,15 +201,17 @@ def pair(results: dict[str, list[T]], fn: Callable[[T], float | None]) -> Both:
 
 
 def print_runs(bench: Bench) -> dict[str, list[Run]]:
-    results = interleaved(bench, ["-p", "hello"], "wombat42", FLOOR)
+    results = interleaved(bench, ["-p", "hello"], "wombat42", FLOOR, bare=BARE)
     floor = {k: median([getattr(r, k) for r in results["floor"]]) * 1000 for k in ("wall", "cpu")}
+    bare = median([r.cpu for r in results["bare"]]) * 1000
     first_wall = pair(results, lambda r: r.arrivals[0].at - r.started)
     first_cpu = pair(results, lambda r: r.arrivals[0].cpu)
     print_table(
         f"1. `-p hello`, the whole run (median of {bench.runs} interleaved runs)",
         [
-            Row("CPU, user+sys", *pair(results, lambda r: r.cpu), limit=("cc", 0.6)),
+            Row("CPU, user+sys", *pair(results, lambda r: r.cpu), floor=bare, limit=("cc", 0.6)),
             Row("wall", *pair(results, lambda r: r.wall)),
+            Row("floor: bare_client.py hello, CPU", bare, pair(results, lambda r: r.cpu)[1]),
         ],
     )
     print_table(
@@ -211,7 +227,9 @@ def print_runs(bench: Bench) -> dict[str, list[Run]]:
 
 
 def print_version(bench: Bench) -> None:
-    results = interleaved(bench, ["--version"], floor=[sys.executable, "-c", "pass"])
+    beside = Path(bench.clients[0].argv[0]).with_name("python")  # the measured piton's own Python
+    python = str(beside) if beside.exists() else sys.executable
+    results = interleaved(bench, ["--version"], floor=[python, "-c", "pass"])
     floor = median([r.cpu for r in results["floor"]]) * 1000
     print_table(
         f"3. `--version` (median of {bench.runs} interleaved runs)",
@@ -224,7 +242,7 @@ def print_version(bench: Bench) -> None:
 
 
 def print_request(bench: Bench, results: dict[str, list[Run]]) -> None:
-    first = {name: runs[-1].arrivals[0].body for name, runs in results.items() if name != "floor"}
+    first = {name: runs[-1].arrivals[0].body for name, runs in results.items() if name in NAMES}
 
     def both(fn: Callable[[dict[str, Any]], float]) -> Both:
         got = [fn(first[n]) if n in first else None for n in NAMES]
@@ -352,13 +370,13 @@ def print_loop(bench: Bench, hello: dict[str, list[Run]], runs: int) -> None:
         print("(a sandboxed command's own CPU is not in Piton's: bubblewrap's init does not wait for it)")
 
 
-def clients(home: Path, project: Path, claude: str | None, base_url: str) -> list[Client]:
-    """Piton, and Claude Code when there is one, each with a home of its own."""
+def clients(home: Path, project: Path, claude: str | None, base_url: str, own: str) -> list[Client]:
+    """Piton (`own`), and Claude Code when there is one, each with a home of its own."""
     env = isolated_env(home, ANTHROPIC_API_KEY=API_KEY, ANTHROPIC_BASE_URL=base_url, TERM="xterm-256color")
     # a user's path: no IS_SANDBOX, and nothing of an outer Claude Code session (CLAUDECODE, ...)
     base = {k: v for k, v in env.items() if k != "IS_SANDBOX" and not k.startswith("CLAUDE")}
     (home / "piton").mkdir()
-    found = [Client(NAMES[0], [piton()], {**base, "HOME": str(home / "piton")}, PITON_READY)]
+    found = [Client(NAMES[0], [own], {**base, "HOME": str(home / "piton")}, PITON_READY)]
     if claude is not None:
         env = claude_code.claude_env(base, home / "claude", project, API_KEY)
         found.append(Client(NAMES[1], [claude], env, PROMPT))
@@ -369,11 +387,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Piton side by side with Claude Code, against the fake API.")
     parser.add_argument("--install", action="store_true", help="npm install Claude Code into the cache first")
     parser.add_argument("--runs", type=int, default=7, help="runs of each short measure (default 7)")
+    parser.add_argument("--piton", help="the piton to measure (default: the one beside this Python)")
     args = parser.parse_args()
+    own = args.piton or piton()
     if args.install:
         claude_code.install()
     claude = claude_code.find(prefer_cache=args.install)
-    print(f"Piton: {piton()}")
+    print(f"Piton: {own}")
     if claude is None:
         print("skipped: Claude Code (no `claude` on PATH or in the cache; --install puts it there)")
     else:
@@ -385,7 +405,7 @@ def main() -> None:
         home, project = Path(tmp), Path(tmp) / "project"
         project.mkdir()
         (project / "notes.txt").write_text("one line\n")
-        found = clients(home, project, claude, fake.base_url)
+        found = clients(home, project, claude, fake.base_url, own)
         bench = Bench(fake, Responder(project / "notes.txt"), project, found, args.runs, meter)
         hello = print_runs(bench)
         print_version(bench)

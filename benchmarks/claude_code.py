@@ -72,14 +72,18 @@ def claude_env(base: dict[str, str], home: Path, project: Path, api_key: str) ->
 
 
 def cpu_so_far(pid: int) -> float | None:
-    """CPU seconds of a running process: its threads (schedstat, ns) and the children it has reaped."""
+    """CPU seconds of a running process and the children it has reaped: its live threads to the
+    nanosecond (schedstat), or the whole process in clock ticks when that is more (threads that
+    have ended are only there, such as one that loaded modules in the background)."""
     try:
-        total = 0.0
+        live = 0.0
         for task in os.listdir(f"/proc/{pid}/task"):
             with contextlib.suppress(OSError):  # a thread that just ended
-                total += int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0]) / 1e9
+                live += int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0]) / 1e9
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return total + (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+        tick = os.sysconf("SC_CLK_TCK")
+        whole = (int(fields[11]) + int(fields[12])) / tick
+        return max(live, whole) + (int(fields[13]) + int(fields[14])) / tick
     except (OSError, ValueError):
         return None
 

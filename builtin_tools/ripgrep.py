@@ -14,6 +14,7 @@ import heapq
 import os
 import re
 import shlex
+import sys
 import sysconfig
 from collections.abc import Sequence
 from dataclasses import replace
@@ -76,7 +77,8 @@ def rg_path(unsafe: tuple[Path, ...] = ()) -> str:
     """The `rg` to run: the one the ripgrep wheel put beside this Python, else the system's, else
     the first on PATH, skipping any that lies under `unsafe` (the folders the model's commands can
     write, where a planted `rg` would run with Piton's rights)."""
-    scripts = [Path(sysconfig.get_path("scripts"))]
+    # beside this Python: a user's install starts it without `site`, where sysconfig names the base's
+    scripts = list(dict.fromkeys([Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))]))
     path_dirs = [Path(d) for d in os.environ.get("PATH", "").split(os.pathsep) if d.startswith("/")]
     for folder in (*scripts, *map(Path, _SYSTEM_DIRS), *path_dirs):
         if _usable(folder / "rg", unsafe):

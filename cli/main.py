@@ -23,7 +23,7 @@ def main() -> None:
             reconfigure(errors="backslashreplace")
     args = sys.argv[1:]
     if args in (["--version"], ["-v"]):
-        from piton import __version__
+        from piton.core.version import __version__  # not through the package: that loads importlib
 
         print(f"piton {__version__}")
         return

@@ -26,10 +26,12 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> object:
+    if name == "__version__":  # kept in core, which every layer may import
+        from piton.core.version import __version__
+
+        return __version__
     import importlib
 
-    if name == "__version__":  # kept in core, which every layer may import
-        return importlib.import_module("piton.core.version").__version__
     api = importlib.import_module("piton.api")
     if name in api.__all__:
         return getattr(api, name)

@@ -501,12 +501,29 @@ def test_a_users_install_is_a_copy_outside_every_project_and_a_contributors_the_
 def test_install_py_writes_a_launcher_that_starts_piton_without_pips_wrapper(
     installer: ModuleType, tmp_path: Path
 ) -> None:
+    """A user's launcher starts Python without `site` and names the venv's packages itself; a
+    contributor's keeps `site` (its editable install is a .pth file)."""
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "python").symlink_to(sys.executable)
-    installer.write_launcher(tmp_path)
+    # a venv whose packages are this one's: its pyvenv.cfg, and its site-packages a link to ours
+    shutil.copy(Path(sys.prefix) / "pyvenv.cfg", tmp_path / "pyvenv.cfg")
+    own = tmp_path / Path(sysconfig.get_path("purelib")).relative_to(sys.prefix)
+    own.parent.mkdir(parents=True)
+    own.symlink_to(sysconfig.get_path("purelib"))
     launcher = tmp_path / "bin" / "piton"
-    assert "import re" not in launcher.read_text() and os.access(launcher, os.X_OK)
-    done = subprocess.run(
-        [launcher, "--version"], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
-    )
+    installer.write_launcher(tmp_path, dev=True)
+    assert launcher.read_text().splitlines()[0] == f"#!{tmp_path / 'bin' / 'python'}"
+    installer.write_launcher(tmp_path)
+    text = launcher.read_text()
+    assert "import re" not in text and os.access(launcher, os.X_OK)
+    assert text.splitlines()[0] == f"#!{tmp_path / 'bin' / 'python'} -S"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([launcher, "--version"], capture_output=True, text=True, env=env)
     assert (done.returncode, done.stdout) == (0, f"piton {__version__}\n"), done.stderr
+    # the launcher's own lines find every package the run needs, with no `site` loaded
+    check = tmp_path / "bin" / "check"
+    body = "import piton.cli.main, pydantic, httpx2\nprint(sys.flags.no_site, 'site' in sys.modules)\n"
+    check.write_text(text.replace("from piton.cli.main import main\nsys.exit(main())\n", body))
+    check.chmod(0o755)
+    seen = subprocess.run([check], capture_output=True, text=True, env=env)
+    assert seen.stdout.split() == ["1", "False"], seen.stderr

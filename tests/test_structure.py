@@ -121,7 +121,12 @@ def test_the_tree_is_seen() -> None:
         ("piton.core.mcp", ("anthropic", "httpx"), (), ()),
         # the safety boundary can be audited alone (it shares only the names of the modes, and how
         # its records are made)
-        ("piton.core.safety", ("piton",), ("piton.core.safety", "piton.core.mode_names", "piton.core.records"), ()),
+        (
+            "piton.core.safety",
+            ("piton",),
+            ("piton.core.safety", "piton.core.mode_names", "piton.core.records"),
+            (),
+        ),
         ("piton.builtin_tools", ("piton.cli", "piton.skills", *ROOT_MODULES), (), ()),
         ("piton.skills", ("piton.cli", "piton.builtin_tools", *ROOT_MODULES), (), ()),
         # the library is what the terminal is built on, never the other way round
