@@ -16,6 +16,7 @@ from dataclasses import field
 from pathlib import Path
 
 from piton.core.records import record
+from piton.core.safety.realpaths import Resolver
 
 _SECTION = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
 _KEY = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
@@ -169,7 +170,8 @@ def code_paths(roots: tuple[Path, ...], home: Path) -> list[Path]:
     frameworks = [root / name for root in roots for name in (*HOOK_FRAMEWORK_DIRS, *HOOK_FRAMEWORK_FILES)]
     # husky anywhere: its hooks folder `.husky/_` runs the `.husky/pre-commit` people write
     husky = [path.parent for path in places if path.name == "_" and path.parent.name == ".husky"]
-    return list(dict.fromkeys([*places, *(_real(p) for p in [*frameworks, *husky])]))
+    resolve = Resolver()  # the roots' files share their folders: each resolved once, now
+    return list(dict.fromkeys([*places, *(resolve.path(p) for p in [*frameworks, *husky])]))
 
 
 def _real(path: Path) -> Path:

@@ -21,6 +21,7 @@ from piton.core.mode_names import SANDBOX_MODES as SANDBOX_MODES
 from piton.core.records import record
 from piton.core.safety import gitconfig
 from piton.core.safety.globs import glob_match
+from piton.core.safety.realpaths import Resolver
 
 if TYPE_CHECKING:  # the sandbox package imports this module: its limits are named, not imported
     from piton.core.mode_names import SandboxMode as SandboxMode
@@ -100,29 +101,23 @@ def _credentials(
     live outside the project, where no command of the model can move them)."""
     homes = dict.fromkeys([home, *other_homes()])
     paths = [h / p for h in homes for p in (*CREDENTIAL_PATHS, *extra)] + list(private)
-    resolved: dict[str, str] = {}
-    return tuple((p, _realpath(str(p), resolved)) for p in paths)
+    resolve = Resolver()
+    return tuple((p, resolve(str(p))) for p in paths)
 
 
-def _realpath(path: str, resolved: dict[str, str]) -> str:
-    """`os.path.realpath(path)`, resolving each folder on the way once for many paths (hundreds of
-    credential locations share a few homes and folders): a part that is no link, or is missing,
-    is kept as it is, as realpath does; a link is resolved whole."""
-    if not os.path.isabs(path) or "/./" in path or "/../" in path or path.endswith(("/.", "/..")):
-        return os.path.realpath(path)
-    if path in resolved:
-        return resolved[path]
-    parent, name = os.path.split(path)
-    if parent == path or not name:
-        found = os.path.realpath(path)
-    else:
-        candidate = os.path.join(_realpath(parent, resolved), name)
-        try:
-            is_link = stat.S_ISLNK(os.lstat(candidate).st_mode)
-        except OSError:
-            is_link = False
-        found = os.path.realpath(candidate) if is_link else candidate
-    resolved[path] = found
+@cache
+def _credential_keys(home: Path, extra: tuple[str, ...], private: tuple[Path, ...]) -> frozenset[str]:
+    """Every credential location and where it leads, as `_inside` compares them."""
+    pairs = _credentials(home, extra, private)
+    return frozenset(_key(str(p)).rstrip("/") for pair in pairs for p in pair)
+
+
+def _ancestors(path: str) -> list[str]:
+    """`path` and every folder above it, as `_inside` compares them."""
+    key = _key(path).rstrip("/")
+    found = [key]
+    while (key := key.rpartition("/")[0]) != "":
+        found.append(key)
     return found
 
 
@@ -296,7 +291,11 @@ class SandboxPolicy:
             raise PolicyError(f"Cannot write {shown}: it is outside the writable directories ({roots}).")
         if self.mode == "danger-full-access":
             return target
-        for secret, real_secret in _credentials(self.home, self.extra_credentials, self.private_paths):
+        keys = _credential_keys(self.home, self.extra_credentials, self.private_paths)
+        hits = keys.intersection(_ancestors(str(target)))  # one look per folder above, not per location
+        for secret, real_secret in (
+            _credentials(self.home, self.extra_credentials, self.private_paths) if hits else ()
+        ):
             if _inside(target, secret) or _inside(target, real_secret):
                 raise PolicyError(
                     f"Cannot write {shown}: credential files and Piton's own state ({secret}) are "

@@ -180,7 +180,7 @@ def test_private_paths_are_treated_like_credentials(ws: Path) -> None:
 def test_credential_locations_resolve_as_realpath_does(tmp_path: Path) -> None:
     """Folders shared by many locations are resolved once; the answers are realpath's, through
     links, dangling links, loops and missing parts."""
-    from piton.core.safety.policy import _realpath
+    from piton.core.safety.realpaths import Resolver
 
     (tmp_path / "a" / "b" / "c").mkdir(parents=True)
     (tmp_path / "l").symlink_to(tmp_path / "a" / "b")
@@ -193,5 +193,6 @@ def test_credential_locations_resolve_as_realpath_does(tmp_path: Path) -> None:
         "/",
         "/proc/self/cwd",
     ]
-    resolved: dict[str, str] = {}
-    assert [_realpath(p, resolved) for p in paths] == [os.path.realpath(p) for p in paths]
+    resolve = Resolver()
+    assert [resolve(p) for p in paths] == [os.path.realpath(p) for p in paths]
+    assert [resolve(p) for p in paths] == [os.path.realpath(p) for p in paths]  # remembered, the same
