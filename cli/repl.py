@@ -28,7 +28,7 @@ from piton.cli.questions import Check, Question, Questions
 from piton.cli.repl_sessions import ReplSessions
 from piton.cli.repl_view import PromptView, history_path, output_above_prompt, terminal_console
 from piton.cli.repl_view import ReplIO as ReplIO  # where the REPL reads and draws, for its callers
-from piton.cli.signals import Stopper, say
+from piton.cli.signals import Stopper, say, unexpected_errors
 from piton.cli.turns import SessionTotals, TurnDriver, prompt_echo
 from piton.cli.user_shell import user_shell
 from piton.core.mode_names import CYCLED_MODES
@@ -186,11 +186,11 @@ class Repl:
         return await self.sessions.switch(resume=resume, add_dirs=add_dirs, reopen=reopen)
 
     def exit(self) -> None:
-        self.exiting = True
-        self.view.close()
+        self.exiting = True  # a prompt not up yet is closed once it is up; one answered, as it returns
+        if not self.view.close():
+            self.background(self.view.close_when_up())
 
-    async def leave(self) -> None:
-        """Exit even when the prompt has not been drawn yet (a start-up that fails at once)."""
+    async def leave(self) -> None:  # exit when a start-up fails at once, before the prompt is drawn
         self.exiting = True
         await self.view.close_when_up()
 
@@ -248,7 +248,8 @@ class Repl:
 
         self.view.open(self.io, bindings(self), PitonCompleter(self.command_names, self.mentionable))
         self.sessions.start()
-        self.stopper.install(asyncio.get_running_loop(), self._stop)
+        self.stopper.install(loop := asyncio.get_running_loop(), self._stop)
+        loop.set_exception_handler(unexpected_errors(self.print_line, self.stopper))
         if self.initial_prompt:  # `piton "first message"` (or `-r` alone: /resume), as if typed
             self.open_console()
             # below the first screen (and after the trust question), not above them
@@ -269,7 +270,7 @@ class Repl:
         assert self.session is not None
         while not self.exiting:
             try:
-                text = await self.session.prompt_async()
+                text = await self.session.prompt_async(set_exception_handler=False)  # see unexpected_errors
             except EOFError:
                 break
             except KeyboardInterrupt:

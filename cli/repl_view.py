@@ -236,7 +236,8 @@ class PromptView:
     def close(self) -> bool:
         """End the prompt, as Ctrl-D does; False when it is not up (yet)."""
         if self.session is not None and self.session.app.is_running:
-            self.session.app.exit(exception=EOFError())
+            with contextlib.suppress(Exception):  # one already answered cannot be ended: it returns anyway
+                self.session.app.exit(exception=EOFError())
             return True
         return False
 

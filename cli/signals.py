@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
 
@@ -103,3 +103,23 @@ def say(line: str, stream: TextIO | None = None) -> None:
     with contextlib.suppress(OSError, ValueError):
         stream.write(line + "\n")
         stream.flush()
+
+
+def unexpected_errors(
+    say_line: Callable[[str], None], stopper: Stopper
+) -> Callable[[asyncio.AbstractEventLoop, dict[str, Any]], None]:
+    """The REPL's handler of errors no task waited for: one line above the prompt. Never prompt_toolkit's
+    own, which asks to "Press ENTER to continue" and, on a terminal that has hung up (where reading
+    fails at once, again and again), waited for it forever at full CPU. After a stopping signal,
+    nothing: nobody reads the terminal any more."""
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if stopper.stopped:
+            return
+        error = context.get("exception")
+        with contextlib.suppress(Exception):  # saying it must not fail in turn
+            say_line(
+                f"piton: {type(error).__name__}: {error}" if error else f"piton: {context.get('message')}"
+            )
+
+    return handle

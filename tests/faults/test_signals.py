@@ -252,3 +252,30 @@ def test_the_repl_whose_terminal_closes_mid_answer(fake_api: FakeAnthropicAPI, p
     session_id, messages = stopped_session(project, proc.returncode, err, signal.SIGHUP)
     assert [m.text for m in messages] == ["write forever", INTERRUPTED_REQUEST]
     resumes(fake_api, session_id)
+
+
+def test_an_error_no_task_waited_for_is_one_line_and_nothing_after_a_hangup() -> None:
+    """The REPL's handler of such errors (prompt_toolkit's own waited for "Press ENTER" forever on a
+    terminal that had hung up, spinning on its failed reads)."""
+    import asyncio
+    import gc
+
+    from piton.cli.signals import Stopper, unexpected_errors
+
+    said: list[str] = []
+    stopper = Stopper()
+
+    async def fails() -> None:
+        raise OSError(5, "Input/output error")
+
+    async def scenario() -> None:
+        asyncio.get_running_loop().set_exception_handler(unexpected_errors(said.append, stopper))
+        for _ in range(2):
+            task = asyncio.ensure_future(fails())
+            await asyncio.sleep(0)
+            del task
+            gc.collect()  # an unawaited task's error is reported when it is collected
+            stopper.signum = signal.SIGHUP
+
+    asyncio.run(scenario())
+    assert said == ["piton: OSError: [Errno 5] Input/output error"]
