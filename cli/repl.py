@@ -5,9 +5,8 @@ the user types (`repl_sessions`). Above the prompt, the live area shows what is 
 output goes to the scrollback once (`repl_view` draws both). Typing while the model works queues the next
 message; Esc or Ctrl-C interrupts the work at once and leaves the history valid (`turns.TurnDriver` owns
 all of that). This module holds the REPL object that commands see (`controller.Controller`) and the keys
-act on (`keys.Keyed`), and the input loop.
-
-Only prompt_toolkit and the light option types are imported here at start-up.
+act on (`keys.Keyed`), and the input loop. Only prompt_toolkit and the light option types are
+imported here at start-up.
 """
 
 from __future__ import annotations
@@ -258,7 +257,8 @@ class Repl:
             if not self.sessions.start_failed:
                 await self.on_input(self.initial_prompt)
         self.view.note_typed_ahead()
-        await self._read_lines()
+        with self.view.raw_between_prompts():
+            await self._read_lines()
         loaded = await self.sessions.shutdown([self.driver.task, self.view.ticker, *self._tasks])
         if self.stopper.stopped:  # by a signal: said on stderr, whatever became of the screen
             say(self.stopper.told(loaded.log.session_id if loaded else None))
@@ -315,8 +315,7 @@ class Repl:
 
     def _finished(self, task: asyncio.Future[None]) -> None:
         self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            error = task.exception()
+        if not task.cancelled() and (error := task.exception()) is not None:
             self.print_line(f"piton: {type(error).__name__}: {error}", "bold red")
         self.redraw()
 

@@ -233,6 +233,14 @@ class PromptView:
         self.redraw()
         asyncio.get_running_loop().call_later(EXIT_WINDOW_S + 0.05, self.redraw)
 
+    def raw_between_prompts(self) -> contextlib.AbstractContextManager[None]:
+        """The terminal raw from the first prompt to the last, not only while one is up: between two, a
+        cooked terminal echoed keys typed in that moment and turned their Enter into a newline
+        (Ctrl-J), which the next prompt inserted rather than sent. Programs run in the terminal
+        (`!cmd`, the pager) still get it cooked."""
+        assert self.session is not None
+        return self.session.app.input.raw_mode()
+
     def close(self) -> bool:
         """End the prompt, as Ctrl-D does; False when it is not up (yet)."""
         if self.session is not None and self.session.app.is_running:
