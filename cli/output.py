@@ -10,11 +10,8 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
-from piton.api.init_line import Catalogue
-from piton.api.messages import MessageStream
-from piton.api.result_line import result_to_dict
 from piton.api.tool_use_result import TODO_MARKS as TODO_MARKS
 from piton.api.tool_use_result import display_text
 from piton.core.clip import one_line
@@ -31,6 +28,9 @@ from piton.core.conversation.events import (
 )
 from piton.core.display import counted
 from piton.core.providers.waits import say_seconds
+
+if TYPE_CHECKING:
+    from piton.api.init_line import Catalogue
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -185,6 +185,8 @@ class TextWriter(_Base):
 
 class JsonWriter(_Base):
     def _result(self, result: Result) -> None:
+        from piton.api.result_line import result_to_dict  # a text run does not load the JSON lines
+
         self.stdout.write(json.dumps(result_to_dict(result), ensure_ascii=False) + "\n")
         self.stdout.flush()
 
@@ -201,6 +203,8 @@ class StreamJsonWriter(_Base):
         partial: bool = False,
         catalogue: Catalogue | None = None,
     ) -> None:
+        from piton.api.messages import MessageStream  # loaded by the runs that write these lines only
+
         super().__init__(stdout, stderr, verbose)
         self.stream = MessageStream(partial=partial, catalogue=catalogue)  # what the lines are made of
 
