@@ -265,7 +265,12 @@ class PromptView:
         def run() -> int:
             return subprocess.run(argv, check=False).returncode
 
-        return await run_in_terminal(run) if self.session is not None else run()
+        if self.session is None:
+            return run()
+        if self.session.app.is_running:
+            return await run_in_terminal(run)  # the prompt set aside, the terminal cooked for it
+        with self.session.app.input.cooked_mode():  # between prompts the terminal is raw (see below)
+            return run()
 
     def edit(self, text: str) -> None:
         """Put `text` into the input, the cursor at its end."""

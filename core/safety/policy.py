@@ -106,10 +106,14 @@ def _credentials(
 
 
 @cache
-def _credential_keys(home: Path, extra: tuple[str, ...], private: tuple[Path, ...]) -> frozenset[str]:
-    """Every credential location and where it leads, as `_inside` compares them."""
-    pairs = _credentials(home, extra, private)
-    return frozenset(_key(str(p)).rstrip("/") for pair in pairs for p in pair)
+def _credential_keys(home: Path, extra: tuple[str, ...], private: tuple[Path, ...]) -> dict[str, Path]:
+    """Every credential location and where it leads, as `_inside` compares them, each with the
+    location to name."""
+    found: dict[str, Path] = {}
+    for path, target in _credentials(home, extra, private):
+        for key in (_key(str(path)), _key(target)):
+            found.setdefault(key.rstrip("/"), path)
+    return found
 
 
 def _ancestors(path: str) -> list[str]:
@@ -291,16 +295,14 @@ class SandboxPolicy:
             raise PolicyError(f"Cannot write {shown}: it is outside the writable directories ({roots}).")
         if self.mode == "danger-full-access":
             return target
-        keys = _credential_keys(self.home, self.extra_credentials, self.private_paths)
-        hits = keys.intersection(_ancestors(str(target)))  # one look per folder above, not per location
-        for secret, real_secret in (
-            _credentials(self.home, self.extra_credentials, self.private_paths) if hits else ()
-        ):
-            if _inside(target, secret) or _inside(target, real_secret):
-                raise PolicyError(
-                    f"Cannot write {shown}: credential files and Piton's own state ({secret}) are "
-                    "protected from changes."
-                )
+        secrets = _credential_keys(self.home, self.extra_credentials, self.private_paths)
+        # one look per folder above the target, not one comparison per location
+        secret = next((secrets[k] for k in _ancestors(str(target)) if k in secrets), None)
+        if secret is not None:
+            raise PolicyError(
+                f"Cannot write {shown}: credential files and Piton's own state ({secret}) are "
+                "protected from changes."
+            )
         if any(_key(part) == ".git" for part in target.parts):
             raise PolicyError(
                 f"Cannot write {shown}: files inside .git belong to git; use git commands in Bash."
