@@ -17,7 +17,7 @@ from dataclasses import field
 from typing import TYPE_CHECKING, TextIO
 
 from piton.cli.guarded import run_guarded
-from piton.cli.signals import Stopper, say
+from piton.cli.signals import Stopper, say, unexpected_errors
 from piton.core.options import RunOptions
 from piton.core.records import record
 
@@ -96,6 +96,12 @@ async def _drive(session: Session, prompt: str, writer: Writer, stopper: Stopper
     task = asyncio.current_task()
     if task is not None:
         stopper.install(asyncio.get_running_loop(), task.cancel)
+        running = task
+
+        def stopping() -> bool:  # a signal, Ctrl-C (asyncio cancels the run), or the run over
+            return stopper.stopped or running.cancelling() > 0 or running.done()
+
+        asyncio.get_running_loop().set_exception_handler(unexpected_errors(writer.notice, stopping))
     result: Result | None = None
     try:
         for shown in await session.start():

@@ -248,7 +248,7 @@ class Repl:
         self.view.open(self.io, bindings(self), PitonCompleter(self.command_names, self.mentionable))
         self.sessions.start()
         self.stopper.install(loop := asyncio.get_running_loop(), self._stop)
-        loop.set_exception_handler(unexpected_errors(self.print_line, self.stopper))
+        loop.set_exception_handler(unexpected_errors(self.print_line, lambda: self.stopper.stopped))
         if self.initial_prompt:  # `piton "first message"` (or `-r` alone: /resume), as if typed
             self.open_console()
             # below the first screen (and after the trust question), not above them

@@ -106,15 +106,16 @@ def say(line: str, stream: TextIO | None = None) -> None:
 
 
 def unexpected_errors(
-    say_line: Callable[[str], None], stopper: Stopper
+    say_line: Callable[[str], None], quiet: Callable[[], bool]
 ) -> Callable[[asyncio.AbstractEventLoop, dict[str, Any]], None]:
-    """The REPL's handler of errors no task waited for: one line above the prompt. Never prompt_toolkit's
-    own, which asks to "Press ENTER to continue" and, on a terminal that has hung up (where reading
-    fails at once, again and again), waited for it forever at full CPU. After a stopping signal,
-    nothing: nobody reads the terminal any more."""
+    """A handler of errors no task waited for: one line, or nothing while `quiet()` (the run is being
+    stopped: a read cut short by the interrupt fails in the HTTP client's own callbacks, and nobody may
+    read the terminal after a hangup). Never asyncio's traceback; in the REPL never prompt_toolkit's
+    handler either, which asks to "Press ENTER to continue" and, on a terminal that has hung up (where
+    reading fails at once, again and again), waited for it forever at full CPU."""
 
     def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        if stopper.stopped:
+        if quiet():
             return
         error = context.get("exception")
         with contextlib.suppress(Exception):  # saying it must not fail in turn

@@ -269,7 +269,9 @@ def test_an_error_no_task_waited_for_is_one_line_and_nothing_after_a_hangup() ->
         raise OSError(5, "Input/output error")
 
     async def scenario() -> None:
-        asyncio.get_running_loop().set_exception_handler(unexpected_errors(said.append, stopper))
+        asyncio.get_running_loop().set_exception_handler(
+            unexpected_errors(said.append, lambda: stopper.stopped)
+        )
         for _ in range(2):
             task = asyncio.ensure_future(fails())
             await asyncio.sleep(0)
