@@ -94,14 +94,15 @@ async def _drive(session: Session, prompt: str, writer: Writer, stopper: Stopper
     from piton.session import NoTurn
 
     task = asyncio.current_task()
+    reader_gone = False
     if task is not None:
         stopper.install(asyncio.get_running_loop(), task.cancel)
         running = task
 
-        def stopping() -> bool:  # a signal, Ctrl-C (asyncio cancels the run), or the run over
-            return stopper.stopped or running.cancelling() > 0 or running.done()
+        def stopping() -> bool:  # a signal, Ctrl-C (asyncio cancels the run), a reader gone, or the end
+            return stopper.stopped or reader_gone or running.cancelling() > 0 or running.done()
 
-        asyncio.get_running_loop().set_exception_handler(unexpected_errors(writer.notice, stopping))
+        asyncio.get_running_loop().set_exception_handler(unexpected_errors(say, stopping))
     result: Result | None = None
     try:
         for shown in await session.start():
@@ -112,6 +113,9 @@ async def _drive(session: Session, prompt: str, writer: Writer, stopper: Stopper
             async for event in events:
                 try:
                     writer.handle(event)
+                except BrokenPipeError:  # nobody reads on: closing what is open may fail in callbacks
+                    reader_gone = True
+                    raise
                 except OSError as e:  # the terminal hung up before its SIGHUP came: stop as it will
                     if task is None or not stopper.lost_terminal(e):
                         raise
