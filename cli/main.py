@@ -136,6 +136,12 @@ def _mcp(args: list[str]) -> int:  # `piton mcp add|add-json|list|get|remove …
     return mcp_main(args)
 
 
+def _acp(args: list[str]) -> int:  # `piton acp`: the Agent Client Protocol on stdin/stdout, for editors
+    from piton.acp.server import main as acp_main
+
+    return acp_main(args)
+
+
 def _plugin(args: list[str]) -> int:  # `piton plugin install|list|enable|disable|uninstall|marketplace …`
     from piton.cli.plugin_command import main as plugin_main
 
@@ -184,6 +190,7 @@ _SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], bool]] = {
     "eval": (_eval, True),
     "update": (_update, True),
     "doctor": (_doctor, False),
+    "acp": (_acp, True),
 }
 
 
