@@ -49,8 +49,9 @@ COMMANDS = (
     ("mcp add|list|get|remove", "manage MCP servers"),
     ("plugin install|list …", "manage plugins and marketplaces"),
     ("skills [--json]", "the skills, commands and subagent types found here"),
-    ("eval [SUITE] [--record]", "replay (or record) evaluation cases of skills and prompts"),
+    ("eval [SUITE] [--record]", "replay (or record) evaluation cases"),
     ("update [--check]", "whether a newer release is out, and how to update"),
+    ("acp", "be the agent of an editor (the Agent Client Protocol)"),
 )
 ENVIRONMENT = (
     ("ANTHROPIC_API_KEY", "your API key (ANTHROPIC_AUTH_TOKEN for a gateway's bearer token)"),
@@ -58,8 +59,7 @@ ENVIRONMENT = (
     ("CLAUDE_CODE_USE_BEDROCK=1", "Amazon Bedrock (CLAUDE_CODE_USE_VERTEX=1: Google Vertex)"),
 )
 EXAMPLES = (
-    ('piton -p "explain src/app.py"', "answer once, for scripts"),
-    ('git diff | piton -p "review"', "piped input is context"),
+    ('git diff | piton -p "review"', "answer once, for scripts (piped input is context)"),
 )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from acp import RequestError, schema
 
+from piton.core.conversation.messages import INTERRUPTED_TOOL_RESULT
 from piton.testing.script import Thinking, ToolCall, reply
 from tests.acp.client import Editor, connected, first, folder, text
 from tests.fakes.fake_api import FakeAnthropicAPI
@@ -380,3 +381,31 @@ def test_initialize_says_what_piton_can_do(project: Path) -> None:
             assert method.id == "anthropic-api-key"
 
     run(scenario())
+
+
+def test_an_editor_that_ends_its_agent_ends_the_agents_commands(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    fake_api.add(reply(ToolCall("Bash", {"command": "touch started && sleep 30 && touch late"})))
+    editor = Editor(answer=first("allow_once"))
+    ids: list[str] = []
+
+    async def scenario() -> None:
+        async with connected(editor) as (conn, process):
+            session = await conn.new_session(cwd=folder(project), mcp_servers=[])
+            ids.append(session.session_id)
+            turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text("wait")]))
+            await editor.asked.wait()
+            while not (project / "started").exists():  # noqa: ASYNC110 (a file in the sandbox: no event)
+                await asyncio.sleep(0.02)
+            process.terminate()  # as an editor closing its window does
+            assert await process.wait() == 0
+            turn.cancel()
+
+    run(scenario())
+    # the session was closed as the terminal closes one: its log says the call was cut short
+    from piton.core.conversation.session import SessionStore
+
+    saved = SessionStore().find(ids[0], project.resolve()).read_text()
+    assert INTERRUPTED_TOOL_RESULT in saved
+    assert not (project / "late").exists()

@@ -190,7 +190,7 @@ def test_help_fits_a_screen_groups_every_option_and_names_the_commands() -> None
         section = done.stdout.split(f"\n{flag.group}:\n")[1].split(":\n")[0]
         assert f"  {flag.names[0]}" in section or f", {flag.names[1]}" in section, flag.names
     assert all(name in done.stdout for name in CLIENT_FLAGS)
-    for command in ("doctor", "config", "mcp", "plugin", "skills", "eval", "update"):
+    for command in ("doctor", "config", "mcp", "plugin", "skills", "eval", "update", "acp"):
         assert f"piton {command}" in done.stdout
     narrow = subprocess.run(
         [str(PITON), "-h"], capture_output=True, text=True, timeout=CEILING_S, env={**env, "COLUMNS": "60"}
