@@ -21,6 +21,8 @@ from piton.builtin_tools.files import (
     before_change,
     decode,
     decode_seen,
+    editor_text,
+    editor_write,
     not_read_yet,
     read_existing,
     remember,
@@ -79,6 +81,8 @@ class Edit(FileTool[EditInput]):
             return self._create(ctx, path, args)
         seen = require_fresh_read(ctx, path, existing[1], "edit")
         text, encoding = decode_seen(existing[0], seen)
+        buffered = editor_text(ctx, path)  # an editor's buffer is what the user sees: edit that
+        text = buffered if buffered is not None else text
         try:
             plan = plan_edit(
                 text,
@@ -99,7 +103,8 @@ class Edit(FileTool[EditInput]):
             )
         before_change(ctx, path, existing)
         try:
-            st = pinned.replace(path, data)
+            st = editor_write(ctx, path, plan.text, existing[1]) if buffered is not None else None
+            st = st or pinned.replace(path, data)
         except pinned.PathChanged:
             raise  # FileTool reports it: the path changed under us, nothing was written
         except OSError as e:

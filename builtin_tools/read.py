@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import difflib
+import io
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from piton.builtin_tools.files import (
     bom_encoding,
     decode_line,
     detect,
+    editor_text,
     lines_of,
     looks_binary,
     numbered,
@@ -215,7 +217,11 @@ class Read(FileTool[ReadInput]):
             # the whole file decides its encoding, as it does for Edit; past a size, its first lines
             encoding = detect(f.read()) if opened.st.st_size <= _DETECT_BYTES else bom_encoding(head)
             f.seek(0)
-            result = self._text(f, encoding, args)
+            buffered = editor_text(ctx, path)  # an editor's buffer, unsaved changes included
+            if buffered is not None:
+                result = self._text(io.BytesIO(buffered.encode("utf-8", "surrogateescape")), UTF8, args)
+            else:
+                result = self._text(f, encoding, args)
         remember(ctx, path, opened.st, encoding=encoding)
         return result
 

@@ -15,6 +15,7 @@ from piton.builtin_tools.files import (
     before_change,
     decode,
     decode_seen,
+    editor_write,
     not_read_yet,
     read_existing,
     remember,
@@ -69,8 +70,9 @@ class Write(FileTool[WriteInput]):
             encoding = UTF8
             data = args.content.encode("utf-8")
         before_change(ctx, path, existing)
-        try:
-            st = pinned.replace(path, data, create_parents=True)
+        try:  # a file the editor has may change in its buffer; a new one is made on disk
+            st = editor_write(ctx, path, args.content, existing[1]) if existing is not None else None
+            st = st or pinned.replace(path, data, create_parents=True)
         except pinned.PathChanged:
             raise  # FileTool reports it: the path changed under us, nothing was written
         except OSError as e:

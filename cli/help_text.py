@@ -58,9 +58,7 @@ ENVIRONMENT = (
     ("ANTHROPIC_BASE_URL", "another endpoint (a gateway or proxy)"),
     ("CLAUDE_CODE_USE_BEDROCK=1", "Amazon Bedrock (CLAUDE_CODE_USE_VERTEX=1: Google Vertex)"),
 )
-EXAMPLES = (
-    ('git diff | piton -p "review"', "answer once, for scripts (piped input is context)"),
-)
+EXAMPLES = (('git diff | piton -p "review"', "answer once, for scripts (piped input is context)"),)
 
 
 def help_text(width: int | None = None) -> str:

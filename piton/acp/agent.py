@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from acp.interfaces import Client
 
     from piton.acp.prompt import Block
+    from piton.session import Session
 
 log = logging.getLogger("piton.acp")
 API_KEY_METHOD = "anthropic-api-key"
@@ -192,6 +193,7 @@ class PitonAgent:
         except (SessionError, SetupError) as e:
             raise RequestError.invalid_params({"reason": str(e)}) from None
         approver.session_id, approver.gate = session.session_id, session.agent.gate
+        self._lend_buffers(session)
         editor = EditorSession(self.client, session, folder)
         self.sessions[session.session_id] = editor
         for shown in await session.start():
@@ -203,6 +205,17 @@ class PitonAgent:
             self._told.add(task)
             task.add_done_callback(self._told.discard)
         return editor
+
+    def _lend_buffers(self, session: Session) -> None:
+        """Read, Edit and Write through the editor when it offers `fs/*` (see `piton.acp.files`)."""
+        from piton.acp.files import EditorBuffers
+
+        fs = self.capabilities.fs
+        if fs is None or not (fs.read_text_file or fs.write_text_file):
+            return
+        loop = asyncio.get_running_loop()
+        reads, writes = bool(fs.read_text_file), bool(fs.write_text_file)
+        session.agent.context.editor = EditorBuffers(self.client, session.session_id, loop, reads, writes)
 
     def _run_options(self, folder: Path, servers: list[McpServer], resume: str | None) -> Any:
         from piton.core.options import RunOptions

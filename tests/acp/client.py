@@ -37,6 +37,7 @@ class Editor:
         self.answer = answer or first("allow_once")
         self.buffers = buffers  # path -> text: offered as fs/* when set
         self.written: dict[str, str] = {}
+        self.reads: list[str] = []
         self.asked = asyncio.Event()
 
     # -- the client's side of the protocol --------------------------------------------------------
@@ -63,7 +64,10 @@ class Editor:
         self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **_: Any
     ) -> schema.ReadTextFileResponse:
         assert self.buffers is not None
-        return schema.ReadTextFileResponse(content=self.buffers[path])
+        self.reads.append(path)
+        # a file the editor has no buffer of is read from the disk, by name, as an editor does
+        found = self.buffers[path] if path in self.buffers else await asyncio.to_thread(Path(path).read_text)
+        return schema.ReadTextFileResponse(content=found)
 
     async def write_text_file(
         self, session_id: str, path: str, content: str, **_: Any

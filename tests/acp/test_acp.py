@@ -409,3 +409,41 @@ def test_an_editor_that_ends_its_agent_ends_the_agents_commands(
     saved = SessionStore().find(ids[0], project.resolve()).read_text()
     assert INTERRUPTED_TOOL_RESULT in saved
     assert not (project / "late").exists()
+
+
+def test_read_and_edit_go_through_the_editors_buffers_while_nothing_the_model_started_runs(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    notes = project / "notes.txt"
+    notes.write_text("on disk\n")
+    where = str(notes.resolve())
+    secret = Path.home() / ".ssh" / "id_rsa"
+    secret.parent.mkdir()
+    secret.write_text("KEY\n")
+    buffers = {where: "unsaved line\n", str(secret): "KEY\n"}
+    fake_api.add(
+        reply(ToolCall("Read", {"file_path": "notes.txt"}), ToolCall("Read", {"file_path": str(secret)}))
+    )
+    fake_api.add(
+        reply(ToolCall("Edit", {"file_path": "notes.txt", "old_string": "unsaved", "new_string": "edited"}))
+    )
+    fake_api.add(reply(ToolCall("Bash", {"command": "sleep 30", "run_in_background": True})))
+    fake_api.add(reply(ToolCall("Read", {"file_path": "notes.txt"})))
+    fake_api.add(reply("Done."))
+    editor = Editor(answer=first("allow_always"), buffers=buffers)
+
+    async def scenario() -> None:
+        async with connected(editor) as (conn, _):
+            session = await conn.new_session(cwd=folder(project), mcp_servers=[])
+            await conn.prompt(session_id=session.session_id, prompt=[text("edit")])
+
+    run(scenario())
+    read, refused = (b for b in user_blocks(fake_api.bodies[1]) if b["type"] == "tool_result")
+    assert "unsaved line" in json.dumps(read["content"])  # the buffer, not the disk
+    assert refused["is_error"] and "KEY" not in json.dumps(refused["content"])
+    assert editor.written == {where: "edited line\n"}  # the edit landed in the buffer
+    assert notes.read_text() == "on disk\n"  # which the editor has not saved
+    assert editor.reads == [where, where]  # the credential was never asked of the editor
+    # with a background command of the model's running, the tools go to the disk themselves
+    [late] = [b for b in user_blocks(fake_api.bodies[4]) if b["type"] == "tool_result"]
+    assert "on disk" in json.dumps(late["content"])
