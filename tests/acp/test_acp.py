@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import json
 import sys
 from collections.abc import Coroutine
@@ -15,7 +16,7 @@ import pytest
 from acp import RequestError, schema
 
 from piton.core.conversation.messages import INTERRUPTED_TOOL_RESULT
-from piton.testing.script import Thinking, ToolCall, reply
+from piton.testing.script import HttpError, Thinking, ToolCall, reply
 from tests.acp.client import Editor, connected, first, folder, text
 from tests.fakes.fake_api import FakeAnthropicAPI
 from tests.fakes.images import png
@@ -447,3 +448,31 @@ def test_read_and_edit_go_through_the_editors_buffers_while_nothing_the_model_st
     # with a background command of the model's running, the tools go to the disk themselves
     [late] = [b for b in user_blocks(fake_api.bodies[4]) if b["type"] == "tool_result"]
     assert "on disk" in json.dumps(late["content"])
+
+
+def test_a_refusal_is_its_stop_reason_and_a_failed_request_a_protocol_error(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    fake_api.add(reply("I can't help with that.", stop_reason="refusal"))
+    fake_api.add(
+        HttpError(400, "invalid_request_error", "prompt is too long: 300000 tokens > 200000 maximum")
+    )
+    fake_api.add(reply("Back."))
+    editor = Editor()
+
+    async def scenario() -> None:
+        async with connected(editor) as (conn, _):
+            session = await conn.new_session(cwd=folder(project), mcp_servers=[])
+            refused = await conn.prompt(session_id=session.session_id, prompt=[text("something bad")])
+            assert refused.stop_reason == "refusal"
+            with pytest.raises(RequestError) as failed:
+                await conn.prompt(session_id=session.session_id, prompt=[text("again")])
+            assert "prompt is too long" in json.dumps(failed.value.to_error_obj())
+            again = await conn.prompt(session_id=session.session_id, prompt=[text("and now?")])
+            assert again.stop_reason == "end_turn"
+
+    run(scenario())
+    assert editor.text().endswith("Back.")
+    # the history stayed valid for the API: the third request holds the first two prompts and answers
+    roles = [m["role"] for m in fake_api.bodies[2]["messages"]]
+    assert roles[0] == "user" and roles[-1] == "user" and all(a != b for a, b in itertools.pairwise(roles))
