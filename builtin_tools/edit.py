@@ -15,14 +15,13 @@ from pydantic import Field
 
 from piton.builtin_tools.diffs import DiffNames, diff_names, file_change, region_diff, whole_diff
 from piton.builtin_tools.edit_plan import EditError, Plan, around, plan_edit
+from piton.builtin_tools.editor_buffers import editor_text, editor_write
 from piton.builtin_tools.files import (
     FileTool,
     after_change,
     before_change,
     decode,
     decode_seen,
-    editor_text,
-    editor_write,
     not_read_yet,
     read_existing,
     remember,

@@ -12,6 +12,7 @@ from typing import IO, Any
 
 from pydantic import Field
 
+from piton.builtin_tools.editor_buffers import editor_text
 from piton.builtin_tools.files import (
     MAX_LINE_CHARS,
     SNIFF_BYTES,
@@ -22,7 +23,6 @@ from piton.builtin_tools.files import (
     bom_encoding,
     decode_line,
     detect,
-    editor_text,
     lines_of,
     looks_binary,
     numbered,

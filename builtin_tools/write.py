@@ -8,6 +8,7 @@ from pydantic import Field
 
 from piton.builtin_tools.diffs import diff_names, file_change, whole_diff
 from piton.builtin_tools.edit_plan import newline_style
+from piton.builtin_tools.editor_buffers import editor_write
 from piton.builtin_tools.files import (
     UTF8,
     FileTool,
@@ -15,7 +16,6 @@ from piton.builtin_tools.files import (
     before_change,
     decode,
     decode_seen,
-    editor_write,
     not_read_yet,
     read_existing,
     remember,

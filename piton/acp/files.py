@@ -1,7 +1,7 @@
 """Read, Edit and Write through the editor (`fs/read_text_file`, `fs/write_text_file`), when it
 offers them: the model sees unsaved changes, and its edits land in the editor's buffers. Piton's
 path policy has decided before either call, and the file tools delegate only while no process the
-model started is alive (`piton.builtin_tools.files.editor_text`). The tools run on worker threads;
+model started is alive (`piton.builtin_tools.editor_buffers`). The tools run on worker threads;
 each call crosses to the event loop and waits for the editor's answer there."""
 
 from __future__ import annotations
