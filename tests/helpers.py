@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import shutil
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
+
+import pytest
 
 T = TypeVar("T")
 
@@ -85,6 +88,26 @@ def stream_all(provider: Any, request: Any) -> list[Any]:
 
 
 PITON = str(Path(sys.executable).with_name("piton"))
+NPM_S = 300.0  # an npm install fetches from the registry: its own ceiling, against a stalled network
+
+
+def npm_installed(tmp_path_factory: pytest.TempPathFactory, spec: str) -> Path:
+    """A fresh folder with the npm package `spec` (`name@version`) installed in its node_modules, for
+    a session-scoped fixture to make once; skips the test where Node.js is not installed."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip(f"Node.js is not installed: {spec} cannot run here")
+    folder = tmp_path_factory.mktemp("npm")
+    (folder / "package.json").write_text('{"name": "piton-npm-test", "private": true}\n')
+    done = subprocess.run(
+        ["npm", "install", "--omit=optional", "--no-audit", "--no-fund", spec],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=NPM_S,
+        check=False,
+    )
+    assert done.returncode == 0, f"npm could not install {spec}: {done.stderr[-2000:]}"
+    return folder
 
 
 def piton(cwd: Path, *args: str, timeout: float = CEILING_S) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,7 @@ import pytest
 
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import CEILING_S
+from tests.helpers import CEILING_S, npm_installed
 
 SDK = "@anthropic-ai/claude-agent-sdk@0.3.332"
 SCRIPT = Path(__file__).parents[1] / "fixtures" / "ts_sdk" / "run.mjs"
@@ -25,19 +25,7 @@ PITON = Path(sys.executable).with_name("piton")
 @pytest.fixture(scope="session")
 def ts_sdk(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with the SDK installed and the script beside it."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("Node.js is not installed: the TypeScript SDK cannot run here")
-    folder = tmp_path_factory.mktemp("ts-sdk")
-    (folder / "package.json").write_text('{"name": "piton-ts-sdk-test", "private": true}\n')
-    done = subprocess.run(
-        ["npm", "install", "--omit=optional", "--no-audit", "--no-fund", SDK],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, f"npm could not install {SDK}: {done.stderr[-2000:]}"
+    folder = npm_installed(tmp_path_factory, SDK)
     shutil.copy(SCRIPT, folder / "run.mjs")
     return folder
 
