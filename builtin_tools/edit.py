@@ -15,7 +15,6 @@ from pydantic import Field
 
 from piton.builtin_tools.diffs import DiffNames, diff_names, file_change, region_diff, whole_diff
 from piton.builtin_tools.edit_plan import EditError, Plan, around, plan_edit
-from piton.builtin_tools.editor_buffers import editor_text, editor_write
 from piton.builtin_tools.files import (
     FileTool,
     after_change,
@@ -80,8 +79,6 @@ class Edit(FileTool[EditInput]):
             return self._create(ctx, path, args)
         seen = require_fresh_read(ctx, path, existing[1], "edit")
         text, encoding = decode_seen(existing[0], seen)
-        buffered = editor_text(ctx, path)  # an editor's buffer is what the user sees: edit that
-        text = buffered if buffered is not None else text
         try:
             plan = plan_edit(
                 text,
@@ -102,8 +99,7 @@ class Edit(FileTool[EditInput]):
             )
         before_change(ctx, path, existing)
         try:
-            st = editor_write(ctx, path, plan.text, existing[1]) if buffered is not None else None
-            st = st or pinned.replace(path, data)
+            st = pinned.replace(path, data)
         except pinned.PathChanged:
             raise  # FileTool reports it: the path changed under us, nothing was written
         except OSError as e:

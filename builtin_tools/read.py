@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import difflib
-import io
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +11,6 @@ from typing import IO, Any
 
 from pydantic import Field
 
-from piton.builtin_tools.editor_buffers import editor_text
 from piton.builtin_tools.files import (
     MAX_LINE_CHARS,
     SNIFF_BYTES,
@@ -217,11 +215,7 @@ class Read(FileTool[ReadInput]):
             # the whole file decides its encoding, as it does for Edit; past a size, its first lines
             encoding = detect(f.read()) if opened.st.st_size <= _DETECT_BYTES else bom_encoding(head)
             f.seek(0)
-            buffered = editor_text(ctx, path)  # an editor's buffer, unsaved changes included
-            if buffered is not None:
-                result = self._text(io.BytesIO(buffered.encode("utf-8", "surrogateescape")), UTF8, args)
-            else:
-                result = self._text(f, encoding, args)
+            result = self._text(f, encoding, args)
         remember(ctx, path, opened.st, encoding=encoding)
         return result
 

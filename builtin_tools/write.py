@@ -8,7 +8,6 @@ from pydantic import Field
 
 from piton.builtin_tools.diffs import diff_names, file_change, whole_diff
 from piton.builtin_tools.edit_plan import newline_style
-from piton.builtin_tools.editor_buffers import editor_write
 from piton.builtin_tools.files import (
     UTF8,
     FileTool,
@@ -70,9 +69,8 @@ class Write(FileTool[WriteInput]):
             encoding = UTF8
             data = args.content.encode("utf-8")
         before_change(ctx, path, existing)
-        try:  # a file the editor has may change in its buffer; a new one is made on disk
-            st = editor_write(ctx, path, args.content, existing[1]) if existing is not None else None
-            st = st or pinned.replace(path, data, create_parents=True)
+        try:
+            st = pinned.replace(path, data, create_parents=True)
         except pinned.PathChanged:
             raise  # FileTool reports it: the path changed under us, nothing was written
         except OSError as e:

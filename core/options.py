@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from piton.core.records import record
 
@@ -33,6 +33,9 @@ class RunOptions:
     settings: str | None = None  # --settings: one more layer, a file or inline JSON, above the files
     session_id: str | None = None  # --session-id: the id a new session takes
     fork_session: bool = False  # with a resumed session: go on in a new one with the same history
+    # a resumed session another piton is writing: go on in a new one, or refuse (an editor's
+    # `session/load`, which cannot be told of a new id)
+    if_busy: Literal["fork", "refuse"] = "fork"
     max_budget_usd: float | None = None  # stop the run once it has cost more
     # IS_SANDBOX=1 in the environment Piton started with: commands run without bwrap
     machine_is_sandbox: bool = False

@@ -56,16 +56,6 @@ class CallScope:
 current_call: ContextVar[CallScope | None] = ContextVar("piton_current_call", default=None)
 
 
-class EditorFiles(Protocol):
-    """The project's files as an editor holds them (`piton acp` with a client that offers `fs/*`):
-    read and written there, unsaved changes included. A file tool calls these from its worker
-    thread, with the path its policy allowed; None or False: the tool uses the disk itself."""
-
-    def read_text(self, path: Path) -> str | None: ...
-
-    def write_text(self, path: Path, text: str) -> bool: ...
-
-
 @record
 class ToolContext:
     """What a tool may know about the run it serves. `state` is per-session scratch space, each key
@@ -89,7 +79,6 @@ class ToolContext:
     reads_documents: Callable[[], bool] | None = None
     # seconds a tool's call may take, by tool name or pattern (`mcp__github__*`): the settings' toolTimeouts
     timeouts: dict[str, float] = field(default_factory=dict)
-    editor: EditorFiles | None = None  # an editor's buffers, where Read, Edit and Write go through them
 
 
 class ToolInput(BaseModel):

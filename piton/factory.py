@@ -86,7 +86,6 @@ class AgentFactory:
             shells=parent.context.shells,
             timeouts=parent.context.timeouts,
             checkpoints=parent.context.checkpoints,  # a subagent's edits belong to the turn that asked
-            editor=parent.context.editor,  # an editor's buffers, for its reads and edits too
         )
         model = resolve_alias(agent_type.model) if agent_type.model else parent.config.model
         # its own ToolSearch, over its own tools, unless its type refuses that tool

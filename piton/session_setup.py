@@ -81,7 +81,7 @@ def _load(
         loaded = store.load(session_id, options.cwd)
         return loaded, None, [loaded.path.with_suffix("") / "tool-results"]
     # a session another piton is writing goes on in a new one: nothing is lost, nobody waits
-    loaded, log = store.open(session_id, options.cwd, if_busy="fork")
+    loaded, log = store.open(session_id, options.cwd, if_busy=options.if_busy)
     forked = log.session_id != loaded.session_id
     return loaded, log, [loaded.path.with_suffix("") / "tool-results"] if forked else []
 

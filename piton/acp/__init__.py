@@ -7,5 +7,4 @@ Neovim, Emacs) that start it as a subprocess and speak JSON-RPC over its stdin a
     updates.py   Piton's events and history as the protocol's session updates
     prompt.py    an editor's prompt (text, images, files, selections) as a user message
     approver.py  permission questions and AskUserQuestion as `session/request_permission`
-    files.py     Read and Edit through the editor's buffers (`fs/*`)
 """

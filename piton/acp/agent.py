@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from acp.interfaces import Client
 
     from piton.acp.prompt import Block
-    from piton.session import Session
 
 log = logging.getLogger("piton.acp")
 API_KEY_METHOD = "anthropic-api-key"
@@ -92,7 +91,7 @@ class PitonAgent:
             raise RequestError.invalid_params(
                 {"methodId": method_id, "reason": "not an authentication method of Piton's"}
             )
-        _require_credentials()
+        _require_credentials(self.options.model)
         return schema.AuthenticateResponse()
 
     # -- sessions ----------------------------------------------------------------------------------
@@ -193,29 +192,21 @@ class PitonAgent:
         except (SessionError, SetupError) as e:
             raise RequestError.invalid_params({"reason": str(e)}) from None
         approver.session_id, approver.gate = session.session_id, session.agent.gate
-        self._lend_buffers(session)
         editor = EditorSession(self.client, session, folder)
+        try:
+            for shown in await session.start():
+                log.info("%s", getattr(shown, "text", shown))
+            if resume is not None:  # the history goes before the answer, as the protocol asks
+                await editor.opened(replay=True)
+        except BaseException:  # a session the editor never learns of must not stay open
+            await editor.close()
+            raise
         self.sessions[session.session_id] = editor
-        for shown in await session.start():
-            log.info("%s", getattr(shown, "text", shown))
-        if resume is not None:  # the history goes before the answer, as the protocol asks
-            await editor.opened(replay=True)
-        else:  # told after the answer: the editor knows the session only once it has its id
+        if resume is None:  # told after the answer: the editor knows the session only once it has its id
             task = asyncio.get_running_loop().create_task(_after_answer(editor.opened(replay=False)))
             self._told.add(task)
             task.add_done_callback(self._told.discard)
         return editor
-
-    def _lend_buffers(self, session: Session) -> None:
-        """Read, Edit and Write through the editor when it offers `fs/*` (see `piton.acp.files`)."""
-        from piton.acp.files import EditorBuffers
-
-        fs = self.capabilities.fs
-        if fs is None or not (fs.read_text_file or fs.write_text_file):
-            return
-        loop = asyncio.get_running_loop()
-        reads, writes = bool(fs.read_text_file), bool(fs.write_text_file)
-        session.agent.context.editor = EditorBuffers(self.client, session.session_id, loop, reads, writes)
 
     def _run_options(self, folder: Path, servers: list[McpServer], resume: str | None) -> Any:
         from piton.core.options import RunOptions
@@ -227,6 +218,7 @@ class PitonAgent:
             model=self.options.model,
             permission_mode=self.options.permission_mode,
             resume=resume,
+            if_busy="refuse",  # another piton writes it: `session/load` cannot hand the editor a new id
             mcp_config=config,
             machine_is_sandbox=machine_is_sandbox(),
         )
@@ -250,10 +242,12 @@ def _servers(servers: list[McpServer]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _require_credentials() -> None:
+def _require_credentials(model: str | None) -> None:
+    """Anthropic's credentials, unless the model is served elsewhere (`ollama:…` needs no key)."""
     from piton.core.providers.credentials import NO_API_KEY, credential_source
+    from piton.core.providers.route import needs_anthropic
 
-    if credential_source() is None:
+    if needs_anthropic(model) and credential_source() is None:
         raise RequestError.auth_required({"reason": NO_API_KEY, "methodId": API_KEY_METHOD})
 
 

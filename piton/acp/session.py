@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from acp import RequestError, schema
 
 from piton.acp import updates
-from piton.acp.prompt import Block, prompt_of
+from piton.acp.prompt import Block, Prompt, prompt_of
 from piton.core.mode_names import PERMISSION_MODES
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ class EditorSession:
         self._inputs: dict[str, tuple[str, dict[str, Any]]] = {}  # tool calls shown, by id
         self._mode = self.mode
         self._commands: list[schema.AvailableCommand] | None = None
+        self._closed = False  # after `close`, nothing more is told of this session
 
     @property
     def session_id(self) -> str:
@@ -58,7 +59,8 @@ class EditorSession:
         )
 
     async def tell(self, update: Any) -> None:
-        await self.client.session_update(session_id=self.session_id, update=update)
+        if not self._closed:
+            await self.client.session_update(session_id=self.session_id, update=update)
 
     # -- what the editor is told besides turns -----------------------------------------------------
 
@@ -117,11 +119,8 @@ class EditorSession:
         if self._turn is not None and not self._turn.done():
             raise RequestError.invalid_request({"reason": "a prompt is already running in this session"})
         prompt = prompt_of(blocks, self.cwd)
-        for line in prompt.skipped:
-            await self.tell(updates.message_text(f"piton: {line}\n\n"))
-        self._turn = turn = asyncio.create_task(
-            self._run(prompt.text, prompt.extra if prompt.attached else None)
-        )
+        # the turn exists before anything is awaited, so that a cancel arriving meanwhile stops it
+        self._turn = turn = asyncio.create_task(self._run(prompt))
         try:
             await asyncio.wait([turn])
         except asyncio.CancelledError:  # the connection is closing: the turn ends with it
@@ -148,12 +147,17 @@ class EditorSession:
         if self._turn is not None and not self._turn.done():
             self._turn.cancel()
 
-    async def _run(self, text: str, extra: Any) -> Result | None:
+    async def _run(self, prompt: Prompt) -> Result | None:
         from piton.core.conversation.events import Result
 
+        for line in prompt.skipped:
+            await self.tell(updates.message_text(f"piton: {line}\n\n"))
+        extra = prompt.extra if prompt.attached else None
         result: Result | None = None
         try:
-            async with contextlib.aclosing(self.session.turn(text, mentions=True, extra=extra)) as events:
+            async with contextlib.aclosing(
+                self.session.turn(prompt.text, mentions=True, extra=extra)
+            ) as events:
                 async for event in events:
                     await self._show(event)
                     if isinstance(event, Result):
@@ -197,6 +201,7 @@ class EditorSession:
 
     async def close(self) -> None:
         self.cancel()
+        self._closed = True
         if self._turn is not None:
             with contextlib.suppress(BaseException):
                 await self._turn

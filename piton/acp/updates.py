@@ -242,7 +242,26 @@ def usage_of(result: Result) -> schema.Usage:
 def replayed(history: list[Message], cwd: Path) -> list[Update]:
     """A saved conversation as the updates that would have shown it: the user's words, the agent's
     words and thoughts, and each tool call with its final status (`session/load`)."""
+    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+    out: list[Update] = []
+    for message in history:
+        for block in message.content:
+            out += _replayed_block(message.role, block, calls, cwd)
+    for tool_use_id in calls:  # a call the session ended before it finished
+        out.append(
+            schema.ToolCallProgress(
+                session_update="tool_call_update", tool_call_id=tool_use_id, status="failed"
+            )
+        )
+    return out
+
+
+def _replayed_block(
+    role: str, block: Any, calls: dict[str, tuple[str, dict[str, Any]]], cwd: Path
+) -> list[Update]:
     from piton.core.conversation.messages import (
+        FAILED_REQUEST,
+        INTERRUPTED_REQUEST,
         ImageBlock,
         TextBlock,
         ThinkingBlock,
@@ -252,32 +271,27 @@ def replayed(history: list[Message], cwd: Path) -> list[Update]:
     from piton.core.conversation.results import ToolResult
     from piton.core.modes import is_reminder
 
-    calls: dict[str, tuple[str, dict[str, Any]]] = {}
-    out: list[Update] = []
-    for message in history:
-        for block in message.content:
-            if isinstance(block, TextBlock) and block.text and not is_reminder(block.text):
-                if message.role == "user":
-                    text = schema.TextContentBlock(type="text", text=block.text)
-                    out.append(schema.UserMessageChunk(session_update="user_message_chunk", content=text))
-                else:
-                    out.append(message_text(block.text))
-            elif isinstance(block, ThinkingBlock) and block.thinking:
-                out.append(thought_text(block.thinking))
-            elif isinstance(block, ImageBlock) and block.source.type == "base64" and message.role == "user":
-                image = schema.ImageContentBlock(
-                    type="image", data=block.source.data, mime_type=block.source.media_type
-                )
-                out.append(schema.UserMessageChunk(session_update="user_message_chunk", content=image))
-            elif isinstance(block, ToolUseBlock):
-                calls[block.id] = (block.name, block.input)
-                out.append(announced(block.id, block.name))
-                out.append(running(block.id, block.name, block.input, cwd))
-            elif isinstance(block, ToolResultBlock) and block.tool_use_id in calls:
-                name, tool_input = calls[block.tool_use_id]
-                content = block.content if isinstance(block.content, str) else list(block.content)
-                result = ToolResult(
-                    content=content, is_error=bool(block.is_error), data=_change(name, tool_input)
-                )
-                out.append(finished(block.tool_use_id, name, tool_input, result, cwd))
-    return out
+    ours = (INTERRUPTED_REQUEST, FAILED_REQUEST.partition("{")[0])  # Piton's notes, not the user's words
+    if isinstance(block, TextBlock) and block.text and not is_reminder(block.text):
+        if role == "assistant":
+            return [message_text(block.text)]
+        if block.text.startswith(ours):
+            return []
+        text = schema.TextContentBlock(type="text", text=block.text)
+        return [schema.UserMessageChunk(session_update="user_message_chunk", content=text)]
+    if isinstance(block, ThinkingBlock) and block.thinking:
+        return [thought_text(block.thinking)]
+    if isinstance(block, ImageBlock) and block.source.type == "base64" and role == "user":
+        image = schema.ImageContentBlock(
+            type="image", data=block.source.data, mime_type=block.source.media_type
+        )
+        return [schema.UserMessageChunk(session_update="user_message_chunk", content=image)]
+    if isinstance(block, ToolUseBlock):
+        calls[block.id] = (block.name, block.input)
+        return [announced(block.id, block.name), running(block.id, block.name, block.input, cwd)]
+    if isinstance(block, ToolResultBlock) and block.tool_use_id in calls:
+        name, tool_input = calls.pop(block.tool_use_id)
+        content = block.content if isinstance(block.content, str) else list(block.content)
+        result = ToolResult(content=content, is_error=bool(block.is_error), data=_change(name, tool_input))
+        return [finished(block.tool_use_id, name, tool_input, result, cwd)]
+    return []

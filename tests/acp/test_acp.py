@@ -149,6 +149,17 @@ def test_cancel_stops_a_running_command_and_the_next_prompt_goes_on(
     run(scenario())
     assert not (project / "late").exists()
     assert editor.text().endswith("Still here.")
+    # reopened, the cut call is shown failed, and Piton's note of the interruption is not the user's
+    later = Editor()
+
+    async def reopen() -> None:
+        async with connected(later) as (conn, _):
+            [saved] = (await conn.list_sessions(cwd=folder(project))).sessions
+            await conn.load_session(cwd=folder(project), session_id=saved.session_id, mcp_servers=[])
+
+    run(reopen())
+    assert later.text("user_message_chunk") == "waitand now?"
+    assert [u.status for u in later.of("tool_call_update")][-1] == "failed"
     # the history the API got next is whole: the cut call has its result, then the interruption
     second = fake_api.bodies[1]["messages"]
     results = [
@@ -194,6 +205,11 @@ def test_a_session_loaded_in_a_new_process_replays_its_conversation(
             assert replayed[0].content.text == "what is in a.txt?"
             assert replayed[4].status == "completed"
             assert kinds[5] == "agent_message_chunk" and replayed[5].content.text == "It says alpha."
+            # a session this process writes cannot be loaded by another: it would need a new id
+            async with connected(Editor()) as (other, _):
+                with pytest.raises(RequestError) as busy:
+                    await other.load_session(cwd=folder(project), session_id=ids[0], mcp_servers=[])
+                assert "in use" in json.dumps(busy.value.to_error_obj())
 
     run(before())
     run(after())
@@ -359,6 +375,9 @@ def test_without_an_api_key_a_session_asks_for_authentication(project: Path) -> 
             assert error["code"] == -32000 and "ANTHROPIC_API_KEY" in json.dumps(error)
             with pytest.raises(RequestError):
                 await conn.authenticate(method_id="anthropic-api-key")
+        # a model served elsewhere needs no Anthropic key
+        async with connected(editor, "--model", "ollama:qwen3", env={"ANTHROPIC_API_KEY": ""}) as (conn, _):
+            assert await conn.authenticate(method_id="anthropic-api-key") is not None
 
     run(scenario())
 
@@ -412,26 +431,22 @@ def test_an_editor_that_ends_its_agent_ends_the_agents_commands(
     assert not (project / "late").exists()
 
 
-def test_read_and_edit_go_through_the_editors_buffers_while_nothing_the_model_started_runs(
+def test_reads_and_edits_are_the_disks_even_when_the_editor_offers_its_buffers(
     fake_api: FakeAnthropicAPI, project: Path
 ) -> None:
+    """An editor opens a path by name, following links, outside the sandbox: whatever else writes
+    the project meanwhile (another session's command, an MCP server) could swap a folder on it for
+    a link to the user's keys. So Piton never asks the editor for a file: its own tools read and
+    write through their no-follow path, and the editor sees the change on disk."""
     notes = project / "notes.txt"
     notes.write_text("on disk\n")
     where = str(notes.resolve())
-    secret = Path.home() / ".ssh" / "id_rsa"
-    secret.parent.mkdir()
-    secret.write_text("KEY\n")
-    buffers = {where: "unsaved line\n", str(secret): "KEY\n"}
-    fake_api.add(
-        reply(ToolCall("Read", {"file_path": "notes.txt"}), ToolCall("Read", {"file_path": str(secret)}))
-    )
-    fake_api.add(
-        reply(ToolCall("Edit", {"file_path": "notes.txt", "old_string": "unsaved", "new_string": "edited"}))
-    )
-    fake_api.add(reply(ToolCall("Bash", {"command": "sleep 30", "run_in_background": True})))
     fake_api.add(reply(ToolCall("Read", {"file_path": "notes.txt"})))
+    fake_api.add(
+        reply(ToolCall("Edit", {"file_path": "notes.txt", "old_string": "on", "new_string": "edited on"}))
+    )
     fake_api.add(reply("Done."))
-    editor = Editor(answer=first("allow_always"), buffers=buffers)
+    editor = Editor(answer=first("allow_always"), buffers={where: "unsaved line\n"})
 
     async def scenario() -> None:
         async with connected(editor) as (conn, _):
@@ -439,15 +454,10 @@ def test_read_and_edit_go_through_the_editors_buffers_while_nothing_the_model_st
             await conn.prompt(session_id=session.session_id, prompt=[text("edit")])
 
     run(scenario())
-    read, refused = (b for b in user_blocks(fake_api.bodies[1]) if b["type"] == "tool_result")
-    assert "unsaved line" in json.dumps(read["content"])  # the buffer, not the disk
-    assert refused["is_error"] and "KEY" not in json.dumps(refused["content"])
-    assert editor.written == {where: "edited line\n"}  # the edit landed in the buffer
-    assert notes.read_text() == "on disk\n"  # which the editor has not saved
-    assert editor.reads == [where, where]  # the credential was never asked of the editor
-    # with a background command of the model's running, the tools go to the disk themselves
-    [late] = [b for b in user_blocks(fake_api.bodies[4]) if b["type"] == "tool_result"]
-    assert "on disk" in json.dumps(late["content"])
+    [read] = [b for b in user_blocks(fake_api.bodies[1]) if b["type"] == "tool_result"]
+    assert "on disk" in json.dumps(read["content"])
+    assert notes.read_text() == "edited on disk\n"
+    assert (editor.reads, editor.written) == ([], {})
 
 
 def test_a_refusal_is_its_stop_reason_and_a_failed_request_a_protocol_error(
