@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import os
 import shutil
 import subprocess
@@ -108,6 +109,23 @@ def npm_installed(tmp_path_factory: pytest.TempPathFactory, spec: str) -> Path:
     )
     assert done.returncode == 0, f"npm could not install {spec}: {done.stderr[-2000:]}"
     return folder
+
+
+def node_said(script: str, *args: str, cwd: Path) -> Any:
+    """Run the Node script `script` in `cwd` (where its node_modules are) as a client of `piton`
+    runs, and read the JSON it prints last. Its environment has no IS_SANDBOX, which would tell the
+    `piton` it starts that the machine is its sandbox."""
+    done = subprocess.run(
+        ["node", script, *args],
+        cwd=cwd,
+        env={k: v for k, v in os.environ.items() if k != "IS_SANDBOX"},
+        capture_output=True,
+        text=True,
+        timeout=CEILING_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def piton(cwd: Path, *args: str, timeout: float = CEILING_S) -> subprocess.CompletedProcess[str]:

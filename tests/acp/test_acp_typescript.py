@@ -4,9 +4,6 @@ other SDK sees the same turn over a real pipe, against the fake Messages API."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +11,7 @@ import pytest
 
 from piton.testing.script import Thinking, ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import CEILING_S, PITON, npm_installed
+from tests.helpers import PITON, node_said, npm_installed
 
 # the last release with `ClientSideConnection`: 2.0 removed it for the `client()` app API
 SDK = "@agentclientprotocol/sdk@1.9.0"
@@ -84,18 +81,7 @@ def edit(acp_sdk: Path, tmp_path: Path, project: Path, words: str) -> dict[str, 
     # Node resolves a module's imports from the module's own folder up, so the script needs the
     # installed packages beside it
     (here / "node_modules").symlink_to(acp_sdk / "node_modules", target_is_directory=True)
-    done = subprocess.run(
-        ["node", str(script), PITON, str(project.resolve()), words],
-        cwd=here,
-        # an editor's environment: no IS_SANDBOX, which would tell `piton` the machine is its sandbox
-        env={k: v for k, v in os.environ.items() if k != "IS_SANDBOX"},
-        capture_output=True,
-        text=True,
-        timeout=CEILING_S,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    said: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    said: dict[str, Any] = node_said(str(script), PITON, str(project.resolve()), words, cwd=here)
     return said
 
 

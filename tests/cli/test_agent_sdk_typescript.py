@@ -5,9 +5,7 @@ same control protocol as the Python SDK, through the other client people use."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,7 +13,7 @@ import pytest
 
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import CEILING_S, npm_installed
+from tests.helpers import node_said, npm_installed
 
 SDK = "@anthropic-ai/claude-agent-sdk@0.3.332"
 SCRIPT = Path(__file__).parents[1] / "fixtures" / "ts_sdk" / "run.mjs"
@@ -40,17 +38,7 @@ def test_the_typescript_sdk_gets_agents_hooks_tools_and_structured_output(
         reply("ECO-REPORT: fine."),
         reply(ToolCall("StructuredOutput", {"n": 5})),
     )
-    done = subprocess.run(
-        ["node", "run.mjs", str(PITON), str(project)],
-        cwd=ts_sdk,
-        env={k: v for k, v in os.environ.items() if k != "IS_SANDBOX"},
-        capture_output=True,
-        text=True,
-        timeout=CEILING_S,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    said = json.loads(done.stdout.splitlines()[-1])
+    said = node_said("run.mjs", str(PITON), str(project), cwd=ts_sdk)
     assert said["structured_output"] == {"n": 5}
     seen = said["seen"]
     assert seen[:2] == ["system/init", "UserPromptSubmit"] and seen[-1] == "result/success"
