@@ -460,9 +460,10 @@ def test_reads_and_edits_are_the_disks_even_when_the_editor_offers_its_buffers(
     assert (editor.reads, editor.written) == ([], {})
 
 
-def test_a_refusal_is_its_stop_reason_and_a_failed_request_a_protocol_error(
+def test_stop_reasons_and_a_failed_request_as_a_protocol_error(
     fake_api: FakeAnthropicAPI, project: Path
 ) -> None:
+    fake_api.add(reply("Cut", stop_reason="max_tokens"))
     fake_api.add(reply("I can't help with that.", stop_reason="refusal"))
     fake_api.add(
         HttpError(400, "invalid_request_error", "prompt is too long: 300000 tokens > 200000 maximum")
@@ -473,6 +474,8 @@ def test_a_refusal_is_its_stop_reason_and_a_failed_request_a_protocol_error(
     async def scenario() -> None:
         async with connected(editor) as (conn, _):
             session = await conn.new_session(cwd=folder(project), mcp_servers=[])
+            cut = await conn.prompt(session_id=session.session_id, prompt=[text("a long answer")])
+            assert cut.stop_reason == "max_tokens"
             refused = await conn.prompt(session_id=session.session_id, prompt=[text("something bad")])
             assert refused.stop_reason == "refusal"
             with pytest.raises(RequestError) as failed:
@@ -484,5 +487,5 @@ def test_a_refusal_is_its_stop_reason_and_a_failed_request_a_protocol_error(
     run(scenario())
     assert editor.text().endswith("Back.")
     # the history stayed valid for the API: the third request holds the first two prompts and answers
-    roles = [m["role"] for m in fake_api.bodies[2]["messages"]]
+    roles = [m["role"] for m in fake_api.bodies[3]["messages"]]
     assert roles[0] == "user" and roles[-1] == "user" and all(a != b for a, b in itertools.pairwise(roles))
