@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from acp.interfaces import Client
 
     from piton.acp.prompt import Block
+    from piton.core.options import RunOptions
 
 log = logging.getLogger("piton.acp")
 API_KEY_METHOD = "anthropic-api-key"
@@ -208,7 +209,7 @@ class PitonAgent:
             task.add_done_callback(self._told.discard)
         return editor
 
-    def _run_options(self, folder: Path, servers: list[McpServer], resume: str | None) -> Any:
+    def _run_options(self, folder: Path, servers: list[McpServer], resume: str | None) -> RunOptions:
         from piton.core.options import RunOptions
         from piton.core.project.claude_home import machine_is_sandbox
 
