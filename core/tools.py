@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import field
+from functools import cache
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -133,8 +135,15 @@ class Tool(ABC, Generic[InputT]):
         return None
 
     def spec(self) -> dict[str, Any]:
-        schema = lean_schema(self.input_model.model_json_schema(by_alias=True))
+        schema = json.loads(_input_schema(self.input_model))  # a copy of its own, which a tool may trim
         return {"name": self.name, "description": self.description, "input_schema": schema}
+
+
+@cache
+def _input_schema(model: type[BaseModel]) -> str:
+    """An input model's lean JSON schema, made once a process: an editor's agent process opens many
+    sessions, and pydantic takes a millisecond or two for each schema."""
+    return json.dumps(lean_schema(model.model_json_schema(by_alias=True)))
 
 
 AnyTool = Tool[Any]

@@ -57,3 +57,13 @@ def test_a_schema_that_is_not_pydantics_passes_through() -> None:
     schema = {"type": "object", "properties": {"title": {"type": "string", "title": "Title"}}}
     assert lean_schema(schema) == {"type": "object", "properties": {"title": {"type": "string"}}}
     assert lean_schema(True) is True
+
+
+def test_each_spec_is_a_copy_of_its_own() -> None:
+    # the schema is made once a process (an editor's agent opens many sessions); a tool that trims
+    # its own spec, as AskUserQuestion does, must not trim the next session's
+    first = FileTool().spec()
+    first["input_schema"]["properties"].clear()
+    second = FileTool().spec()
+    assert set(second["input_schema"]["properties"]) == set(FileInput.model_fields)
+    assert second["input_schema"] == lean_schema(FileInput.model_json_schema(by_alias=True))
