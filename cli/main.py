@@ -22,34 +22,44 @@ def main() -> None:
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
     args = sys.argv[1:]
+    printing = _print_mode(args) and _subcommand(args) is None
+    if printing:
+        _exit_without_teardown()
+    code = dispatch(args)
+    if printing:
+        leave(code)
+    sys.exit(code)
+
+
+def dispatch(args: list[str]) -> int:
+    """What `piton ARGS` does, in this process; its exit status. `main` adds only what a process
+    needs around it (the streams' error handling, and the quick exit of a `-p` run)."""
     if args in (["--version"], ["-v"]):
         from piton.core.version import __version__  # not through the package: that loads importlib
 
         print(f"piton {__version__}")
-        return
+        return 0
     if {"--help", "-h"} & set(args) and args[0] not in _SUBCOMMANDS and "--" not in args:
         from piton.cli.help_text import help_text  # one screen, without loading the parser
 
         sys.stdout.write(help_text())
-        return
+        return 0
     subcommand = _subcommand(args)
     if subcommand is not None:
-        sys.exit(subcommand(args[1:]))
+        return subcommand(args[1:])
     if _print_without_credentials(args):
         from piton.core.providers.credentials import NO_API_KEY
 
         sys.stderr.write(f"piton: {NO_API_KEY}\n")
-        sys.exit(1)
+        return 1
     if not args:  # the REPL, as fast as it can draw: no argument parser to load
         from pathlib import Path
 
         from piton.cli.repl import run_repl
         from piton.core.options import RunOptions
 
-        sys.exit(run_repl(RunOptions(cwd=Path.cwd())))
-    if _print_mode(args):
-        _exit_without_teardown()
-    sys.exit(_run_app(args))
+        return run_repl(RunOptions(cwd=Path.cwd()))
+    return _run_app(args)
 
 
 _LEAVING: list[int] = []  # the status a finished `-p` run leaves with (see `leave`)
@@ -82,10 +92,7 @@ def _run_app(args: list[str]) -> int:
     except KeyboardInterrupt:  # Ctrl-C before the run started: nothing to save, nothing to show
         sys.stderr.write("piton: interrupted\n")
         return 130
-    code = code if isinstance(code, int) else 0
-    if _print_mode(args):
-        leave(code)
-    return code
+    return code if isinstance(code, int) else 0
 
 
 def _parse_and_run(args: list[str]) -> object:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import pytest
 
@@ -135,40 +137,63 @@ def piton(cwd: Path, *args: str, timeout: float = CEILING_S) -> subprocess.Compl
     )
 
 
-def piton_here(*args: str) -> subprocess.CompletedProcess[str]:
-    """`piton ARGS` run in this process as its command line runs them, with no input and the output
-    captured: a subcommand by the function it calls, anything else by the app's parser (lists of
-    tools spread first) and the run. For tests of what an option or a subcommand does, where the
-    process itself is not under test (starting one costs more than most runs)."""
-    import contextlib
+def piton_here(
+    *args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`piton ARGS` run in this process, through the routing the command's `main` runs: in `cwd` (else
+    this process's), with no input, `env` added to the environment for the run, the output captured.
+    For tests of what an option or a subcommand does, where the process itself (its start, exit,
+    signals and file descriptors) is not under test: starting one costs more than most runs."""
+    import faulthandler
     import gc
-    import importlib
-    import io
 
-    from typer.testing import CliRunner
+    from piton.cli.main import dispatch
 
-    from piton.cli.app import app
-    from piton.cli.command import expand_lists
+    out, err = _captured(), _captured()
+    with contextlib.ExitStack() as stack:
+        nothing = stack.enter_context(open(os.devnull, encoding="utf-8"))
+        stack.enter_context(_streams(nothing, out, err))
+        stack.callback(_put_back, dict(os.environ))  # a run applies its settings' `env` to its process
+        os.environ.update(env or {})
+        if cwd is not None:
+            stack.enter_context(contextlib.chdir(cwd))
+        # a run that hangs ends this test process with every thread's stack, as a process's run
+        # would end at the ceiling: never a suite that waits forever
+        faulthandler.dump_traceback_later(CEILING_S, exit=True, file=2)  # the real stderr
+        stack.callback(faulthandler.cancel_dump_traceback_later)
+        try:
+            code = dispatch(list(args))
+        except SystemExit as e:  # a usage error, said in one line before it
+            code = e.code if isinstance(e.code, int) else 1
+        finally:
+            gc.unfreeze()  # a run freezes what its start-up made, for its own life: not the test process's
+    return subprocess.CompletedProcess([PITON, *args], code, _text(out), _text(err))
 
-    if args and args[0] in SUBCOMMANDS:
-        module, name = SUBCOMMANDS[args[0]].split(":")
-        command: Callable[[list[str]], int] = getattr(importlib.import_module(module), name)
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = command(list(args[1:]))
-        return subprocess.CompletedProcess([PITON, *args], code, out.getvalue(), err.getvalue())
+
+def _captured() -> io.TextIOWrapper:
+    # bytes underneath, as a process's stdout has: writers that reach for `.buffer` find one
+    return io.TextIOWrapper(
+        io.BytesIO(), encoding="utf-8", errors="backslashreplace", newline="", write_through=True
+    )
+
+
+def _text(stream: io.TextIOWrapper) -> str:
+    stream.flush()
+    raw = stream.buffer
+    assert isinstance(raw, io.BytesIO)
+    return raw.getvalue().decode("utf-8")
+
+
+def _put_back(environ: dict[str, str]) -> None:
+    os.environ.clear()
+    os.environ.update(environ)
+
+
+@contextlib.contextmanager
+def _streams(stdin: TextIO, stdout: TextIO, stderr: TextIO) -> Iterator[None]:
+    saved = sys.stdin, sys.stdout, sys.stderr
+    sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
     try:
-        ran = CliRunner().invoke(app, expand_lists(list(args)))
+        yield
     finally:
-        gc.unfreeze()  # a run freezes what its start-up made, for its own life: not the test process's
-    if ran.exception is not None and not isinstance(ran.exception, SystemExit):
-        raise ran.exception
-    return subprocess.CompletedProcess([PITON, *args], ran.exit_code, ran.stdout, ran.stderr)
-
-
-# the function each `piton NAME …` calls with the arguments after NAME (as `cli/main.py` routes them)
-SUBCOMMANDS = {
-    "config": "piton.cli.config_command:main",
-    "mcp": "piton.cli.mcp_command:main",
-    "plugin": "piton.cli.plugin_command:main",
-}
+        sys.stdin, sys.stdout, sys.stderr = saved

@@ -13,7 +13,7 @@ from piton.core.conversation.session import project_key, state_dir
 from piton.testing.script import ToolCall, reply
 from tests.builtin_tools.helpers import call, context, text
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import piton
+from tests.helpers import piton_here
 
 
 @pytest.fixture
@@ -95,7 +95,7 @@ def test_a_note_written_in_one_session_is_read_in_the_next(fake_api: FakeAnthrop
         reply("You want tabs."),
     )
     for prompt in ("remember: tabs", "what do I want?"):
-        done = piton(project, "-p", prompt)
+        done = piton_here("-p", prompt)
         assert done.returncode == 0, done.stderr
     saved = state_dir() / "memories" / project_key(project) / "prefs.md"
     assert saved.read_text() == note
@@ -109,7 +109,7 @@ def test_a_note_written_in_one_session_is_read_in_the_next(fake_api: FakeAnthrop
         reply(ToolCall("memory", {"command": "create", "path": "/memories/team.md", "file_text": "shared"})),
         reply("Saved."),
     )
-    assert piton(project, "-p", "save it").returncode == 0
+    assert piton_here("-p", "save it").returncode == 0
     assert not (project / ".piton" / "memories").exists()  # a project cannot choose where memory goes
     assert (state_dir() / "memories" / project_key(project) / "team.md").read_text() == "shared"
     (Path.home() / ".piton").mkdir(exist_ok=True)
@@ -118,7 +118,7 @@ def test_a_note_written_in_one_session_is_read_in_the_next(fake_api: FakeAnthrop
         reply(ToolCall("memory", {"command": "create", "path": "/memories/team.md", "file_text": "shared"})),
         reply("Saved."),
     )
-    assert piton(project, "-p", "save it").returncode == 0
+    assert piton_here("-p", "save it").returncode == 0
     assert (project / ".piton" / "memories" / "team.md").read_text() == "shared"
 
 

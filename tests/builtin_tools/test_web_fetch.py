@@ -20,7 +20,7 @@ from piton.core.tools import ToolContext
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
 from tests.fakes.pdf import pdf
-from tests.helpers import piton
+from tests.helpers import piton_here
 
 HTML = (
     "<html><head><title>Widget docs</title><style>body{color:red}</style></head><body>"
@@ -156,7 +156,7 @@ def test_the_small_model_reads_the_page_for_the_model(
         reply("With `pip install widget==3.2`."),  # the small model's answer
         reply("Install it with pip install widget==3.2."),
     )
-    done = piton(project, "-p", "how do I install widget?", "--allowedTools", "WebFetch(domain:127.0.0.1)")
+    done = piton_here("-p", "how do I install widget?", "--allowedTools", "WebFetch(domain:127.0.0.1)")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Install it with pip install widget==3.2."
     reading = fake_api.bodies[1]
@@ -172,7 +172,7 @@ def test_without_a_rule_print_mode_refuses_and_names_the_rule(
     fake_api: FakeAnthropicAPI, project: Path, site: str
 ) -> None:
     fake_api.add(reply(ToolCall("WebFetch", {"url": f"{site}/docs", "prompt": "?"})), reply("Could not."))
-    done = piton(project, "-p", "read it")
+    done = piton_here("-p", "read it")
     assert done.returncode == 0, done.stderr
     refused = json.dumps(fake_api.bodies[1]["messages"][-1]["content"])
     assert "WebFetch(domain:127.0.0.1)" in refused  # the rule that would allow it, this site only

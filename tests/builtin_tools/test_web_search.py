@@ -10,14 +10,14 @@ from typing import Any
 
 from piton.testing.script import HttpError, SearchResults, ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import piton
+from tests.helpers import piton_here
 
 RELEASE = "https://www.python.org/downloads/release/python-3140/"
 
 
 def run(project: Path, *args: str) -> dict[str, Any]:
-    done = piton(
-        project, "-p", "is python 3.14 out?", "--allowedTools", "WebSearch", "--output-format", "json", *args
+    done = piton_here(
+        "-p", "is python 3.14 out?", "--allowedTools", "WebSearch", "--output-format", "json", *args
     )
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)

@@ -22,7 +22,7 @@ from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
 from tests.cli.test_repl import ENTER, Session, run
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import PITON, piton
+from tests.helpers import PITON, piton_here
 
 DB = "Which database should the service use?"
 FEATURES = "Which features go in the first release?"
@@ -96,7 +96,7 @@ def test_the_user_answers_with_numbers_and_in_their_own_words(project: Path) -> 
 
 def test_print_mode_has_nobody_to_ask(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(reply(ToolCall("AskUserQuestion", QUESTIONS)), reply("I chose SQLite."))
-    done = piton(project, "-p", "set up the service", "--permission-mode", "bypassPermissions")
+    done = piton_here("-p", "set up the service", "--permission-mode", "bypassPermissions")
     assert done.returncode == 0, done.stderr
     refused = json.dumps(fake_api.bodies[1]["messages"][-1]["content"])
     assert "no user is present to answer questions" in refused and "assumptions" in refused

@@ -14,21 +14,13 @@ import pytest
 
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import CEILING_S
+from tests.helpers import piton_here
 
 PITON = str(Path(sys.executable).with_name("piton"))
 
 
 def piton(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PITON, *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=CEILING_S,
-        check=False,
-        cwd=cwd,
-    )
+    return piton_here(*args, cwd=cwd)
 
 
 def write(path: Path, data: dict[str, Any]) -> None:

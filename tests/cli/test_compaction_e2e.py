@@ -9,8 +9,8 @@ from typing import Any
 
 from piton.core.context.compaction import SUMMARY_HEADER
 from piton.testing.script import Reply, ToolCall, reply
-from tests.cli.test_piton_command import piton
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import piton_here
 
 FIRST_PROMPT = "Rename every helper in src/ to snake_case; do not touch tests/."
 
@@ -45,7 +45,7 @@ def test_auto_compaction_in_print_mode_and_resuming_after_it(
         reply("Carrying on with the rest.", ToolCall("Glob", {"pattern": "src/*.py"})),
         reply("All helpers renamed."),
     )
-    done = piton("-p", FIRST_PROMPT, "--output-format", "stream-json", "--verbose")
+    done = piton_here("-p", FIRST_PROMPT, "--output-format", "stream-json", "--verbose")
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     kinds = [(line["type"], line.get("subtype")) for line in lines]
@@ -75,7 +75,7 @@ def test_auto_compaction_in_print_mode_and_resuming_after_it(
     assert "t0_1(value)" not in json.dumps(after["messages"]), "the first reply was summarised away"
 
     fake_api.add(reply("The rest is in src/b.py."))
-    resumed = piton("-p", "--resume", result["session_id"], "what is left?", "--output-format", "json")
+    resumed = piton_here("-p", "--resume", result["session_id"], "what is left?", "--output-format", "json")
     assert resumed.returncode == 0, resumed.stderr
     body = fake_api.bodies[-1]
     assert first_text(body).startswith(SUMMARY_HEADER)

@@ -13,34 +13,34 @@ import pytest
 
 from piton import __version__
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import piton
+from tests.helpers import piton, piton_here
 
 
 def test_set_add_remove_and_get_write_pitons_own_files(project: Path) -> None:
     claude = project / ".claude" / "settings.json"
     claude.parent.mkdir()
     claude.write_text(json.dumps({"model": "sonnet", "permissions": {"allow": ["Read"]}}))
-    assert piton(project, "config", "set", "model", "opus").returncode == 0
-    assert piton(project, "config", "set", "-g", "autoCompact", "false").returncode == 0
-    added = piton(project, "config", "add", "permissions.allow", "Bash(npm test:*)", "Glob")
+    assert piton_here("config", "set", "model", "opus").returncode == 0
+    assert piton_here("config", "set", "-g", "autoCompact", "false").returncode == 0
+    added = piton_here("config", "add", "permissions.allow", "Bash(npm test:*)", "Glob")
     assert added.returncode == 0 and "until" not in added.stdout
     assert "applies permissions in full only once you trust the folder" in added.stdout
-    assert piton(project, "config", "remove", "permissions.allow", "Glob").returncode == 0
+    assert piton_here("config", "remove", "permissions.allow", "Glob").returncode == 0
 
     local = json.loads((project / ".piton" / "settings.local.json").read_text())
     assert local == {"model": "opus", "permissions": {"allow": ["Bash(npm test:*)"]}}
     assert json.loads((Path.home() / ".piton" / "settings.json").read_text()) == {"autoCompact": False}
     assert json.loads(claude.read_text())["model"] == "sonnet"  # Claude Code's file is only read
 
-    got = piton(project, "config", "get", "model")
+    got = piton_here("config", "get", "model")
     assert got.stdout.splitlines() == [
         '"sonnet"  (.claude/settings.json, project)',
         '"opus"  (.piton/settings.local.json, local)',
     ]
-    listed = piton(project, "config", "list").stdout
+    listed = piton_here("config", "list").stdout
     assert "~/.piton/settings.json (user)\n  autoCompact = false" in listed
     assert '.piton/settings.local.json (local)\n  model = "opus"' in listed
-    missing = piton(project, "config", "get", "nothing.here")
+    missing = piton_here("config", "get", "nothing.here")
     assert missing.returncode == 1 and "nothing.here is not set" in missing.stdout
 
 
@@ -48,8 +48,8 @@ def test_a_session_runs_with_a_model_set_by_config(fake_api: FakeAnthropicAPI, p
     from piton.testing.script import reply
 
     fake_api.add(reply("ok"))
-    assert piton(project, "config", "set", "model", "claude-opus-4-5").returncode == 0
-    assert piton(project, "-p", "hi").returncode == 0
+    assert piton_here("config", "set", "model", "claude-opus-4-5").returncode == 0
+    assert piton_here("-p", "hi").returncode == 0
     assert fake_api.bodies[0]["model"] == "claude-opus-4-5"
 
 
@@ -57,14 +57,14 @@ def test_unusable_input_is_one_line_and_the_file_is_left_alone(project: Path) ->
     broken = project / ".piton" / "settings.local.json"
     broken.parent.mkdir()
     broken.write_text("{not json")
-    done = piton(project, "config", "set", "model", "opus")
+    done = piton_here("config", "set", "model", "opus")
     assert done.returncode == 1 and "fix or remove it first" in done.stderr and "Traceback" not in done.stderr
     assert broken.read_text() == "{not json"
-    assert "not a key" in piton(project, "config", "set", "-g", "a..b", "1").stderr
-    assert piton(project, "config", "set", "-s", "user", "model", "x").returncode == 0
-    scalar = piton(project, "config", "add", "-s", "user", "model", "y")
+    assert "not a key" in piton_here("config", "set", "-g", "a..b", "1").stderr
+    assert piton_here("config", "set", "-s", "user", "model", "x").returncode == 0
+    scalar = piton_here("config", "add", "-s", "user", "model", "y")
     assert scalar.returncode == 1 and "not a list" in scalar.stderr
-    unknown = piton(project, "config", "set", "-s", "user", "spinnerTipsEnabled", "false")
+    unknown = piton_here("config", "set", "-s", "user", "spinnerTipsEnabled", "false")
     assert "Piton does not apply spinnerTipsEnabled" in unknown.stdout
 
 
@@ -134,8 +134,8 @@ def test_a_local_setting_is_kept_out_of_the_projects_commits(project: Path) -> N
     (project / ".git" / "info" / "exclude").write_text(
         "# git ls-files --others --exclude-from=.git/info/exclude"
     )
-    assert piton(project, "config", "set", "model", "opus").returncode == 0
-    assert piton(project, "config", "set", "outputStyle", "Explanatory").returncode == 0
+    assert piton_here("config", "set", "model", "opus").returncode == 0
+    assert piton_here("config", "set", "outputStyle", "Explanatory").returncode == 0
     exclude = (project / ".git" / "info" / "exclude").read_text()
     assert exclude.endswith("\n/.piton/settings.local.json\n") and exclude.count("settings.local.json") == 1
     assert not (project / ".gitignore").exists()

@@ -11,21 +11,14 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import CEILING_S
+from tests.helpers import piton_here
 
 PITON = str(Path(sys.executable).with_name("piton"))
 SERVER = str(Path(__file__).parents[1] / "fixtures" / "mcp_server.py")
 
 
 def doctor(project: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PITON, "doctor"],
-        cwd=project,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=CEILING_S,
-    )
+    return piton_here("doctor", cwd=project)
 
 
 def line(done: subprocess.CompletedProcess[str], start: str) -> str:

@@ -16,7 +16,7 @@ import pytest
 
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import CEILING_S
+from tests.helpers import CEILING_S, piton_here
 
 PITON = str(Path(sys.executable).with_name("piton"))
 HOUR_MS = 3_600_000
@@ -33,6 +33,11 @@ def piton(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         check=False,
         env={**os.environ, **env},
     )
+
+
+def piton_in(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The same run in this process: the process is not what most of these tests are about."""
+    return piton_here(*args, env=env)
 
 
 def config(**servers: dict[str, Any]) -> str:
@@ -71,7 +76,7 @@ def test_an_unapproved_project_server_never_starts(fake_api: FakeAnthropicAPI, p
     marker = project / "started"  # a server, sandboxed, can write only the project
     (project / ".mcp.json").write_text(config(planted=fixture(MCP_FIXTURE_MARKER=str(marker))))
     fake_api.add(reply("ok"))
-    done = piton("-p", "q")
+    done = piton_in("-p", "q")
     assert done.returncode == 0, done.stderr
     assert "MCP server planted of .mcp.json not started" in done.stderr
     assert not any(t["name"].startswith("mcp__") for t in fake_api.bodies[0]["tools"])
@@ -83,7 +88,7 @@ def test_a_project_server_starts_in_a_trusted_folder(fake_api: FakeAnthropicAPI,
     marker = project / "started"  # a server, sandboxed, can write only the project
     (project / ".mcp.json").write_text(config(planted=fixture(MCP_FIXTURE_MARKER=str(marker))))
     fake_api.add(reply("ok"))
-    done = piton("-p", "q", "--trust-workspace")
+    done = piton_in("-p", "q", "--trust-workspace")
     assert done.returncode == 0, done.stderr
     assert marker.exists()
     assert "mcp__planted__echo" in [t["name"] for t in fake_api.bodies[0]["tools"]]
@@ -99,11 +104,11 @@ def test_a_server_the_users_settings_approve_starts_and_no_notice_says_it_was_ig
     (Path.home() / ".claude").mkdir(exist_ok=True)
     (Path.home() / ".claude" / "settings.json").write_text(json.dumps(setting))
     fake_api.add(reply("ok"), reply("ok"))
-    done = piton("-p", "q")
+    done = piton_in("-p", "q")
     assert done.returncode == 0, done.stderr
     assert "mcp__planted__echo" in [t["name"] for t in fake_api.bodies[0]["tools"]]
     assert "not trusted" not in done.stderr and "ignored" not in done.stderr, done.stderr
-    strict = piton("-p", "q", "--strict-mcp-config", "--mcp-config", config())
+    strict = piton_in("-p", "q", "--strict-mcp-config", "--mcp-config", config())
     assert strict.returncode == 0 and "ignored" not in strict.stderr, strict.stderr
 
 
@@ -112,8 +117,8 @@ def test_strict_mcp_config_leaves_the_users_servers_out(fake_api: FakeAnthropicA
     (home / ".piton").mkdir(exist_ok=True)
     (home / ".piton" / "mcp.json").write_text(config(mine=fixture()))
     fake_api.add(reply("ok"), reply("ok"))
-    assert piton("-p", "q").returncode == 0
-    assert piton("-p", "q", "--strict-mcp-config", "--mcp-config", config()).returncode == 0
+    assert piton_in("-p", "q").returncode == 0
+    assert piton_in("-p", "q", "--strict-mcp-config", "--mcp-config", config()).returncode == 0
     first, second = ([t["name"] for t in b["tools"]] for b in fake_api.bodies)
     assert "mcp__mine__echo" in first and not any(n.startswith("mcp__") for n in second)
 
@@ -127,12 +132,12 @@ def test_servers_in_the_projects_settings_files_start_only_once_approved(
         config(planted=fixture(MCP_FIXTURE_MARKER=str(marker)))
     )
     fake_api.add(reply("ok"), reply("ok"))
-    refused = piton("-p", "q")
+    refused = piton_in("-p", "q")
     assert refused.returncode == 0, refused.stderr
     assert "MCP server planted of .claude/settings.local.json not started" in refused.stderr
     time.sleep(0.3)
     assert not marker.exists()
-    trusted = piton("-p", "q", "--trust-workspace")
+    trusted = piton_in("-p", "q", "--trust-workspace")
     assert trusted.returncode == 0, trusted.stderr
     assert marker.exists()
     first, second = ([t["name"] for t in b["tools"]] for b in fake_api.bodies)
@@ -153,7 +158,7 @@ def test_a_servers_prompt_is_a_slash_command_and_init_lists_it(
     fake_api: FakeAnthropicAPI, project: Path
 ) -> None:
     fake_api.add(reply("Reviewed."))
-    done = piton(
+    done = piton_in(
         "-p",
         "/mcp__fixture__review app.py speed and clarity",
         "--mcp-config",
@@ -174,14 +179,14 @@ def test_a_servers_prompt_is_a_slash_command_and_init_lists_it(
 
 
 def test_an_unknown_mcp_prompt_is_one_line_and_no_request(fake_api: FakeAnthropicAPI, project: Path) -> None:
-    done = piton("-p", "/mcp__fixture__nope x", "--mcp-config", config(fixture=fixture()))
+    done = piton_in("-p", "/mcp__fixture__nope x", "--mcp-config", config(fixture=fixture()))
     assert done.returncode == 1 and fake_api.bodies == []
     assert (
         done.stderr.strip()
         .splitlines()[-1]
         .endswith("Unknown MCP prompt /mcp__fixture__nope (/mcp lists the servers and their prompts)")
     )
-    missing = piton("-p", "/mcp__fixture__review", "--mcp-config", config(fixture=fixture()))
+    missing = piton_in("-p", "/mcp__fixture__review", "--mcp-config", config(fixture=fixture()))
     assert missing.returncode == 1 and fake_api.bodies == []
     assert "needs file, focus" in missing.stderr
 
@@ -191,7 +196,7 @@ def test_a_resource_mention_attaches_it_and_failures_are_one_line(
 ) -> None:
     fake_api.add(reply("Read."))
     prompt = "see @fixture:test://greeting, @fixture:test://pixel @fixture:test://broken and @ghost:a://b"
-    done = piton("-p", prompt, "--mcp-config", config(fixture=fixture()))
+    done = piton_in("-p", prompt, "--mcp-config", config(fixture=fixture()))
     assert (done.returncode, done.stdout) == (0, "Read.\n"), done.stderr
     content = user_content(fake_api.bodies[0])
     assert content[0]["text"] == prompt

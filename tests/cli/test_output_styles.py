@@ -18,7 +18,7 @@ from piton.testing.scripted import ScriptedProvider
 from tests.cli.test_repl import ENTER, Session, run
 from tests.fakes.fake_api import FakeAnthropicAPI
 from tests.fakes.held import HeldProvider
-from tests.helpers import PITON, piton, piton_here
+from tests.helpers import PITON, piton_here
 
 CODING = "Understand before you change"  # a line of the coding instructions
 BREVITY = "Be direct and brief"
@@ -152,9 +152,9 @@ def test_output_style_in_the_repl_switches_and_saves_it(project: Path) -> None:
 def test_doctor_names_the_style_and_an_unknown_one(project: Path) -> None:
     write(project / ".claude/output-styles/pirate.md", PIRATE)
     settings = write(project / ".claude/settings.json", json.dumps({"outputStyle": "pirate"}))
-    assert "✓ output style: Pirate (project); 6 available" in piton(project, "doctor").stdout
+    assert "✓ output style: Pirate (project); 6 available" in piton_here("doctor").stdout
     settings.write_text(json.dumps({"outputStyle": "Nonesuch"}))
-    out = piton(project, "doctor").stdout
+    out = piton_here("doctor").stdout
     assert "✓ output style: Default; 6 available" in out and "! outputStyle 'Nonesuch': no such" in out
 
 

@@ -1,4 +1,6 @@
-"""The installed `piton` command, end to end: a real process, the real SDK, real HTTP to the fake API."""
+"""The `piton` command, end to end: real HTTP to the fake API. What the process itself does (its
+output streams, standard input, signals, a reader that goes away, exit codes) runs the installed
+command; what an option does runs the same routing in this process (`piton_here`)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from piton.core.conversation.messages import INTERRUPTED_REQUEST
 from piton.core.conversation.session import SessionStore, load_session
 from piton.testing.script import HttpError, MidStreamError, Thinking, ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI, Hold, Stall
-from tests.helpers import CEILING_S
+from tests.helpers import CEILING_S, piton_here
 
 PITON = str(Path(sys.executable).with_name("piton"))
 
@@ -106,23 +108,25 @@ def test_stream_json_lines(fake_api: FakeAnthropicAPI, project: Path) -> None:
 
 def test_continue_and_resume_carry_the_conversation(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(reply("First answer."), reply("Second answer."), reply("Third answer."))
-    first = json.loads(piton("-p", "first question", "--output-format", "json").stdout)
-    second = json.loads(piton("-p", "and now the tests?", "--continue", "--output-format", "json").stdout)
+    first = json.loads(piton_here("-p", "first question", "--output-format", "json").stdout)
+    second = json.loads(
+        piton_here("-p", "and now the tests?", "--continue", "--output-format", "json").stdout
+    )
     assert second["session_id"] == first["session_id"]
     assert user_texts(fake_api.bodies[1]) == ["first question", "and now the tests?"]
     assert fake_api.bodies[1]["messages"][1]["content"][0]["text"] == "First answer."
-    third = piton("-p", "third", "--resume", first["session_id"])
+    third = piton_here("-p", "third", "--resume", first["session_id"])
     assert third.stdout == "Third answer.\n"
     assert user_texts(fake_api.bodies[2]) == ["first question", "and now the tests?", "third"]
 
 
 def test_resume_survives_a_corrupt_last_line(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(reply("One."), reply("Two."))
-    session_id = json.loads(piton("-p", "one", "--output-format", "json").stdout)["session_id"]
+    session_id = json.loads(piton_here("-p", "one", "--output-format", "json").stdout)["session_id"]
     path = SessionStore().project_dir(project) / f"{session_id}.jsonl"
     with path.open("a") as f:
         f.write('{"schema_version": 1, "type": "message", "mess')
-    done = piton("-p", "two", "--resume", session_id)
+    done = piton_here("-p", "two", "--resume", session_id)
     assert done.returncode == 0 and done.stdout == "Two.\n"
     assert "last line is corrupt" in done.stderr
     assert user_texts(fake_api.bodies[1]) == ["one", "two"]
@@ -130,7 +134,9 @@ def test_resume_survives_a_corrupt_last_line(fake_api: FakeAnthropicAPI, project
 
 def test_flags_reach_the_request(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(reply("ok"))
-    piton("-p", "q", "--model", "opus", "--thinking", "off", "--append-system-prompt", "Answer in French.")
+    piton_here(
+        "-p", "q", "--model", "opus", "--thinking", "off", "--append-system-prompt", "Answer in French."
+    )
     body = fake_api.bodies[0]
     assert body["model"] == "claude-opus-5-5"
     assert "thinking" not in body
@@ -141,7 +147,7 @@ def test_a_mid_stream_error_is_retried_without_duplicating_output(
     fake_api: FakeAnthropicAPI, project: Path
 ) -> None:
     fake_api.add(reply("Partial answer that is lost", fault=MidStreamError(after=6)), reply("Whole answer."))
-    done = piton("-p", "q", "--verbose")
+    done = piton_here("-p", "q", "--verbose")
     assert (done.returncode, done.stdout) == (0, "Whole answer.\n")
     assert "retrying" in done.stderr and "overloaded_error" in done.stderr
     assert len(fake_api.requests) == 2
@@ -149,7 +155,7 @@ def test_a_mid_stream_error_is_retried_without_duplicating_output(
 
 def test_an_auth_error_is_one_line_and_exit_1(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(HttpError(401, "authentication_error", "invalid x-api-key"))
-    done = piton("-p", "q")
+    done = piton_here("-p", "q")
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == "piton: API error 401: invalid x-api-key (check ANTHROPIC_API_KEY)\n"
     assert len(fake_api.requests) == 1
@@ -190,7 +196,7 @@ def test_an_interrupt_mid_answer_exits_130_and_leaves_a_valid_session(
 
 
 def test_without_print_the_missing_repl_is_explained(project: Path) -> None:
-    done = piton("hello")
+    done = piton_here("hello")
     assert done.returncode == 2 and "use piton -p" in done.stderr
 
 
@@ -220,10 +226,10 @@ def test_model_comes_from_the_environment_and_a_resumed_session_keeps_its_own(
 ) -> None:
     fake_api.add(reply("one"), reply("two"), reply("three"))
     monkeypatch.setenv("ANTHROPIC_MODEL", "haiku")
-    piton("-p", "first")
+    piton_here("-p", "first")
     monkeypatch.delenv("ANTHROPIC_MODEL")
-    piton("-p", "second", "--model", "opus")
-    piton("-p", "third", "--continue")
+    piton_here("-p", "second", "--model", "opus")
+    piton_here("-p", "third", "--continue")
     assert [b["model"] for b in fake_api.bodies] == ["claude-haiku-5-5", "claude-opus-5-5", "claude-opus-5-5"]
 
 
@@ -233,14 +239,14 @@ def test_an_auth_token_works_without_an_api_key(
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "test-key")
     fake_api.add(reply("hello"))
-    done = piton("-p", "q")
+    done = piton_here("-p", "q")
     assert (done.returncode, done.stdout) == (0, "hello\n")
     assert fake_api.requests[0].headers["authorization"] == "Bearer test-key"
 
 
 def test_a_deprecated_model_works_with_a_notice(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(reply("still here"))
-    done = piton("-p", "q", "--model", "claude-sonnet-4-5-20250929")
+    done = piton_here("-p", "q", "--model", "claude-sonnet-4-5-20250929")
     assert (done.returncode, done.stdout) == (0, "still here\n")
     assert done.stderr.count("\n") == 1 and "end-of-life" in done.stderr
     assert fake_api.bodies[0]["thinking"]["type"] == "enabled"
@@ -250,7 +256,7 @@ def test_a_non_retryable_error_mid_stream_is_one_line(fake_api: FakeAnthropicAPI
     fake_api.add(
         reply("x", fault=MidStreamError(after=3, error_type="invalid_request_error", message="bad input"))
     )
-    done = piton("-p", "q")
+    done = piton_here("-p", "q")
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == "piton: API error during the reply (invalid_request_error): bad input\n"
     assert len(fake_api.requests) == 1
@@ -266,7 +272,7 @@ def test_a_non_retryable_error_mid_stream_is_one_line(fake_api: FakeAnthropicAPI
     ],
 )
 def test_bad_flags_are_one_line_and_exit_2(project: Path, args: list[str], message: str) -> None:
-    done = piton(*args)
+    done = piton_here(*args)
     assert done.returncode == 2
     assert done.stderr.startswith(f"piton: {message}") and done.stderr.count("\n") == 1
     assert done.stderr.endswith("(piton --help lists the options)\n")
@@ -274,7 +280,7 @@ def test_bad_flags_are_one_line_and_exit_2(project: Path, args: list[str], messa
 
 def test_no_api_key_creates_no_session(fake_api: FakeAnthropicAPI, project: Path, monkeypatch: Any) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
-    piton("-p", "q")
+    piton_here("-p", "q")
     assert SessionStore().latest(project) is None
 
 
@@ -334,7 +340,7 @@ def test_headless_runs_refuse_what_would_need_asking_and_report_it(
 ) -> None:
     call = ToolCall("Bash", {"command": "touch made-by-bash"})
     fake_api.add(reply(call), reply("I was not allowed."))
-    result = json.loads(piton("-p", "make a file", "--output-format", "json").stdout)
+    result = json.loads(piton_here("-p", "make a file", "--output-format", "json").stdout)
     [refusal] = tool_results(fake_api.bodies[1])
     assert refusal["is_error"] and "nobody can approve it in a non-interactive run" in refusal["content"]
     assert '--allowedTools "Bash(touch:*)"' in refusal["content"]
@@ -352,9 +358,9 @@ def test_allowed_tools_and_permission_modes_open_the_way(fake_api: FakeAnthropic
         reply(ToolCall("Write", {"file_path": "w.txt", "content": "written\n"})),
         reply("done"),
     )
-    piton("-p", "go", "--allowedTools", "Bash(echo:*),Bash(pwd)")
+    piton_here("-p", "go", "--allowedTools", "Bash(echo:*),Bash(pwd)")
     assert tool_results(fake_api.bodies[1])[0]["content"] == f"hi\n{project}"
-    piton("-p", "go", "--permission-mode", "acceptEdits")
+    piton_here("-p", "go", "--permission-mode", "acceptEdits")
     assert (project / "w.txt").read_text() == "written\n"
 
 
@@ -366,9 +372,9 @@ def test_plan_mode_and_a_read_only_sandbox_hold(fake_api: FakeAnthropicAPI, proj
         reply(ToolCall("Bash", {"command": "touch y.txt"})),
         reply("ok"),
     )
-    piton("-p", "go", "--permission-mode", "plan", "--allowedTools", "Write")
+    piton_here("-p", "go", "--permission-mode", "plan", "--allowedTools", "Write")
     assert "plan mode allows only read-only tools" in tool_results(fake_api.bodies[1])[0]["content"]
-    piton("-p", "go", "--sandbox", "read-only", "--permission-mode", "bypassPermissions")
+    piton_here("-p", "go", "--sandbox", "read-only", "--permission-mode", "bypassPermissions")
     assert "Read-only file system" in tool_results(fake_api.bodies[3])[0]["content"]
     assert not (project / "x.txt").exists() and not (project / "y.txt").exists()
 
@@ -376,7 +382,7 @@ def test_plan_mode_and_a_read_only_sandbox_hold(fake_api: FakeAnthropicAPI, proj
 @pytest.mark.sandbox
 def test_a_huge_tool_result_is_previewed_and_kept_whole(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(reply(ToolCall("Bash", {"command": "seq 1 400000"})), reply("many numbers"))
-    done = piton("-p", "count", "--allowedTools", "Bash(seq:*)", "--output-format", "json")
+    done = piton_here("-p", "count", "--allowedTools", "Bash(seq:*)", "--output-format", "json")
     session_id = json.loads(done.stdout)["session_id"]
     [result] = tool_results(fake_api.bodies[1])
     assert len(result["content"]) < 25_000 and result["content"].startswith("1\n2\n3\n")
@@ -390,15 +396,15 @@ def test_a_huge_tool_result_is_previewed_and_kept_whole(fake_api: FakeAnthropicA
 def test_max_turns_stops_a_tool_loop(fake_api: FakeAnthropicAPI, project: Path) -> None:
     (project / "a.txt").write_text("a\n")
     fake_api.add(reply(ToolCall("Read", {"file_path": "a.txt"})))
-    done = piton("-p", "q", "--max-turns", "1", "--output-format", "json")
+    done = piton_here("-p", "q", "--max-turns", "1", "--output-format", "json")
     result = json.loads(done.stdout)
     assert done.returncode == 1 and result["subtype"] == "error_max_turns" and result["num_turns"] == 1
 
 
 def test_bad_permission_flags_are_one_line(project: Path) -> None:
-    done = piton("-p", "q", "--allowedTools", "Bash(")
+    done = piton_here("-p", "q", "--allowedTools", "Bash(")
     assert done.returncode == 1 and done.stderr.startswith("piton: not a permission rule")
-    done = piton("-p", "q", "--add-dir", "/no/such/dir")
+    done = piton_here("-p", "q", "--add-dir", "/no/such/dir")
     assert done.returncode == 2 and "'--add-dir': dir '/no/such/dir' does not exist" in done.stderr
 
 
@@ -408,7 +414,7 @@ def test_a_short_pdf_read_reaches_the_api_as_a_document(fake_api: FakeAnthropicA
     data = pdf(["Quarterly summary", "Revenue table"])
     (project / "q3.pdf").write_bytes(data)
     fake_api.add(reply(ToolCall("Read", {"file_path": "q3.pdf"})), reply("Revenue is up."))
-    done = piton("-p", "what does q3.pdf say?")
+    done = piton_here("-p", "what does q3.pdf say?")
     assert done.returncode == 0, done.stderr
     assert fake_api.rejections == []
     [result] = tool_results(fake_api.bodies[-1])

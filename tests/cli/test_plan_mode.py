@@ -27,7 +27,7 @@ from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
 from tests.cli.test_repl import ENTER, Session, run
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import piton
+from tests.helpers import piton_here
 
 PITON = str(Path(sys.executable).with_name("piton"))
 PLAN = "## Plan\n\n1. Write `notes.txt` with the **summary**\n2. Run the tests"
@@ -119,7 +119,7 @@ def test_exit_plan_mode_outside_plan_mode_asks_nothing(project: Path) -> None:
 
 def test_print_mode_has_nobody_to_approve_a_plan(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(reply(ToolCall("ExitPlanMode", {"plan": PLAN})), reply(PLAN))
-    done = piton(project, "-p", "plan the work", "--permission-mode", "plan", "--output-format", "json")
+    done = piton_here("-p", "plan the work", "--permission-mode", "plan", "--output-format", "json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["result"] == PLAN
     sent = json.dumps(fake_api.bodies[1]["messages"][-1])

@@ -12,8 +12,8 @@ from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
 
 from piton.testing.script import ToolCall, reply
 from tests.cli.test_agent_sdk import PITON, collect, run
-from tests.cli.test_piton_command import piton
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import piton_here
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
@@ -35,7 +35,7 @@ def test_the_answer_is_checked_and_ends_the_run(fake_api: FakeAnthropicAPI, proj
         reply(ToolCall("StructuredOutput", {"n": "seven"})),
         reply(ToolCall("StructuredOutput", {"n": 7})),
     )
-    done = piton(
+    done = piton_here(
         "-p", "the number", "--json-schema", json.dumps(SCHEMA), "--output-format", "stream-json", "--verbose"
     )
     assert done.returncode == 0, done.stderr
@@ -56,7 +56,7 @@ def test_the_answer_is_checked_and_ends_the_run(fake_api: FakeAnthropicAPI, proj
 
 def test_a_run_that_never_answers_is_reminded_then_fails(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(reply("Seven."), reply("Still seven."), reply("7"), reply("Really, 7."))
-    done = piton("-p", "the number", "--json-schema", json.dumps(SCHEMA), "--output-format", "json")
+    done = piton_here("-p", "the number", "--json-schema", json.dumps(SCHEMA), "--output-format", "json")
     result = json.loads(done.stdout)
     assert done.returncode == 1
     assert result["subtype"] == "error_max_structured_output_retries" and result["is_error"]
@@ -70,7 +70,7 @@ def test_a_schema_that_cannot_be_used_is_one_line(project: Path) -> None:
         ("{not json", "not valid JSON"),
         ('{"type": "array"}', "must describe a JSON object"),
     ):
-        done = piton("-p", "q", "--json-schema", schema)
+        done = piton_here("-p", "q", "--json-schema", schema)
         assert (
             done.returncode == 1 and done.stderr.startswith("piton: --json-schema: ") and said in done.stderr
         )
@@ -127,7 +127,7 @@ def test_only_the_main_agent_gives_the_answer_and_stop_hooks_still_run(
     )
     hook.chmod(0o755)
     settings = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": str(hook)}]}]}}
-    done = piton(
+    done = piton_here(
         "-p",
         "n",
         "--json-schema",
@@ -149,7 +149,7 @@ def test_only_the_main_agent_gives_the_answer_and_stop_hooks_still_run(
 
 def test_values_that_never_match_end_the_run(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(*(reply(ToolCall("StructuredOutput", {"n": f"no {i}"})) for i in range(6)))
-    done = piton("-p", "n", "--json-schema", json.dumps(SCHEMA), "--output-format", "json")
+    done = piton_here("-p", "n", "--json-schema", json.dumps(SCHEMA), "--output-format", "json")
     result = json.loads(done.stdout)
     assert done.returncode == 1 and result["subtype"] == "error_max_structured_output_retries"
     assert len(fake_api.bodies) == 4  # four values that did not match, then no more requests

@@ -19,7 +19,7 @@ from piton.testing.script import Thinking, ToolCall, reply
 from tests.cli.test_mcp_e2e import config, fixture
 from tests.fakes.cache import PromptCache
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import piton
+from tests.helpers import piton_here
 
 NOTEBOOK = {
     "cells": [{"cell_type": "code", "id": "c1", "metadata": {}, "source": ["print(1)"], "outputs": []}],
@@ -60,7 +60,7 @@ def test_a_deferred_tool_is_found_loaded_and_called(api: FakeAnthropicAPI, proje
         reply(Thinking("NotebookEdit is loaded."), ToolCall("NotebookEdit", edit)),
         reply(Thinking("Done."), "The cell prints 2 now."),
     )
-    done = piton(project, "-p", "make the cell print 2", "--permission-mode", "acceptEdits")
+    done = piton_here("-p", "make the cell print 2", "--permission-mode", "acceptEdits")
     assert (done.returncode, done.stdout) == (0, "The cell prints 2 now.\n"), done.stderr
     assert json.loads(notebook.read_text())["cells"][0]["source"] in ("print(2)", ["print(2)"])
 
@@ -88,7 +88,7 @@ def test_a_deferred_tool_called_before_it_is_loaded_is_told_how_to_load_it(
         reply(Thinking("Load it first."), ToolCall("ToolSearch", {"query": "select:WebFetch"})),
         reply(Thinking("Loaded."), "WebFetch is ready."),
     )
-    done = piton(project, "-p", "what is example.com?")
+    done = piton_here("-p", "what is example.com?")
     assert done.returncode == 0, done.stderr
     [refused] = results(api.bodies[1])
     assert refused["is_error"] and 'query "select:WebFetch"' in refused["content"]
@@ -101,9 +101,7 @@ def test_init_lists_every_tool_and_plan_mode_sends_exit_plan_mode_up_front(
     api: FakeAnthropicAPI, project: Path
 ) -> None:
     api.add(reply("A plan needs a task."))
-    done = piton(
-        project, "-p", "hi", "--permission-mode", "plan", "--output-format", "stream-json", "--verbose"
-    )
+    done = piton_here("-p", "hi", "--permission-mode", "plan", "--output-format", "stream-json", "--verbose")
     assert done.returncode == 0, done.stderr
     init = json.loads(done.stdout.splitlines()[0])
     assert {"NotebookEdit", "WebFetch", "AskUserQuestion", "memory", "ExitPlanMode", "ToolSearch"} <= set(
@@ -124,7 +122,7 @@ def test_without_tool_search_every_tool_is_sent(
     if setting is not None:
         monkeypatch.setenv("ENABLE_TOOL_SEARCH", setting)
     fake_api.add(reply("hi"))
-    assert piton(project, "-p", "hi").returncode == 0
+    assert piton_here("-p", "hi").returncode == 0
     [body] = fake_api.bodies
     assert "ToolSearch" not in names(body) and {"NotebookEdit", "WebFetch", "memory"} <= set(names(body))
     assert not any(t.get("defer_loading") for t in body["tools"])
@@ -133,7 +131,7 @@ def test_without_tool_search_every_tool_is_sent(
 def test_a_subagent_searches_its_own_tools(api: FakeAnthropicAPI, project: Path) -> None:
     task = {"description": "Look around", "prompt": "List the files.", "subagent_type": "general-purpose"}
     api.add(reply(ToolCall("Task", task)), reply("Nothing here."), reply("The folder is empty."))
-    done = piton(project, "-p", "what is here?")
+    done = piton_here("-p", "what is here?")
     assert done.returncode == 0, done.stderr
     main, sub, _ = api.bodies
     assert "Task" in names(main) and "Task" not in names(sub)
@@ -149,7 +147,7 @@ def test_mcp_tools_wait_behind_tool_search_unless_their_server_is_always_loaded(
         reply(Thinking("Call it."), ToolCall("mcp__fixture__echo", {"text": "ping"})),
         reply(Thinking("Done."), "It said ping."),
     )
-    done = piton(project, "-p", "ping it", "--mcp-config", servers)
+    done = piton_here("-p", "ping it", "--mcp-config", servers)
     assert done.returncode == 0, done.stderr
     first, second, third = api.bodies
     assert "mcp__pinned__echo" in names(first) and "mcp__fixture__echo" not in names(first)
@@ -165,7 +163,7 @@ def test_auto_sends_a_few_mcp_tools_up_front(
     """`auto`: deferred only past 10% of the window, far beyond one small server and the built-ins."""
     monkeypatch.setenv("ENABLE_TOOL_SEARCH", "auto")
     api.add(reply("ok"))
-    done = piton(project, "-p", "hi", "--mcp-config", config(fixture=fixture()))
+    done = piton_here("-p", "hi", "--mcp-config", config(fixture=fixture()))
     assert done.returncode == 0, done.stderr
     [body] = api.bodies
     assert "mcp__fixture__echo" in names(body) and "ToolSearch" not in names(body)
@@ -175,9 +173,9 @@ def test_a_session_resumed_without_tool_search_sends_its_references_as_text(
     api: FakeAnthropicAPI, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     api.add(reply(ToolCall("ToolSearch", {"query": "select:WebFetch"})), reply("Loaded."), reply("Again."))
-    assert piton(project, "-p", "load WebFetch").returncode == 0
+    assert piton_here("-p", "load WebFetch").returncode == 0
     monkeypatch.setenv("ENABLE_TOOL_SEARCH", "false")
-    done = piton(project, "-c", "-p", "and now?")
+    done = piton_here("-c", "-p", "and now?")
     assert (done.returncode, done.stdout) == (0, "Again.\n"), done.stderr
     resumed = api.bodies[-1]
     assert "WebFetch" in names(resumed) and not any(t.get("defer_loading") for t in resumed["tools"])

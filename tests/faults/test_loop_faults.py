@@ -16,10 +16,9 @@ from piton.core.conversation.session import SessionStore, load_session
 from piton.core.tools import ToolResult
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
-from tests.cli.test_piton_command import piton
 from tests.fakes.fake_api import FakeAnthropicAPI
 from tests.fakes.tools import NoOp, make_agent
-from tests.helpers import collect
+from tests.helpers import collect, piton_here
 
 
 def latest_session(project: Path) -> tuple[str, list[Message], list[str]]:
@@ -41,13 +40,13 @@ def test_a_lone_surrogate_from_the_model_is_written_logged_and_resumed(
 ) -> None:
     raw = json.dumps({"file_path": "out.txt", "content": "PLACEHOLDER"}).replace("PLACEHOLDER", "a\\ud800b")
     fake_api.add(reply(ToolCall("Write", raw_json=raw)), reply("written"))
-    done = piton("-p", "write it", "--permission-mode", "acceptEdits")
+    done = piton_here("-p", "write it", "--permission-mode", "acceptEdits")
     assert (done.returncode, done.stdout) == (0, "written\n"), done.stderr
     assert (project / "out.txt").read_bytes() == "a\ufffdb".encode()
     session_id, messages, warnings = latest_session(project)
     assert warnings == [] and is_valid(messages)
     fake_api.add(reply("still here"))
-    again = piton("-p", "and now?", "--resume", session_id)
+    again = piton_here("-p", "and now?", "--resume", session_id)
     assert (again.returncode, again.stdout) == (0, "still here\n"), again.stderr
 
 
@@ -62,7 +61,7 @@ def test_an_edit_beside_a_stray_byte_keeps_the_byte_and_the_session(
         reply(ToolCall("Edit", {"file_path": "f.txt", "old_string": "line three", "new_string": "line 3"})),
         reply("edited"),
     )
-    done = piton("-p", "edit it", "--permission-mode", "acceptEdits")
+    done = piton_here("-p", "edit it", "--permission-mode", "acceptEdits")
     assert (done.returncode, done.stdout) == (0, "edited\n"), done.stderr
     assert (project / "f.txt").read_bytes() == original.replace(b"line three", b"line 3")
     [shown] = tool_results(fake_api.bodies[1])
@@ -85,7 +84,7 @@ def test_the_model_can_edit_the_line_with_the_stray_byte(fake_api: FakeAnthropic
         ),
         reply("done"),
     )
-    done = piton("-p", "edit", "--permission-mode", "acceptEdits")
+    done = piton_here("-p", "edit", "--permission-mode", "acceptEdits")
     assert done.returncode == 0, done.stderr
     assert (project / "f.txt").read_bytes() == "é\n".encode() + b"odd \xff byte!\n"
 
@@ -98,11 +97,11 @@ def test_answers_that_end_unusually_are_said_on_stderr(fake_api: FakeAnthropicAP
     ]
     for script, said in cases:
         fake_api.add(script)
-        done = piton("-p", "go")
+        done = piton_here("-p", "go")
         assert done.returncode == 0
         assert [line for line in done.stderr.splitlines() if said in line], (said, done.stderr)
     fake_api.add(reply("A plain answer."))
-    plain = piton("-p", "go")
+    plain = piton_here("-p", "go")
     assert (plain.returncode, plain.stderr) == (0, "")
 
 
@@ -111,7 +110,7 @@ def test_a_tool_call_cut_off_by_the_output_limit_is_named_as_such(
 ) -> None:
     cut = ToolCall("Write", raw_json='{"file_path": "big.txt", "content": "line 1\\nline 2\\nli')
     fake_api.add(reply("Writing it.", cut, stop_reason="max_tokens"), reply("I will write less."))
-    done = piton("-p", "write a big file", "--permission-mode", "acceptEdits")
+    done = piton_here("-p", "write a big file", "--permission-mode", "acceptEdits")
     assert (done.returncode, done.stdout) == (0, "I will write less.\n"), done.stderr
     [result] = tool_results(fake_api.bodies[1])
     assert result["is_error"] and "output limit" in str(result["content"])
@@ -143,7 +142,7 @@ def test_a_tool_input_nested_too_deeply_is_an_error_the_model_sees(
 ) -> None:
     deep = '{"file_path": "x.txt", "content": ' + "[" * 100_000 + "]" * 100_000 + "}"
     fake_api.add(reply(ToolCall("Write", raw_json=deep)), reply("gave up"))
-    done = piton("-p", "write", "--permission-mode", "acceptEdits")
+    done = piton_here("-p", "write", "--permission-mode", "acceptEdits")
     assert (done.returncode, done.stdout) == (0, "gave up\n"), done.stderr
     [result] = tool_results(fake_api.bodies[1])
     assert result["is_error"] and "nested too deeply" in str(result["content"])

@@ -43,7 +43,7 @@ from piton.core.conversation.session import SessionStore, load_session
 from piton.testing.script import Reply, ToolCall, reply
 from tests.cli.test_piton_command import PITON, piton, user_texts
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import CEILING_S
+from tests.helpers import CEILING_S, piton_here
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -129,7 +129,7 @@ def test_a_damaged_session_resumes_through_piton_and_says_so_once(
     path.parent.mkdir(parents=True)
     shutil.copyfile(CORPUS / f"{name}.jsonl", path)
     fake_api.add(reply("Going on."))
-    done = piton("-p", "go on", "--resume", name)
+    done = piton_here("-p", "go on", "--resume", name)
     assert (done.returncode, done.stdout) == (0, "Going on.\n"), done.stderr
     said = case.resume if case.resume is not None else case.load
     assert done.stderr.splitlines() == [f"piton: {w}" for w in said]
@@ -175,7 +175,7 @@ def test_two_continues_of_one_session_at_once_fork_and_lose_nothing(
     for name in ("a1", "a2", "a3", "b1", "b2", "b3"):
         (project / f"{name}.txt").write_text(f"contents of {name}\n")
     fake_api.add(reply("First answer."))
-    first = json.loads(piton("-p", "first question", "--output-format", "json").stdout)
+    first = json.loads(piton_here("-p", "first question", "--output-format", "json").stdout)
     session_id = first["session_id"]
     b_asked = threading.Event()
     fake_api.add(*[reads_three_files(b_asked) for _ in range(8)])
@@ -283,7 +283,7 @@ def test_the_repl_continues_a_session_in_use_in_a_new_one(project: Path) -> None
 
 def test_a_full_disk_is_one_warning_and_the_run_goes_on(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(reply("First."), reply("A long answer. " * 200), reply("Third."))
-    session_id = json.loads(piton("-p", "first", "--output-format", "json").stdout)["session_id"]
+    session_id = json.loads(piton_here("-p", "first", "--output-format", "json").stdout)["session_id"]
     path = SessionStore().project_dir(project) / f"{session_id}.jsonl"
     room = path.stat().st_size + 1_000  # the lines of opening it and of the prompt fit, the answer not
 
@@ -301,7 +301,7 @@ def test_a_full_disk_is_one_warning_and_the_run_goes_on(fake_api: FakeAnthropicA
     loaded = load_session(path, session_id)
     assert loaded.warnings == [] and is_valid(loaded.messages)
     assert [m.text for m in loaded.messages] == ["first", "First.", "second"]
-    third = piton("-p", "third", "--resume", session_id)
+    third = piton_here("-p", "third", "--resume", session_id)
     assert (third.returncode, third.stdout, third.stderr) == (0, "Third.\n", "")
     assert user_texts(fake_api.bodies[2]) == ["first", "second", "third"]
 
@@ -313,7 +313,7 @@ def test_a_session_log_that_cannot_be_created_does_not_stop_the_run(
     folder = SessionStore().project_dir(project)
     folder.parent.mkdir(parents=True)
     folder.write_text("")  # a file where the project's sessions folder should be
-    done = piton("-p", "q")
+    done = piton_here("-p", "q")
     assert (done.returncode, done.stdout) == (0, "Answered anyway.\n")
     found = re.search(r"log (\S+): File exists", done.stderr)
     assert found is not None and Path(found[1]).parent == folder

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from piton.testing.script import Reply, ToolCall, reply
-from tests.cli.test_piton_command import piton
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import piton_here
 
 
 def write(path: Path, text: str) -> Path:
@@ -46,12 +46,12 @@ def test_a_skill_is_listed_up_front_and_its_body_loads_only_when_invoked(
 ) -> None:
     add_skill(project, "greet", "Greets people by name.", "GREET-BODY: greet $ARGUMENTS warmly.")
     fake_api.add(reply("Hi."), reply("Hello, Ada Lovelace!"))
-    assert piton("-p", "hello").returncode == 0
+    assert piton_here("-p", "hello").returncode == 0
     first = fake_api.bodies[0]
     assert "- greet: Greets people by name." in system_text(first)
     assert "GREET-BODY" not in json.dumps(first)
 
-    done = piton("-p", "/greet Ada Lovelace")
+    done = piton_here("-p", "/greet Ada Lovelace")
     assert (done.returncode, done.stdout) == (0, "Hello, Ada Lovelace!\n")
     typed, loaded = last_user(fake_api.bodies[1])
     assert typed == {"type": "text", "text": "/greet Ada Lovelace"}
@@ -63,7 +63,7 @@ def test_the_model_loads_a_skill_with_the_skill_tool(fake_api: FakeAnthropicAPI,
     add_skill(project, "greet", "Greets people by name.", "GREET-BODY: greet $0 warmly.")
     call = ToolCall("Skill", {"skill": "greet", "args": "Bob"})
     fake_api.add(reply(call), reply("Hello Bob!"))
-    done = piton("-p", "say hello to Bob", "--output-format", "json")
+    done = piton_here("-p", "say hello to Bob", "--output-format", "json")
     assert json.loads(done.stdout)["metrics"]["skill_activations"] == 1
     result, loaded = last_user(fake_api.bodies[1])
     assert result == {
@@ -83,12 +83,12 @@ def test_allowed_tools_skip_the_question_while_the_skills_turn_runs(
     )
     fake_api.add(reply(ToolCall("Bash", {"command": "touch stamped.txt"})), reply("Stamped."))
     # a project skill's allowed-tools grant in a trusted folder (tests/adversarial/test_trust.py: not elsewhere)
-    done = piton("-p", "/stamp", "--output-format", "json", "--trust-workspace")
+    done = piton_here("-p", "/stamp", "--output-format", "json", "--trust-workspace")
     assert json.loads(done.stdout)["permission_denials"] == []
     assert (project / "stamped.txt").exists()
     # the next turn has no skill: the same command needs permission again (and -p cannot give it)
     fake_api.add(reply(ToolCall("Bash", {"command": "touch again.txt"})), reply("Could not."))
-    done = piton("-p", "--continue", "stamp again", "--output-format", "json", "--trust-workspace")
+    done = piton_here("-p", "--continue", "stamp again", "--output-format", "json", "--trust-workspace")
     assert [d["tool_name"] for d in json.loads(done.stdout)["permission_denials"]] == ["Bash"]
     assert not (project / "again.txt").exists()
 
@@ -103,7 +103,7 @@ def test_skills_loading_each_other_in_a_cycle_are_refused(fake_api: FakeAnthropi
         reply(third),
         reply("I stopped the loop."),
     )
-    assert piton("-p", "go").returncode == 0
+    assert piton_here("-p", "go").returncode == 0
     [refused] = last_user(fake_api.bodies[3])
     assert refused["tool_use_id"] == third.id and refused["is_error"] is True
     assert "a cycle: alpha → beta → alpha" in refused["content"]
@@ -115,7 +115,7 @@ def test_a_claude_commands_file_works_as_a_slash_command(fake_api: FakeAnthropic
         "---\ndescription: Deploy\ndisable-model-invocation: true\n---\nDeploy to $0 with care.\n",
     )
     fake_api.add(reply("Deploying."))
-    assert piton("-p", "/deploy staging now").returncode == 0
+    assert piton_here("-p", "/deploy staging now").returncode == 0
     typed, loaded = last_user(fake_api.bodies[0])
     assert typed["text"] == "/deploy staging now"
     assert "Deploy to staging with care." in loaded["text"]
@@ -128,7 +128,7 @@ def test_agents_md_and_its_imports_are_in_the_system_prompt(
     write(project / "AGENTS.md", "Always run `make check`.\n@docs/rules.md\n")
     write(project / "docs" / "rules.md", "RULE-7: no global state.")
     fake_api.add(reply("ok"))
-    assert piton("-p", "hi").returncode == 0
+    assert piton_here("-p", "hi").returncode == 0
     system = system_text(fake_api.bodies[0])
     assert f"## {project / 'AGENTS.md'}" in system
     assert "Always run `make check`.\nRULE-7: no global state." in system
@@ -153,7 +153,7 @@ def test_a_task_runs_a_subagent_that_returns_only_its_report(
         reply("The parser starts in parse.py:1."),
         reply("It is in parse.py."),
     )
-    done = piton("-p", "where is the parser?", "--output-format", "stream-json", "--verbose")
+    done = piton_here("-p", "where is the parser?", "--output-format", "stream-json", "--verbose")
     assert done.returncode == 0, done.stderr
     _, sub1, _, back = fake_api.bodies
     assert [t["name"] for t in sub1["tools"]] == ["Bash", "Glob", "Grep", "Read"]
@@ -209,7 +209,7 @@ def test_two_tasks_in_one_turn_run_at_the_same_time(fake_api: FakeAnthropicAPI, 
 
     calls = [ToolCall("Task", {"description": f"part {n}", "prompt": f"part {n}"}) for n in (1, 2)]
     fake_api.add(reply(*calls), subagent, subagent, reply("Both done."))
-    done = piton("-p", "do both parts")
+    done = piton_here("-p", "do both parts")
     assert (done.returncode, done.stdout) == (0, "Both done.\n")
     results = last_user(fake_api.bodies[-1])
     assert [r["tool_use_id"] for r in results] == [c.id for c in calls]
@@ -225,7 +225,7 @@ def test_a_subagent_that_hits_its_turn_limit_is_an_error_the_parent_sees(
     )
     task = ToolCall("Task", {"description": "one step", "prompt": "List the files.", "subagent_type": "tiny"})
     fake_api.add(reply(task), reply("Listing.", ToolCall("Glob", {"pattern": "*"})), reply("It gave up."))
-    assert piton("-p", "go").returncode == 0
+    assert piton_here("-p", "go").returncode == 0
     parent, sub, back = fake_api.bodies
     assert "- tiny: Does one step." in json.dumps(parent["tools"])
     assert [t["name"] for t in sub["tools"]] == ["Glob"]
@@ -266,7 +266,7 @@ def test_a_user_skills_files_are_readable_and_its_scripts_run_while_credentials_
         reply(ToolCall("Read", {"file_path": str(claude / ".credentials.json")})),
         reply("Done."),
     )
-    done = piton("-p", "/changelog", "--output-format", "json")
+    done = piton_here("-p", "/changelog", "--output-format", "json")
     assert json.loads(done.stdout)["permission_denials"] == []
     ran, read, secret = (last_user(body)[0] for body in fake_api.bodies[1:])
     assert f"python3 {folder}/scripts/collect.py" in json.dumps(fake_api.bodies[0])
@@ -281,7 +281,7 @@ def test_piton_skills_lists_what_was_found_and_what_was_skipped(project: Path) -
     write(project / ".claude" / "skills" / "broken" / "SKILL.md", "---\nname: broken\n---\nno description\n")
     write(project / ".claude" / "commands" / "deploy.md", "Deploy it.\n")
     write(project / ".claude" / "agents" / "reviewer.md", "---\ndescription: Reviews code.\n---\nReview.\n")
-    done = piton("skills")
+    done = piton_here("skills")
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "greet  [project, /greet or model]" in out and "init  [bundled, /init only]" in out
@@ -292,7 +292,7 @@ def test_piton_skills_lists_what_was_found_and_what_was_skipped(project: Path) -
 
 def test_init_is_a_bundled_command(fake_api: FakeAnthropicAPI, project: Path) -> None:
     fake_api.add(reply("Here is a draft."))
-    assert piton("-p", "/init focus on the tests").returncode == 0
+    assert piton_here("-p", "/init focus on the tests").returncode == 0
     _, loaded = last_user(fake_api.bodies[0])
     assert (
         loaded["text"].startswith('<skill name="init"')

@@ -13,7 +13,7 @@ from piton.core.models import claude_id, model_info
 from piton.core.providers.cloud import custom_headers, platform_model
 from piton.testing.script import MidStreamError, ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import piton
+from tests.helpers import piton, piton_here
 
 
 def result_of(stdout: str) -> dict[str, object]:
@@ -55,7 +55,7 @@ def test_bedrock_takes_an_api_key_and_a_model_named_as_bedrock_names_it(
     monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "test-key")
     profile = "us.anthropic.claude-opus-4-5-20251101-v1:0"
     bedrock.add(reply("Hello from Bedrock."))
-    done = piton(project, "-p", "hi", "--model", profile, "--output-format", "json")
+    done = piton_here("-p", "hi", "--model", profile, "--output-format", "json")
     assert done.returncode == 0, done.stderr
     assert result_of(done.stdout)["result"] == "Hello from Bedrock."
     [request] = bedrock.requests
@@ -67,7 +67,7 @@ def test_bedrock_without_a_region_is_one_line(
     bedrock: FakeAnthropicAPI, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("AWS_REGION")
-    done = piton(project, "-p", "hi")
+    done = piton_here("-p", "hi")
     assert done.returncode == 1
     assert "region" in done.stderr and "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
     assert bedrock.requests == []
@@ -80,7 +80,7 @@ def test_bedrock_through_a_gateway_that_authenticates_on_its_own(
     monkeypatch.setenv("CLAUDE_CODE_SKIP_BEDROCK_AUTH", "1")
     monkeypatch.setenv("ANTHROPIC_CUSTOM_HEADERS", "Authorization: Bearer test-key\nX-Team: platform")
     bedrock.add(reply("Hello through the gateway."))
-    done = piton(project, "-p", "hi", "--model", "claude-sonnet-4-5")
+    done = piton_here("-p", "hi", "--model", "claude-sonnet-4-5")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Hello through the gateway."
     [request] = bedrock.requests
@@ -99,11 +99,11 @@ def test_an_error_in_the_middle_of_a_bedrock_stream(
         "never whole", fault=MidStreamError(after=3, error_type="modelStreamErrorException", message="bad")
     )
     bedrock.add(busy, reply("Second try."))
-    done = piton(project, "-p", "hi", "--model", "claude-sonnet-4-5")
+    done = piton_here("-p", "hi", "--model", "claude-sonnet-4-5")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Second try." and len(bedrock.requests) == 2
     bedrock.add(broken)
-    done = piton(project, "-p", "hi", "--model", "claude-sonnet-4-5")
+    done = piton_here("-p", "hi", "--model", "claude-sonnet-4-5")
     assert done.returncode == 1
     assert "API error during the reply (modelStreamErrorException): bad" in done.stderr
     assert "Traceback" not in done.stderr
@@ -119,7 +119,7 @@ def test_vertex_through_a_gateway_with_its_own_authentication(
     monkeypatch.setenv("CLAUDE_CODE_SKIP_VERTEX_AUTH", "1")  # the gateway's token comes as a header
     monkeypatch.setenv("ANTHROPIC_CUSTOM_HEADERS", "Authorization: Bearer test-key\nX-Team: platform")
     fake_api.add(reply("Hello from Vertex."))
-    done = piton(project, "-p", "hi", "--model", "claude-sonnet-4-5-20250929")
+    done = piton_here("-p", "hi", "--model", "claude-sonnet-4-5-20250929")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Hello from Vertex."
     [request] = fake_api.requests
@@ -137,7 +137,7 @@ def test_a_gateway_with_a_bearer_token_and_custom_headers(
     monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "test-key")
     monkeypatch.setenv("ANTHROPIC_CUSTOM_HEADERS", "X-Gateway-Route: claude\nbroken line without colon")
     fake_api.add(reply("Through the gateway."))
-    done = piton(project, "-p", "hi")
+    done = piton_here("-p", "hi")
     assert done.returncode == 0, done.stderr
     [request] = fake_api.requests
     assert request.headers["authorization"] == "Bearer test-key" and "x-api-key" not in request.headers
@@ -168,8 +168,7 @@ def test_fallback_model_takes_over_when_the_main_one_stays_overloaded(
     monkeypatch.setenv("PITON_MAX_RETRIES", "1")  # two attempts in all
     overloaded = HttpError(529, "overloaded_error", "Overloaded", {"retry-after": "0"})
     fake_api.add(overloaded, overloaded, reply("Answered by the fallback."))
-    done = piton(
-        project,
+    done = piton_here(
         "-p",
         "hi",
         "--model",
@@ -184,7 +183,7 @@ def test_fallback_model_takes_over_when_the_main_one_stays_overloaded(
     assert [b["model"] for b in fake_api.bodies] == ["claude-opus-4-5", "claude-opus-4-5", "claude-haiku-4-5"]
     assert "claude-opus-4-5 is overloaded; going on with the fallback model claude-haiku-4-5" in done.stderr
     fake_api.add(overloaded, overloaded)
-    done = piton(project, "-p", "hi", "--model", "claude-opus-4-5")  # without one: the error, in one line
+    done = piton_here("-p", "hi", "--model", "claude-opus-4-5")  # without one: the error, in one line
     assert done.returncode == 1 and "overloaded" in done.stderr.lower() and "Traceback" not in done.stderr
 
 
@@ -204,7 +203,7 @@ def test_bedrock_chosen_in_the_users_settings_env(
     }
     settings.write_text(json.dumps({"env": env}))
     bedrock.add(reply("From Bedrock, by the settings."))
-    done = piton(project, "-p", "hi", "--model", "claude-sonnet-4-5")
+    done = piton_here("-p", "hi", "--model", "claude-sonnet-4-5")
     assert done.returncode == 0, done.stderr
     assert bedrock.requests[0].path.startswith("/model/global.anthropic.claude-sonnet-4-5")
 
@@ -213,7 +212,7 @@ def test_bedrock_without_credentials_is_one_line(
     bedrock: FakeAnthropicAPI, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance to ask either
-    done = piton(project, "-p", "hi")
+    done = piton_here("-p", "hi")
     assert done.returncode == 1, done.stdout
     assert (
         done.stderr.startswith("piton: ") and "Amazon Bedrock" in done.stderr and "credentials" in done.stderr
@@ -252,7 +251,7 @@ def test_doctor_says_which_cloud_and_calls_no_model_there(
     bedrock: FakeAnthropicAPI, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "test-key")
-    done = piton(project, "doctor")
+    done = piton_here("doctor")
     assert "credentials: Amazon Bedrock's AWS credentials (a Bedrock API key" in done.stdout
     assert "region us-east-1" in done.stdout
     assert "global.anthropic.claude-" in done.stdout and "on Amazon Bedrock (not checked)" in done.stdout

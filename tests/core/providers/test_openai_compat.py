@@ -25,7 +25,7 @@ from piton.core.providers.openai_format import chat_messages, split_model
 from piton.testing.script import HttpError, Thinking, ToolCall, reply
 from tests.fakes.fake_openai import FakeOpenAI, check
 from tests.fakes.images import png
-from tests.helpers import piton
+from tests.helpers import piton, piton_here
 
 
 @pytest.fixture
@@ -76,14 +76,14 @@ def test_a_local_server_needs_no_key_and_costs_nothing(
     monkeypatch.setenv("PITON_OLLAMA_BASE_URL", openai_server.base_url)
     openai_server.api_key = "local"
     openai_server.add(reply("Hello from a local model."))
-    done = piton(project, "-p", "hi", "--model", "ollama:qwen3-coder", "--output-format", "json")
+    done = piton_here("-p", "hi", "--model", "ollama:qwen3-coder", "--output-format", "json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["result"] == "Hello from a local model." and result["total_cost_usd"] == 0
     assert "no price is known for ollama:qwen3-coder" in done.stderr
     assert openai_server.bodies[0]["model"] == "qwen3-coder"
     openai_server.add(reply("Chosen by --provider."))
-    chosen = piton(project, "-p", "hi", "--provider", "ollama", "--model", "qwen3-coder")
+    chosen = piton_here("-p", "hi", "--provider", "ollama", "--model", "qwen3-coder")
     assert chosen.returncode == 0 and chosen.stdout == "Chosen by --provider.\n", chosen.stderr
     assert openai_server.bodies[-1]["model"] == "qwen3-coder"
     for args, said in (
@@ -91,13 +91,13 @@ def test_a_local_server_needs_no_key_and_costs_nothing(
         (["--provider", "mistral", "--model", "x"], "--provider mistral: not a provider"),
         (["--provider", "anthropic", "--model", "ollama:x"], "--provider anthropic with --model ollama:x"),
     ):
-        refused = piton(project, "-p", "hi", *args)
+        refused = piton_here("-p", "hi", *args)
         assert refused.returncode == 1 and refused.stderr.startswith(f"piton: {said}"), refused.stderr
     settings = Path.home() / ".piton" / "settings.json"  # the user's own: a price for it
     settings.parent.mkdir(exist_ok=True)
     settings.write_text(json.dumps({"modelPrices": {"ollama:qwen3-coder": {"input": 1.0, "output": 2.0}}}))
     openai_server.add(reply("Priced now."))
-    done = piton(project, "-p", "hi", "--model", "ollama:qwen3-coder", "--output-format", "json")
+    done = piton_here("-p", "hi", "--model", "ollama:qwen3-coder", "--output-format", "json")
     assert json.loads(done.stdout)["total_cost_usd"] > 0 and "no price" not in done.stderr
 
 
@@ -105,10 +105,10 @@ def test_errors_from_the_server_are_one_line(
     openai_server: FakeOpenAI, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     openai_server.add(HttpError(404, "invalid_request_error", "The model `gpt-9` does not exist"))
-    done = piton(project, "-p", "hi", "--model", "openai:gpt-9")
+    done = piton_here("-p", "hi", "--model", "openai:gpt-9")
     assert done.returncode == 1 and "does not exist" in done.stderr and "Traceback" not in done.stderr
     monkeypatch.delenv("OPENAI_API_KEY")
-    done = piton(project, "-p", "hi", "--model", "openai:gpt-5")
+    done = piton_here("-p", "hi", "--model", "openai:gpt-5")
     assert done.returncode == 1 and "OPENAI_API_KEY is not set" in done.stderr
 
 
@@ -157,7 +157,7 @@ def test_tool_calls_without_ids_get_ids_of_their_own(openai_server: FakeOpenAI, 
         reply(ToolCall("Read", {"file_path": "a.txt"}, id="")),
         reply("Read it twice."),
     )
-    done = piton(project, "-p", "read a.txt twice", "--model", "openai:gpt-5")
+    done = piton_here("-p", "read a.txt twice", "--model", "openai:gpt-5")
     assert done.returncode == 0, done.stderr
     assert openai_server.rejections == []
     ids = [m["tool_call_id"] for m in openai_server.bodies[-1]["messages"] if m["role"] == "tool"]
@@ -171,7 +171,7 @@ def test_a_model_chosen_in_the_users_settings_needs_no_anthropic_key(
     settings.parent.mkdir(exist_ok=True)
     settings.write_text(json.dumps({"model": "openai:gpt-5"}))
     openai_server.add(reply("Chosen by the settings."))
-    done = piton(project, "-p", "hi")
+    done = piton_here("-p", "hi")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Chosen by the settings."
 
@@ -191,7 +191,7 @@ def test_parallel_calls_at_one_index_and_a_reply_cut_at_the_length_limit(
         ),
         reply("Done."),
     )
-    done = piton(project, "-p", "read both", "--model", "openai:gpt-5", "--allowedTools", "Read")
+    done = piton_here("-p", "read both", "--model", "openai:gpt-5", "--allowedTools", "Read")
     assert done.returncode == 0, done.stderr
     assert openai_server.rejections == []
     tools = [m for m in openai_server.bodies[1]["messages"] if m["role"] == "tool"]
@@ -232,7 +232,7 @@ def test_the_context_window_comes_from_the_server(
     windows = {}
     for model in ("vllm:qwen3", "llamacpp:gemma", "vllm:unknown"):
         openai_server.add(reply("ok"))
-        done = piton(project, "-p", "hi", "--model", model, "--output-format", "json")
+        done = piton_here("-p", "hi", "--model", model, "--output-format", "json")
         assert done.returncode == 0, done.stdout + done.stderr
         windows[model] = json.loads(done.stdout)["modelUsage"][model]["contextWindow"]
     assert windows == {"vllm:qwen3": 32768, "llamacpp:gemma": 8192, "vllm:unknown": 128_000}
