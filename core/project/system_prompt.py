@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import shlex
 import subprocess
@@ -27,6 +28,8 @@ class _GitUnavailable(Exception):
 
 def _git_outputs(cwd: Path, sandbox: Sandbox | None) -> tuple[str, str] | None:
     """`git status --short --branch` and `git log --oneline -5`, or None when this is no repository."""
+    if not _may_be_repository(cwd):
+        return None
     status = shlex.join(["git", *_HARDENED, "status", "--short", "--branch"])
     log = shlex.join(["git", *_HARDENED, "log", "--oneline", "-n", "5"])
     script = f"{status} && printf '\\036' && {{ {log} || true; }}"
@@ -59,6 +62,15 @@ def _git_outputs(cwd: Path, sandbox: Sandbox | None) -> tuple[str, str] | None:
         return None
     status_out, _, log_out = done.stdout.partition(_SEPARATOR)
     return status_out, log_out
+
+
+def _may_be_repository(cwd: Path) -> bool:
+    """Whether git could find a repository from `cwd`: a `.git` here or above it, or one the
+    environment names. Where none can be, neither a sandbox nor git need start."""
+    if "GIT_DIR" in os.environ:
+        return True
+    here = cwd.absolute()
+    return any(os.path.lexists(folder / ".git") for folder in (here, *here.parents))
 
 
 def git_summary(cwd: Path, sandbox: Sandbox | None = None) -> str:

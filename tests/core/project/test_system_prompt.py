@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 from datetime import date
 from importlib.resources import files
 from pathlib import Path
+
+import pytest
 
 from piton.core.project.system_prompt import build_system_prompt, git_summary
 
@@ -47,6 +50,25 @@ def test_git_status_summary_shows_branch_changes_and_commits(tmp_path: Path) -> 
     assert "Branch: trunk" in summary
     assert "?? new.py" in summary
     assert "first commit" in summary
+
+
+def test_git_starts_only_where_a_repository_may_be(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir, started = tmp_path / "bin", tmp_path / "started"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(f'#!/bin/sh\necho "$PWD" >> {started}\nexit 128\n')
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    plain, inner = tmp_path / "plain", tmp_path / "repo" / "src"
+    plain.mkdir()
+    inner.mkdir(parents=True)
+    (tmp_path / "repo" / ".git").write_text("gitdir: /elsewhere\n")  # a worktree's .git is a file
+    assert git_summary(plain) == "Not a git repository."
+    assert not started.exists()
+    assert git_summary(inner) == "Not a git repository."  # git ran, and found none
+    assert started.read_text().split() == [str(inner)]
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere"))
+    git_summary(plain)
+    assert started.read_text().split() == [str(inner), str(plain)]
 
 
 def test_long_change_lists_are_capped(tmp_path: Path) -> None:
