@@ -21,7 +21,7 @@ from piton.testing.scripted import ScriptedProvider
 from tests.cli.test_agent_sdk import PITON
 from tests.cli.test_repl import ENTER, Session, run
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import piton
+from tests.helpers import piton_here
 
 CONTEXT = "Remember: the release branch is frozen"
 
@@ -59,10 +59,10 @@ def test_print_mode_starts_and_ends_the_session_and_resumes_it(
 ) -> None:
     log = lifecycle_hooks(project)
     fake_api.add(reply("First."), reply("Second."))
-    done = piton(project, "-p", "hi")
+    done = piton_here("-p", "hi")
     assert done.returncode == 0, done.stderr
     assert CONTEXT in json.dumps(fake_api.bodies[0]["messages"])
-    done = piton(project, "-p", "-c", "again")
+    done = piton_here("-p", "-c", "again")
     assert done.returncode == 0, done.stderr
     assert events(log) == [
         "SessionStart:startup",
@@ -76,7 +76,7 @@ def test_print_mode_ends_the_session_when_the_prompt_makes_no_turn(
     fake_api: FakeAnthropicAPI, project: Path, tmp_path: Path
 ) -> None:
     log = lifecycle_hooks(project)
-    done = piton(project, "-p", "/no-such-command")
+    done = piton_here("-p", "/no-such-command")
     assert done.returncode == 1 and "Unknown command: /no-such-command" in done.stderr
     assert events(log) == ["SessionStart:startup", "SessionEnd:other"] and fake_api.requests == []
 

@@ -19,8 +19,8 @@ from piton.skills.frontmatter import split
 from piton.skills.invoke import Variables, expand
 from piton.testing.script import ToolCall, reply
 from tests.builtin_tools.helpers import context
-from tests.cli.test_piton_command import piton
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import piton_here
 
 CORPUS = Path(__file__).parent.parent / "fixtures" / "ecosystem"
 
@@ -164,14 +164,14 @@ def test_a_namespaced_command_through_piton_p(fake_api: FakeAnthropicAPI, corpus
         reply("Scanned."), reply(ToolCall("Skill", {"skill": "tools:dependency-audit", "args": "x"}))
     )
     fake_api.add(reply("Audited."))
-    done = piton("-p", "/tools:security-scan src")
+    done = piton_here("-p", "/tools:security-scan src")
     assert done.returncode == 0, done.stderr
     sent = json.dumps(fake_api.bodies[0]["messages"])
     assert "SECURITY-SCAN-BODY: scan src for injection" in sent
     assert "- tools:dependency-audit: Audit the dependencies" in json.dumps(fake_api.bodies[0]["system"])
-    assert piton("-p", "the model may run a command").returncode == 0
+    assert piton_here("-p", "the model may run a command").returncode == 0
     assert "Check every dependency of x" in json.dumps(fake_api.bodies[2]["messages"])
-    unknown = piton("-p", "/tools:nothing here")
+    unknown = piton_here("-p", "/tools:nothing here")
     assert unknown.returncode == 1 and "Unknown command: /tools:nothing" in unknown.stderr
     assert len(fake_api.bodies) == 3, "an unknown command is not sent to the model"
 

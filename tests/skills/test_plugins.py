@@ -16,21 +16,14 @@ from piton.skills.catalog import Catalog
 from piton.skills.plugins import load_plugins, read_plugin
 from piton.testing.script import ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import CEILING_S
+from tests.helpers import piton_here
 
 PITON = str(Path(sys.executable).with_name("piton"))
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "plugins" / "fixture-plugin"
 
 
 def piton(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PITON, *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=CEILING_S,
-        check=False,
-    )
+    return piton_here(*args)
 
 
 def user_text(body: dict[str, Any]) -> str:
