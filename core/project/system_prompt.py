@@ -69,7 +69,7 @@ def _may_be_repository(cwd: Path) -> bool:
     environment names. Where none can be, neither a sandbox nor git need start."""
     if "GIT_DIR" in os.environ:
         return True
-    here = cwd.absolute()
+    here = cwd.resolve()  # git climbs from the folder the kernel says it is in, past any link
     return any(os.path.lexists(folder / ".git") for folder in (here, *here.parents))
 
 
