@@ -1,4 +1,5 @@
-"""Task: the model hands a self-contained task to a subagent and gets its report back."""
+"""Task: the model hands a self-contained task to a subagent, and gets its report back at once
+(foreground) or later, as a notification (background)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,15 @@ from typing import Any
 
 from pydantic import Field
 
-from piton.core.subagents import SubagentRunner
+from piton.core.subagent_runner import AgentRequest, SubagentRunner
 from piton.core.tools import Tool, ToolContext, ToolInput, ToolResult, current_call
 
-_DESCRIPTION = """Starts a subagent: a fresh agent with its own context that does one task on its own and \
-returns a report. Use it for broad searches and for side tasks whose details would crowd this \
+_DESCRIPTION = """Starts a subagent: a fresh agent with its own context that does one task and returns \
+a report. Use it for broad searches and for side tasks whose details would crowd this \
 conversation; only the report comes back, not the subagent's tool calls.
 - Give a complete, self-contained prompt: the subagent sees nothing of this conversation. Say what \
 to find or do and what the report must contain.
-- Several Task calls in one turn run at the same time: use that for independent work.
+- Several Task calls in one turn run at the same time.
 - The report is for you: tell the user what matters in it.
 
 Subagent types:
@@ -25,6 +26,8 @@ class TaskInput(ToolInput):
     description: str = Field(description="A short (three to five word) label for the task.")
     prompt: str = Field(description="The whole task for the subagent, self-contained.")
     subagent_type: str = Field(default="general-purpose", description="Which kind of subagent to start.")
+    run_in_background: bool = Field(default=False, description="Report later, as a notification.")
+    name: str | None = None  # what SendMessage and TaskStop may call it by
 
 
 class Task(Tool[TaskInput]):
@@ -43,4 +46,7 @@ class Task(Tool[TaskInput]):
         return super().spec()
 
     async def run(self, args: TaskInput, ctx: ToolContext) -> ToolResult:
-        return await self.runner.run(args.subagent_type, args.prompt, current_call.get())
+        request = AgentRequest(
+            args.subagent_type, args.prompt, args.description, args.run_in_background, args.name
+        )
+        return await self.runner.run(request, current_call.get())

@@ -176,11 +176,15 @@ async def _skills(c: Commands, _: str) -> None:
         c.say(text, style)
 
 
-async def _agents(c: Commands, _: str) -> None:
+async def _agents(c: Commands, args: str) -> None:
     runtime = await c.ui.ready()
     from pathlib import Path
 
+    from piton.cli.agents_view import agents_command
     from piton.skills.report import agent_lines
+
+    if await agents_command(runtime.agent.context.agents, args, c.say):
+        return
 
     known = {tool.name for tool in runtime.agent.tools}
     for text, style in agent_lines(runtime.agent_types, Path.home(), known):
@@ -306,7 +310,7 @@ BUILTIN = (
         "permissions", "show the permission mode and rules, or add one", permissions, "[allow|ask|deny rule]"
     ),
     Command("skills", "the skills, custom commands and subagent types found", _skills),
-    Command("agents", "the subagent types, and what of their definitions is not applied", _agents),
+    Command("agents", "the session's agents (stop them) and the subagent types", _agents, "[stop ID|all]"),
     Command(
         "memory",
         "the instruction files loaded (AGENTS.md, CLAUDE.md) and the model's memory folder",

@@ -22,8 +22,11 @@ from piton.core.options import RunOptions
 from piton.core.records import record
 
 if TYPE_CHECKING:  # loaded once a run is known to be possible (a missing key is told without them)
+    import asyncio
+    from collections.abc import Callable
+
     from piton.cli.output import Writer
-    from piton.core.conversation.events import Result
+    from piton.core.conversation.events import AgentEvent, Result
     from piton.core.providers import Provider
     from piton.core.tools import AnyTool
     from piton.session import Session
@@ -87,10 +90,13 @@ def read_prompt(
 
 async def _drive(session: Session, prompt: str, writer: Writer, stopper: Stopper) -> Result | None:
     """The run's result; None when the prompt made no turn (an unknown `/name`, an MCP prompt that
-    cannot be fetched: said, as Claude Code says it in -p, and the model never sees it)."""
+    cannot be fetched: said, as Claude Code says it in -p, and the model never sees it). A run whose
+    background agents are still working waits for their reports, each a turn of the model's, and
+    reports one result for them all."""
     import asyncio
+    import time
 
-    from piton.core.conversation.events import Result
+    from piton.core.run_state import combined
     from piton.session import NoTurn
 
     task = asyncio.current_task()
@@ -103,34 +109,69 @@ async def _drive(session: Session, prompt: str, writer: Writer, stopper: Stopper
             return stopper.stopped or reader_gone or running.cancelling() > 0 or running.done()
 
         asyncio.get_running_loop().set_exception_handler(unexpected_errors(say, stopping))
-    result: Result | None = None
+
+    def show(event: AgentEvent) -> None:
+        nonlocal reader_gone
+        try:
+            writer.handle(event)
+        except BrokenPipeError:  # nobody reads on: closing what is open may fail in callbacks
+            reader_gone = True
+            raise
+        except OSError as e:  # the terminal hung up before its SIGHUP came: stop as it will
+            if task is None or not stopper.lost_terminal(e):
+                raise
+            task.cancel()
+
+    team, started = session.agent.context.agents, time.monotonic()
+    results: list[Result] = []
+    shown_meanwhile = asyncio.ensure_future(_background(team.queue(), show))
     try:
         for shown in await session.start():
-            writer.handle(shown)
-        # closed here, not left to the loop's shutdown: a turn cut short (a reader gone, a hangup)
-        # records its interruption in the log before `aclose` below closes the log
-        async with contextlib.aclosing(session.turn(prompt)) as events:
-            async for event in events:
-                try:
-                    writer.handle(event)
-                except BrokenPipeError:  # nobody reads on: closing what is open may fail in callbacks
-                    reader_gone = True
-                    raise
-                except OSError as e:  # the terminal hung up before its SIGHUP came: stop as it will
-                    if task is None or not stopper.lost_terminal(e):
-                        raise
-                    task.cancel()
-                if isinstance(event, Result):
-                    result = event
+            show(shown)
+        await _turns(session, prompt, show, results)
+        shown_meanwhile.cancel()
+        while not team.queue().empty():  # what the agents did before their reports came in
+            show(team.queue().get_nowait())
+        if results:
+            results.append(combined(results, team.background_usage, int((time.monotonic() - started) * 1000)))
+            show(results[-1])
     except NoTurn as e:
         writer.notice(str(e))
         return None
     finally:
-        for shown in await session.aclose("other"):  # background shells end with the run
-            writer.handle(shown)
-    if result is None:
+        shown_meanwhile.cancel()
+        for shown in await session.aclose("other"):  # background shells and agents end with the run
+            show(shown)
+    if not results:
         raise RuntimeError("the run ended without a result")
-    return result
+    return results[-1]
+
+
+async def _turns(
+    session: Session, prompt: str, show: Callable[[AgentEvent], None], results: list[Result]
+) -> None:
+    """The prompt's turn, then, while background agents work, a turn for each report that comes
+    unheard (unless the settings say not to wait): their results kept, the rest shown."""
+    from piton.core.conversation.events import Result
+
+    turns = [session.turn(prompt)]
+    if session.agent.context.agents.limits.wait_in_print:
+        turns.append(session.settle())
+    for turn in turns:
+        # closed here, not left to the loop's shutdown: a turn cut short (a reader gone, a hangup)
+        # records its interruption in the log before `aclose` closes the log
+        async with contextlib.aclosing(turn) as events:
+            async for event in events:
+                if isinstance(event, Result):
+                    results.append(event)
+                else:
+                    show(event)
+
+
+async def _background(queue: asyncio.Queue[AgentEvent], show: Callable[[AgentEvent], None]) -> None:
+    """Show what background agents do while the turns go on (stream-json's `task_*` lines)."""
+    while True:
+        show(await queue.get())
 
 
 def run_headless(

@@ -33,6 +33,8 @@ def status_line(runtime: Runtime, totals: SessionTotals, queued: int = 0, width:
     tail += [f"{queued} queued"] if queued else []
     if shells := len(agent.context.shells.running()):
         tail.append(f"{shells} shell{'s' if shells > 1 else ''}")
+    if agents := len(agent.context.agents.running()):
+        tail.append(f"{agents} agent{'s' if agents > 1 else ''}")
     short = model.removeprefix("claude-")
     for head in (
         [model, f"{mode} (shift+tab)", f"sandbox {sandbox}"],

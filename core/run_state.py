@@ -3,6 +3,7 @@ reports."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import field
 from typing import Any
@@ -70,3 +71,38 @@ def terminal_reason(stop: Stop) -> str:
     if stop.stop_reason == "hook_stopped":
         return "hook_stopped"
     return _TERMINAL.get(stop.subtype, "completed")
+
+
+_NOT_SUMMED = ("contextWindow", "maxOutputTokens", "canonicalModel")
+
+
+def combined(results: list[Result], background: UsageTotals, duration_ms: int) -> Result:
+    """One result for a run of several turns (the model heard its background agents' reports as
+    turns of their own): the last turn's answer and outcome, the counts and costs of every turn and
+    of the background agents."""
+    last = results[-1]
+    if len(results) == 1 and not background.by_model:
+        return last
+    model_usage: dict[str, dict[str, Any]] = {}
+    for by_model in [*(r.model_usage for r in results), background.model_usage_dict()]:
+        for model, counts in by_model.items():
+            if model not in model_usage:
+                model_usage[model] = dict(counts)
+                continue
+            into = model_usage[model]
+            for key, value in counts.items():
+                if key not in _NOT_SUMMED and isinstance(value, int | float):
+                    into[key] = into.get(key, 0) + value
+    total = background.total
+    for r in results:
+        total = total + r.usage
+    return dataclasses.replace(
+        last,
+        num_turns=sum(r.num_turns for r in results),
+        duration_ms=duration_ms,
+        duration_api_ms=sum(r.duration_api_ms for r in results),
+        usage=total,
+        model_usage=model_usage,
+        total_cost_usd=round(sum(r.total_cost_usd for r in results) + background.cost_usd, 6),
+        permission_denials=tuple(d for r in results for d in r.permission_denials),
+    )

@@ -1,4 +1,4 @@
-"""Subagents: fresh agents the model starts with the Task tool, for a search or a side task.
+"""Subagent types: fresh agents the model starts with the Task tool, for a search or a side task.
 
 A subagent has its own history and system prompt, the parent's sandbox, permission rules and
 approver, and a tool set that never includes Task. Only its final report returns to the parent;
@@ -7,25 +7,18 @@ transcript is kept next to the session's. Types: `general-purpose`, `Explore` (r
 shell runs in a read-only sandbox, and asks as the main agent's does), and any defined in files
 (`piton.skills.agents` finds them).
 The agent itself is built by whoever assembles the session (`piton.runtime`), the same way as the
-main agent; this module decides what a type gets and runs it.
+main agent; this module decides what a type gets, `piton.core.subagent_runner` runs it.
 """
 
 from __future__ import annotations
 
-import secrets
-import time
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from piton.core.agent import Agent
-from piton.core.conversation.events import Result, SubagentEvent, ToolStarted
-from piton.core.conversation.session import SessionLog
-from piton.core.display import counted
-from piton.core.listing import fitted
 from piton.core.records import record
-from piton.core.tools import AnyTool, CallScope, Tool, ToolContext, ToolResult
+from piton.core.tools import AnyTool, Tool, ToolContext, ToolResult
 
 TASK_TOOL = "Task"
 DEFAULT_MAX_TURNS = 50
@@ -33,7 +26,9 @@ EXPLORE_TOOLS = ("Read", "Glob", "Grep", "Bash")
 # no recursion; and skills are listed in the main agent's prompt only
 # a plan is the main agent's to hand in, and only it talks with the user
 # the structured answer is the main agent's to give (StructuredOutput)
-_NOT_FOR_SUBAGENTS = (TASK_TOOL, "Skill", "ExitPlanMode", "AskUserQuestion", "StructuredOutput")
+# the session's agents are the main agent's to start, message and stop
+AGENT_TOOLS = ("SendMessage", "ListAgents", "TaskStop")
+NOT_FOR_SUBAGENTS = (TASK_TOOL, "Skill", "ExitPlanMode", "AskUserQuestion", "StructuredOutput", *AGENT_TOOLS)
 
 
 @record(frozen=True)
@@ -121,78 +116,35 @@ def names(tool: str, entries: Sequence[str]) -> bool:
 def tools_for(agent_type: AgentType, tools: Sequence[AnyTool]) -> list[AnyTool]:
     """The parent's tools a subagent of `agent_type` gets: never Task or Skill, only those its type
     names, and each shown as running in a read-only sandbox when the type is read-only."""
-    usable = [t for t in tools if t.name not in _NOT_FOR_SUBAGENTS]
+    usable = [t for t in tools if t.name not in NOT_FOR_SUBAGENTS]
     if agent_type.tools is not None:
         usable = [t for t in usable if names(t.name, agent_type.tools)]
     usable = [t for t in usable if not names(t.name, agent_type.disallowed_tools)]
     return [ReadOnlyView(t) if agent_type.read_only and not t.read_only else t for t in usable]
 
 
-class Spawn(Protocol):
-    """Builds the agent for one subagent run (with its id, and its transcript if kept)."""
+class ForkRefused(Tool[Any]):
+    """A tool a fork is shown but may not use (Task, AskUserQuestion…): its definition is the
+    parent's, so the fork's requests share the parent's prompt cache, and a call is refused."""
 
-    def __call__(self, agent_type: AgentType, agent_id: str, transcript: SessionLog | None) -> Agent: ...
+    def __init__(self, inner: AnyTool) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.description = inner.description
+        self.input_model = inner.input_model
+        self.kind = inner.kind
+        self.read_only = True
+        self.deferred = inner.deferred
+
+    def spec(self) -> dict[str, Any]:
+        return self.inner.spec()
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+        return ToolResult.error(
+            f"A fork cannot use {self.name}: that is the main agent's. Do the task yourself and report."
+        )
 
 
-@record
-class SubagentRunner:
-    """The subagent types a session offers, and how to run one."""
-
-    spawn: Spawn
-    types: dict[str, AgentType]
-    directory: Path | None = None  # where transcripts go
-
-    budget: int | None = None  # characters for the list of types in the Task tool; None: all
-
-    def describe(self) -> str:
-        entries = [(t.name, t.description) for t in self.types.values()]
-        return "\n".join(fitted(entries, self.budget if self.budget is not None else 10**9))
-
-    def left_out(self) -> int:
-        entries = [(t.name, t.description) for t in self.types.values()]
-        budget = self.budget if self.budget is not None else 10**9
-        return len(entries) - len(fitted(entries, budget, tail=False))
-
-    async def run(self, type_name: str, prompt: str, scope: CallScope | None) -> ToolResult:
-        agent_type = self.types.get(type_name)
-        if agent_type is None:
-            names = ", ".join(self.types)
-            return ToolResult.error(f"There is no subagent type '{type_name}'. Available: {names}.")
-        agent_id = f"agent-{secrets.token_hex(4)}"
-        log = SessionLog(self.directory / f"{agent_id}.jsonl", agent_id) if self.directory else None
-        agent = self.spawn(agent_type, agent_id, log)
-        if log is not None:
-            log.start(cwd=agent.config.cwd, model=agent.config.model)
-        if agent.hooks is not None and agent.hooks.has("SubagentStart"):
-            for text in await agent.hooks.subagent_start(agent_id, agent_type.name):
-                agent.add_note(text)  # what its hooks tell it comes with its task
-        started = time.monotonic()
-        result: Result | None = None
-        calls = 0
-        try:
-            async for event in agent.run(prompt):
-                calls += isinstance(event, ToolStarted)
-                if isinstance(event, Result):
-                    result = event
-                if scope is not None:
-                    transcript = str(log.path) if log is not None else ""
-                    scope.emit(SubagentEvent(scope.tool_use_id, agent_id, agent_type.name, event, transcript))
-        finally:
-            if log is not None:
-                log.close()
-        if result is None:
-            return ToolResult.error(f"The subagent {agent_id} ended without a result.")
-        seconds = time.monotonic() - started
-        turns, tools = counted(result.num_turns, "turn"), counted(calls, "tool call")
-        summary = f"{agent_type.name}: {turns}, {tools}, {seconds:.0f}s"
-        footer = f"\n\n(subagent {agent_id}, {agent_type.name}: {tools})"
-        if result.is_error:
-            last = next((m.text for m in reversed(agent.history) if m.role == "assistant" and m.text), "")
-            said = f" Its last words: {last.strip()}" if last.strip() else ""
-            return ToolResult(
-                f"The {agent_type.name} subagent did not finish: {result.result}{said}{footer}",
-                is_error=True,
-                summary=f"failed ({summary})",
-            )
-        report = result.result.strip() or "(the subagent finished without a report)"
-        return ToolResult(report + footer, summary=summary)
+def fork_tools(tools: Sequence[AnyTool]) -> list[AnyTool]:
+    """A fork's tools: the parent's, in the same order, those that are the main agent's refused."""
+    return [ForkRefused(t) if t.name in NOT_FOR_SUBAGENTS else t for t in tools]

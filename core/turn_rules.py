@@ -169,10 +169,23 @@ class TurnRules:
         return refusal
 
     def after_calls(self) -> list[ContentBlock]:
-        """What joins a round of tool results: the skills its calls loaded, the shells' news."""
+        """What joins a round of tool results: the skills its calls loaded, the shells' and the
+        background agents' news (a subagent: the messages sent to it meanwhile)."""
         blocks: list[ContentBlock] = [TextBlock(text=text) for text in self._loaded]
         self._loaded = []
-        return blocks + self._shell_news()
+        return blocks + self._shell_news() + self._agent_news()
+
+    def _agent_news(self) -> list[ContentBlock]:
+        """For the main agent, the background agents that ended since it last heard; for a subagent,
+        what SendMessage sent it while it ran. Each is told once."""
+        team = self.agent.context.agents
+        if self.main:
+            return [TextBlock(text=text) for text in team.take_news()]
+        run = team.get(self.agent.agent_id or "")
+        if run is None or not run.inbox:
+            return []
+        sent, run.inbox = run.inbox, []
+        return [TextBlock(text=f"A message from the agent that started you:\n{text}") for text in sent]
 
     # -- notes ----------------------------------------------------------------------------------
     def _notes(self) -> list[ContentBlock]:
@@ -190,7 +203,7 @@ class TurnRules:
             notes.append(TextBlock(text=PLAN_MODE_REMINDER))
         elif was:
             notes.append(TextBlock(text=PLAN_MODE_ENDED))
-        return notes + self._shell_news(turn_start=True)
+        return notes + self._shell_news(turn_start=True) + self._agent_news()
 
     def _shell_news(self, *, turn_start: bool = False) -> list[ContentBlock]:
         """What the background shells did since the model last heard (the main agent hears it: the

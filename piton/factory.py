@@ -21,7 +21,8 @@ from piton.core.models import model_info, resolve_alias
 from piton.core.providers import Provider
 from piton.core.records import record
 from piton.core.safety.permissions import PermissionGate
-from piton.core.subagents import AgentType, names, tools_for
+from piton.core.safety.policy import SandboxPolicy
+from piton.core.subagents import DEFAULT_MAX_TURNS, AgentType, fork_tools, names, tools_for
 from piton.core.tools import AnyTool, ToolContext, ToolRegistry
 
 
@@ -77,16 +78,7 @@ class AgentFactory:
         policy = parent.context.policy
         if agent_type.read_only and policy is not None:
             policy = policy.read_only()
-        context = ToolContext(
-            cwd=parent.context.cwd,
-            session_id=agent_id,
-            policy=policy,
-            record=transcript.record if transcript is not None else parent.context.record,
-            lock=parent.context.lock,
-            shells=parent.context.shells,
-            timeouts=parent.context.timeouts,
-            checkpoints=parent.context.checkpoints,  # a subagent's edits belong to the turn that asked
-        )
+        context = _subagent_context(parent, policy, agent_id, transcript)
         model = resolve_alias(agent_type.model) if agent_type.model else parent.config.model
         # its own ToolSearch, over its own tools, unless its type refuses that tool
         refused = names(TOOL_SEARCH, agent_type.disallowed_tools)
@@ -123,6 +115,39 @@ class AgentFactory:
             agent_id=agent_id,  # its end is a SubagentStop
         )
         return self.build(config, tools_for(agent_type, offered), parts)
+
+    def fork(self, parent: Agent, agent_id: str, transcript: Transcript | None) -> Agent:
+        """A fork of `parent`: its system prompt, model, tools (those that are the main agent's
+        refused) and history, so that its requests share the parent's prompt cache; its own
+        context, grants and transcript, as any subagent's."""
+        config = replace(parent.config, session_id=agent_id, max_turns=DEFAULT_MAX_TURNS, output=None)
+        parts = AgentParts(
+            transcript=transcript,
+            context=_subagent_context(parent, parent.context.policy, agent_id, transcript),
+            gate=(parent.gate or self.gate).fork(),
+            hooks=parent.hooks,
+            after_tool=parent.after_tool,
+            agent_id=agent_id,
+        )
+        return self.build(config, fork_tools(list(parent.tools)), parts, history=parent.history)
+
+
+def _subagent_context(
+    parent: Agent, policy: SandboxPolicy | None, agent_id: str, transcript: Transcript | None
+) -> ToolContext:
+    """A subagent's tool context: its own state and transcript, the parent's lock, shells, agents,
+    limits and checkpoints."""
+    return ToolContext(
+        cwd=parent.context.cwd,
+        session_id=agent_id,
+        policy=policy,
+        record=transcript.record if transcript is not None else parent.context.record,
+        lock=parent.context.lock,
+        shells=parent.context.shells,
+        agents=parent.context.agents,
+        timeouts=parent.context.timeouts,
+        checkpoints=parent.context.checkpoints,  # a subagent's edits belong to the turn that asked
+    )
 
 
 def _registry(

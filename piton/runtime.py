@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from piton.core.agent import Agent
-from piton.core.agent_parts import AfterToolChain, AgentParts
+from piton.core.agent_parts import AfterToolChain, AgentParts, Transcript
 from piton.core.checkpoints import Checkpoints
 from piton.core.context.compaction import CompactionSettings
 from piton.core.context.result_store import FileResultStore
@@ -31,7 +31,9 @@ from piton.core.safety.permissions import Approver
 from piton.core.safety.policy import PolicyError, SandboxPolicy
 from piton.core.safety.programs import Programs
 from piton.core.shells import BackgroundShells
-from piton.core.subagents import AgentType, Spawn, SubagentRunner
+from piton.core.subagent_runner import Fork, Spawn, SubagentRunner
+from piton.core.subagents import AgentType
+from piton.core.team import Team, limits_from
 from piton.core.tools import AnyTool, ToolContext
 from piton.discovery import Found, discover
 from piton.discovery import workspace_trust as workspace_trust
@@ -170,8 +172,7 @@ def _wire(
     )
     mirror = claude_transcript(options.cwd, log, opened.history)
     main: list[Agent] = []  # the Task tool needs the agent it serves, which needs the Task tool
-    spawn = _spawner(factory, main, mirror)
-    runner = SubagentRunner(spawn, found.agent_types, subagent_directory(log), budget=budget)
+    runner = _runner(factory, main, mirror, found, log, budget)
     observer = _telemetry(parts, log.session_id, notices)
     programs = Programs(secured.policy)  # the settings' programs; hooks share the session's command lock
     agent_parts = _parts(options, parts, found, opened, secured, mirror, notices, programs, observer)
@@ -299,23 +300,44 @@ def _tools(
 
         tools.append(StructuredOutput(output))
     assert agent_parts.context is not None
+    agent_parts.context.agents = runner.agents  # the agents Task starts: every subagent's context shares them
     for tool in tools:
         tool.restore(agent_parts.context, opened.records)
     return tools
 
 
-def _spawner(factory: AgentFactory, main: list[Agent], mirror: ClaudeTranscript | None) -> Spawn:
-    """How the Task tool starts a subagent under the main agent (its transcript mirrored in Claude
-    Code's format when the main one is)."""
+def _runner(
+    factory: AgentFactory,
+    main: list[Agent],
+    mirror: ClaudeTranscript | None,
+    found: Found,
+    log: SessionLog,
+    budget: int,
+) -> SubagentRunner:
+    """What the Task tool runs agents with: the session's types, and its team of agents under the
+    settings' caps."""
+    spawn, fork = _spawner(factory, main, mirror)
+    settings = found.settings
+    team = Team(limits_from(settings.agent_caps(), settings.agents_wait_in_print))
+    return SubagentRunner(spawn, found.agent_types, subagent_directory(log), budget, team, fork)
+
+
+def _spawner(factory: AgentFactory, main: list[Agent], mirror: ClaudeTranscript | None) -> tuple[Spawn, Fork]:
+    """How the Task tool starts a subagent, or a fork, of the main agent (its transcript mirrored in
+    Claude Code's format when the main one is)."""
+
+    def mirrored(agent_id: str, transcript: SessionLog | None) -> Transcript | None:
+        if mirror is not None and transcript is not None:
+            return Mirrored(transcript, mirror.subagent(agent_id))
+        return transcript
 
     def spawn(agent_type: AgentType, agent_id: str, transcript: SessionLog | None) -> Agent:
-        if mirror is not None and transcript is not None:
-            return factory.subagent(
-                main[0], agent_type, agent_id, Mirrored(transcript, mirror.subagent(agent_id))
-            )
-        return factory.subagent(main[0], agent_type, agent_id, transcript)
+        return factory.subagent(main[0], agent_type, agent_id, mirrored(agent_id, transcript))
 
-    return spawn
+    def fork(agent_id: str, transcript: SessionLog | None) -> Agent:
+        return factory.fork(main[0], agent_id, mirrored(agent_id, transcript))
+
+    return spawn, fork
 
 
 def _writable(policy: SandboxPolicy) -> Callable[[Path], bool]:

@@ -136,6 +136,15 @@ class Session:
         async for event in self.agent.run(content, skill=skill, turn_id=turn_id):
             yield event
 
+    async def settle(self) -> AsyncGenerator[AgentEvent, None]:
+        """After a turn of a run that does not wait for the user (`-p`): while background agents
+        the session started are working, wait; each time one ends unheard, its report goes to the
+        model as a turn of its own. Ends when none is running and all were heard."""
+        team = self.agent.context.agents
+        while await team.wait_news():
+            async for event in self.agent.run("\n\n".join(team.take_news())):
+                yield event
+
     async def _prepared(
         self,
         prompt: str | list[ContentBlock],
@@ -187,7 +196,7 @@ class Session:
     async def aclose(
         self, reason: EndReason = "other", *, handover: bool = False, quiet: bool = False
     ) -> list[AgentEvent]:
-        """End the session, once: its background shells, the SessionEnd hooks (unless `quiet`: the
+        """End the session, once: its background shells and agents, the SessionEnd hooks (unless `quiet`: the
         same session is reopened; they cannot keep it open), the provider's connections, the MCP
         servers, the telemetry, and the log, synced. Returns what the hooks reported. With
         `handover`, the shells and the provider go on in the session that follows (`open` it with
@@ -200,6 +209,8 @@ class Session:
             if not handover:
                 agent.context.shells.listeners.clear()  # leaving: their ends need no telling
                 await agent.context.shells.kill_all()
+            agent.context.agents.listeners.clear()
+            await agent.context.agents.stop_all()  # agents work for this session alone
             if not quiet and agent.hooks is not None and agent.hooks.has("SessionEnd"):
                 with contextlib.suppress(Exception):  # a hook cannot keep the session open
                     await agent.hooks.session_end(reason)

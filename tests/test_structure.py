@@ -41,11 +41,12 @@ CORE_LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("conversation",),  # the shared contracts (messages, events, usage, tool results) and sessions
     ("safety",),  # the boundary, auditable alone
-    ("checkpoints", "project", "providers", "run_state", "shells"),
+    ("checkpoints", "project", "providers", "run_state", "shells", "team"),
     ("tools",),  # the tool contract
     ("activation_prep", "context", "deferral", "hooks", "mcp"),
     ("agent_parts", "agent_view", "turn_rules", "tool_round"),  # what an agent is made of
     ("agent", "subagents"),
+    ("subagent_runner",),  # runs the agents the types describe
 )
 
 

@@ -101,6 +101,24 @@ class Settings(ExtensionSettings):
             return {}
         return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float) and v > 0}
 
+    def agent_caps(self) -> dict[str, float]:
+        """`agents`: `{"maxRunning": 4, "maxTotal": 50, "maxCostUsd": 5}`: background agents at once,
+        agents a session starts, what they spend together. Any file may set them and the smallest
+        value wins: a cap only narrows what the model may start."""
+        caps: dict[str, float] = {}
+        for layer in self.layers:
+            for key in ("maxRunning", "maxTotal", "maxCostUsd"):
+                value = at(layer, ("agents", key))
+                if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+                    caps[key] = min(caps.get(key, float(value)), float(value))
+        return caps
+
+    @property
+    def agents_wait_in_print(self) -> bool:
+        """`"agents": {"waitInPrint": false}`: a `-p` run ends with its answer, stopping the background
+        agents still at work, instead of waiting for their reports."""
+        return self._last("agents", "waitInPrint") is not False
+
     @property
     def memory_in_project(self) -> bool:
         """`"memoryInProject": true` in the user's own settings: the memory tool's folder is the

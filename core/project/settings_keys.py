@@ -46,6 +46,7 @@ SUPPORTED: dict[str, frozenset[str] | None] = {
     "memoryInProject": None,
     "modelPrices": None,
     "toolTimeouts": None,
+    "agents": frozenset({"maxRunning", "maxTotal", "maxCostUsd", "waitInPrint"}),
 }
 
 

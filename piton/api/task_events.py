@@ -32,6 +32,7 @@ class TaskEvents:
     _running: dict[str, _Running] = field(default_factory=dict)  # subagents by agent id
     _ended: dict[str, int] = field(default_factory=lambda: {"completed": 0, "failed": 0})
     _by_type: dict[str, int] = field(default_factory=dict)
+    _background: int = 0
 
     def calls(self, message: Message) -> None:
         for block in message.content:
@@ -44,6 +45,7 @@ class TaskEvents:
             self._running[agent_id] = _Running(event.parent_tool_use_id)
             self._by_type[event.agent_type] = self._by_type.get(event.agent_type, 0) + 1
             given = self._inputs.get(event.parent_tool_use_id, {})
+            self._background += bool(given.get("run_in_background"))
             return [("task_started", self._started(event, given))]
         running = self._running.get(agent_id)
         if running is None:
@@ -74,13 +76,14 @@ class TaskEvents:
         ]
 
     def stats(self) -> dict[str, Any]:
-        """Claude Code's `subagent_stats`: every subagent Piton starts runs in the foreground, one
-        level deep, and is never refused or killed by a limit."""
+        """Claude Code's `subagent_stats`: the subagents Piton started, one level deep (a subagent
+        starts none)."""
         spawned = sum(self._by_type.values())
+        background = self._background
         return {
             "spawned": spawned,
-            "requested": {"background": 0, "foreground": spawned, "unset": 0},
-            "started_in_background": 0,
+            "requested": {"background": background, "foreground": spawned - background, "unset": 0},
+            "started_in_background": background,
             "max_depth": 1 if spawned else 0,
             "spawned_by_subagents": 0,
             **self._ended,
@@ -97,7 +100,7 @@ class TaskEvents:
             "tool_use_id": event.parent_tool_use_id,
             "description": given.get("description", ""),
             "subagent_type": event.agent_type,
-            "is_backgrounded": False,
+            "is_backgrounded": bool(given.get("run_in_background")),
             "spawn_depth": 1,
             "task_type": "local_agent",
             "prompt": given.get("prompt", ""),

@@ -14,6 +14,7 @@ from piton.core.conversation.history import is_valid
 from piton.core.conversation.messages import INTERRUPTED_REQUEST
 from piton.core.conversation.session import load_session
 from piton.core.options import RunOptions
+from piton.core.subagents import AGENT_TOOLS
 from piton.runtime import build_runtime
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
@@ -94,7 +95,7 @@ def test_an_unknown_subagent_type_is_an_error_naming_the_types(project: Path) ->
     [finished] = [e for e in events if isinstance(e, ToolFinished)]
     assert finished.result.is_error
     assert str(finished.result.content) == (
-        "There is no subagent type 'Wizard'. Available: general-purpose, Explore."
+        "There is no subagent type 'Wizard'. Available: general-purpose, Explore, fork."
     )
 
 
@@ -134,7 +135,7 @@ def test_a_general_purpose_subagent_gets_neither_task_nor_skill(project: Path) -
     sub_tools = [t["name"] for t in provider.requests[1].tools]
     assert "Task" in parent_tools and "Skill" in parent_tools
     assert sub_tools == [
-        n for n in parent_tools if n not in ("Task", "Skill", "ExitPlanMode", "AskUserQuestion")
+        n for n in parent_tools if n not in ("Task", "Skill", "ExitPlanMode", "AskUserQuestion", *AGENT_TOOLS)
     ]
 
 
