@@ -27,7 +27,10 @@ from piton.core.records import record
 from piton.session import NoTurn
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator, Callable
+
     from piton.cli.output import StreamJsonWriter
+    from piton.core.conversation.events import AgentEvent
     from piton.core.conversation.messages import ContentBlock
     from piton.core.options import RunOptions
     from piton.core.providers import Provider
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
     from piton.session import Session
 
 INTERRUPTED = "[Request interrupted by the user]"
+NEWS = "task-notification"  # queued beside the client's messages: background agents' reports wait
 
 
 class HeadlessOptions(Protocol):
@@ -140,6 +144,7 @@ class ControlSession:
         self._turn: asyncio.Task[None] | None = None
         self._turns: asyncio.Queue[dict[str, Any] | None] | None = None
         self._model_after_turn: str | None = None
+        self._news_waiting = False  # a turn for background agents' reports is queued
         self.sdk_host = SdkHost()  # the client's in-process MCP servers, reached through `request`
 
     @property
@@ -197,6 +202,9 @@ class ControlSession:
         threading.Thread(target=self._read, args=(loop, lines), daemon=True, name="piton-stdin").start()
         self.sdk_host.bind(loop, self.request)
         worker = asyncio.create_task(self._work())
+        team = self.session.agent.context.agents
+        team.listeners.append(self._agents_changed)
+        told = asyncio.create_task(_show(team.queue(), self.writer.handle))  # their `task_*` lines
         try:
             while (line := await lines.get()) is not None:
                 if line.strip():
@@ -209,7 +217,10 @@ class ControlSession:
             self._turns.put_nowait(None)
             try:
                 await worker
-            finally:  # background shells end with it, and the SessionEnd hooks run
+                if team.limits.wait_in_print:  # as `-p`: the agents' reports still come, each a turn
+                    await self._run_turn(self.session.settle(), str(uuid.uuid4()))
+            finally:  # background shells and agents end with it, and the SessionEnd hooks run
+                told.cancel()
                 for shown in await self.session.aclose("other"):
                     self.writer.handle(shown)
 
@@ -313,11 +324,19 @@ class ControlSession:
                 self.writer.handle(shown)
             # the uuid names the turn's checkpoint (for rewind_files), as Claude Code's echo does
             turn_id = str(message.get("uuid") or uuid.uuid4())
-            if self.options.replay_user_messages:
-                self._write({**message, "uuid": turn_id})
+            if message.get("type") == NEWS:
+                self._news_waiting = False
+                if not (news := self.session.agent.context.agents.take_news()):
+                    continue
+                turn = self.session.turn("\n\n".join(news), turn_id=turn_id)
+            else:
+                if self.options.replay_user_messages:
+                    self._write({**message, "uuid": turn_id})
+                turn = self.session.turn(self._prompt(message), turn_id=turn_id)
             started = time.monotonic()
-            self._turn = asyncio.create_task(self._run_turn(self._prompt(message), turn_id))
+            self._turn = asyncio.create_task(self._run_turn(turn, turn_id))
             await asyncio.wait([self._turn])
+            self._agents_changed()  # a report that came as the turn ended gets a turn of its own
             if self._turn.cancelled():
                 self._interrupted(started)
             elif (error := self._turn.exception()) is not None:
@@ -346,10 +365,19 @@ class ControlSession:
             texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
             return "\n\n".join(texts)
 
-    async def _run_turn(self, prompt: str | list[ContentBlock], turn_id: str) -> None:
-        async with contextlib.aclosing(self.session.turn(prompt, turn_id=turn_id)) as events:
+    async def _run_turn(self, turn: AsyncGenerator[AgentEvent, None], turn_id: str) -> None:
+        async with contextlib.aclosing(turn) as events:
             async for event in events:  # closed here if the writer fails, before the session ends
                 self.writer.handle(event)
+
+    def _agents_changed(self) -> None:
+        """A background agent's report waits while no turn runs: a turn of its own brings it to the
+        model, as Claude Code's does (its `result` line included)."""
+        idle = self._turn is None or self._turn.done()
+        waiting = self._news_waiting or not self.session.agent.context.agents.has_news()
+        if idle and not self._closed and not waiting and self._turns is not None:
+            self._news_waiting = True
+            self._turns.put_nowait({"type": NEWS})
 
     def _interrupted(self, started: float) -> None:
         self._end(started, INTERRUPTED, ())
@@ -364,3 +392,9 @@ class ControlSession:
 
         took = round((time.monotonic() - started) * 1000)
         self.writer.handle(Result.cut_short(self.runtime.agent.config.session_id, text, errors, took))
+
+
+async def _show(queue: asyncio.Queue[AgentEvent], handle: Callable[[AgentEvent], None]) -> None:
+    """What background agents do, as it happens, for the client."""
+    while True:
+        handle(await queue.get())

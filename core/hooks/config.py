@@ -53,12 +53,13 @@ class HookCommand:
         """Whether the hook runs for a tool (or source, trigger…) named `value`."""
         if self.matcher in ("", "*") or value is None:
             return True
+        values = (value, "Agent") if value == "Task" else (value,)  # Claude Code's name for Task
         if re.fullmatch(r"[A-Za-z0-9_|-]+", self.matcher):  # plain names: exact, no regex surprises
-            return value in self.matcher.split("|")
+            return any(v in self.matcher.split("|") for v in values)
         try:
-            return re.fullmatch(self.matcher, value) is not None
+            return any(re.fullmatch(self.matcher, v) is not None for v in values)
         except re.error:
-            return self.matcher == value
+            return self.matcher in values
 
 
 def parse_hooks(

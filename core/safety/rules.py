@@ -63,7 +63,8 @@ class Rule:
         if m is None or (m.group(2) is not None and not m.group(2).strip()):
             raise ValueError(f"not a permission rule: {text!r} (expected Tool or Tool(specifier))")
         spec = m.group(2)
-        return cls(m.group(1), spec.strip() if spec is not None else None)
+        tool = "Task" if m.group(1) == "Agent" else m.group(1)  # Claude Code's name for the same tool
+        return cls(tool, spec.strip() if spec is not None else None)
 
     def __str__(self) -> str:
         return self.tool if self.specifier is None else f"{self.tool}({self.specifier})"

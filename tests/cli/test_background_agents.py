@@ -237,3 +237,56 @@ def test_the_caps_refuse_a_fan_out_in_words(api: FakeAnthropicAPI, project: Path
     assert "did R" in json.dumps(router.parent_bodies[2]["messages"][-1])
     assert "This session has started 2 agents, the cap" in json.dumps(router.parent_bodies[3]["messages"][-1])
     assert router.agent_bodies["TASK-Q"] == router.agent_bodies["TASK-S"] == [], "refused agents never ran"
+
+
+def test_rules_and_hooks_that_name_claude_codes_agent_tool_govern_task(
+    api: FakeAnthropicAPI, project: Path
+) -> None:
+    seen = project / "hook-saw"
+    hook = {"matcher": "Agent", "hooks": [{"type": "command", "command": f"cat > {seen}"}]}
+
+    def parent(body: dict[str, Any]) -> Reply:
+        if len(body["messages"]) == 1:
+            return reply(ToolCall("Task", {"description": "d", "prompt": "TASK-X: x"}))
+        return reply("done")
+
+    router = Router(parent, {"TASK-X": lambda: reply("looked")})
+    api.add(*[router] * 3)
+    done = piton_here("-p", "PARENT: delegate", "--settings", json.dumps({"hooks": {"PreToolUse": [hook]}}))
+    assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
+    assert json.loads(seen.read_text())["tool_name"] == "Task", "the hook named Agent ran for Task"
+    api.add(*[router] * 2)
+    denied = piton_here("-p", "PARENT: delegate", "--disallowedTools", "Agent")
+    assert "Task" not in [t["name"] for t in router.parent_bodies[-2]["tools"]], (
+        "a rule denying Agent denies Task"
+    )
+    assert "Unknown tool 'Task'" in texts(router.parent_bodies[-1]) and denied.stdout == "done\n"
+    assert len(router.agent_bodies["TASK-X"]) == 1, "the subagent ran the first time only"
+
+
+def test_the_agent_sdk_follows_a_background_agent_to_its_report(api: FakeAnthropicAPI, project: Path) -> None:
+    """The real SDK's `query()`: it closes its input after the first result; the report still comes,
+    as Claude Code's does, in a turn of its own with its own result."""
+    import asyncio
+    import sys
+
+    from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, TaskNotificationMessage, query
+
+    def parent(body: dict[str, Any]) -> Reply:
+        if len(router.parent_bodies) == 1:
+            return reply(background("bg", "TASK-BG: sum"))
+        return reply(f"bg: {notifications(body)[-1]}" if notifications(body) else "started bg")
+
+    router = Router(parent, {"TASK-BG": lambda: reply("42")})
+    api.add(*[router] * 4)
+    cli = str(Path(sys.executable).parent / "piton")
+
+    async def run() -> list[Any]:
+        options = ClaudeAgentOptions(cli_path=cli, cwd=str(project))
+        return [m async for m in query(prompt="PARENT: in the background", options=options)]
+
+    messages = asyncio.run(asyncio.wait_for(run(), 60))
+    results = [m.result for m in messages if isinstance(m, ResultMessage)]
+    assert results[-1] == "bg: 42" and results[0] == "started bg", results
+    [ended] = [m for m in messages if isinstance(m, TaskNotificationMessage)]
+    assert (ended.status, ended.summary) == ("completed", "42")
