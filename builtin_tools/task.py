@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -23,11 +23,12 @@ Subagent types:
 
 
 class TaskInput(ToolInput):
-    description: str = Field(description="A short (three to five word) label for the task.")
-    prompt: str = Field(description="The whole task for the subagent, self-contained.")
-    subagent_type: str = Field(default="general-purpose", description="Which kind of subagent to start.")
+    description: str = Field(description="A 3-5 word label.")
+    prompt: str = Field(description="The whole task, self-contained.")
+    subagent_type: str = Field(default="general-purpose", description="The subagent type.")
     run_in_background: bool = Field(default=False, description="Report later, as a notification.")
     name: str | None = None  # what SendMessage and TaskStop may call it by
+    isolation: Literal["worktree"] | None = Field(default=None, description="Its own git worktree.")
 
 
 class Task(Tool[TaskInput]):
@@ -47,6 +48,11 @@ class Task(Tool[TaskInput]):
 
     async def run(self, args: TaskInput, ctx: ToolContext) -> ToolResult:
         request = AgentRequest(
-            args.subagent_type, args.prompt, args.description, args.run_in_background, args.name
+            args.subagent_type,
+            args.prompt,
+            args.description,
+            args.run_in_background,
+            args.name,
+            args.isolation,
         )
         return await self.runner.run(request, current_call.get())

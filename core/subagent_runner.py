@@ -7,6 +7,7 @@ caps before it starts, and its events are forwarded tagged with the Task call's 
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -23,6 +24,10 @@ from piton.core.safety.permissions import Decision, PermissionRequest
 from piton.core.subagents import AgentType
 from piton.core.team import AgentRun, Team
 from piton.core.tools import CallScope, ToolResult
+from piton.core.worktrees import Worktree, WorktreeError
+from piton.core.worktrees import changes as changed
+from piton.core.worktrees import create as create_worktree
+from piton.core.worktrees import remove as remove_worktree
 
 FORK = "fork"
 FORK_DESCRIPTION = "A copy of you, with this conversation."
@@ -30,9 +35,12 @@ FORKED = "(This call goes on in the parent conversation. You are a fork of it: d
 
 
 class Spawn(Protocol):
-    """Builds the agent for one subagent run (with its id, and its transcript if kept)."""
+    """Builds the agent for one subagent run (with its id, its transcript if kept, and the worktree
+    that is its only root if it works apart)."""
 
-    def __call__(self, agent_type: AgentType, agent_id: str, transcript: SessionLog | None) -> Agent: ...
+    def __call__(
+        self, agent_type: AgentType, agent_id: str, transcript: SessionLog | None, root: Path | None = None
+    ) -> Agent: ...
 
 
 class Fork(Protocol):
@@ -62,6 +70,7 @@ class AgentRequest:
     description: str = ""
     background: bool = False
     name: str | None = None
+    isolation: str | None = None  # "worktree": in a git worktree of its own
 
 
 @record
@@ -74,6 +83,7 @@ class SubagentRunner:
     budget: int | None = None  # characters for the list of types in the Task tool; None: all
     team: Team | None = None  # the session's agents; None: a team of this runner's own
     fork: Fork | None = None  # how to fork the main agent; None: no forks
+    cwd: Path = Path(".")  # the project, where worktrees are made from
 
     def __post_init__(self) -> None:
         if self.team is None:
@@ -107,12 +117,21 @@ class SubagentRunner:
         if request.name and (taken := self.agents.get(request.name)) is not None and taken.running:
             return ToolResult.error(f"An agent named '{request.name}' is running; choose another name.")
         agent_id = f"agent-{secrets.token_hex(4)}"
+        worktree = None
+        if request.isolation == "worktree":
+            if agent_type is None:
+                return ToolResult.error("A fork works in the conversation's folder: it takes no worktree.")
+            try:
+                worktree = await asyncio.to_thread(create_worktree, self.cwd, agent_id)
+            except WorktreeError as e:
+                return ToolResult.error(f"Cannot give the agent a worktree: {e}")
         log = SessionLog(self.directory / f"{agent_id}.jsonl", agent_id) if self.directory else None
         if agent_type is None:
             assert self.fork is not None
             agent, type_name = self.fork(agent_id, log), FORK
         else:
-            agent, type_name = self.spawn(agent_type, agent_id, log), agent_type.name
+            root = worktree.path if worktree is not None else None
+            agent, type_name = self.spawn(agent_type, agent_id, log, root), agent_type.name
         if log is not None:
             log.start(cwd=agent.config.cwd, model=agent.config.model)
         run = AgentRun(
@@ -123,9 +142,12 @@ class SubagentRunner:
             name=request.name or None,
             tool_use_id=scope.tool_use_id if scope is not None else "",
             transcript=str(log.path) if log is not None else "",
+            worktree=worktree,
         )
         self.agents.add(run)
         prompt = _forked(agent, request.prompt) if agent_type is None else request.prompt
+        if worktree is not None:
+            prompt = f"{worktree_brief(worktree)}\n\n{prompt}"
         if request.background:
             self.launch(run, prompt, log, started=True)
             return ToolResult(launched(run), summary=f"{type_name}: started in the background")
@@ -155,6 +177,8 @@ class SubagentRunner:
         summary = f"{run.type}: {counted(result.num_turns, 'turn')}, {_calls(run)}, {run.seconds():.0f}s"
         again = f"SendMessage to '{run.label}' goes on with it"
         footer = f"\n\n(subagent {run.id}, {run.type}: {_calls(run)}; {again})"
+        if run.footnote:
+            footer = f"\n\n{run.footnote}{footer}"
         if result.is_error:
             last = next((m.text for m in reversed(run.agent.history) if m.role == "assistant" and m.text), "")
             said = f" Its last words: {last.strip()}" if last.strip() else ""
@@ -180,6 +204,28 @@ class SubagentRunner:
         finally:
             if log is not None:
                 log.close()
+        if run.worktree is not None:
+            run.footnote = await self._kept_or_removed(run)
+
+    async def _kept_or_removed(self, run: AgentRun) -> str:
+        """After an agent in a worktree: what its report says of its changes (a worktree with none
+        is removed)."""
+        worktree, policy = run.worktree, run.agent.context.policy
+        assert worktree is not None
+        try:
+            patch = await asyncio.to_thread(changed, worktree, policy) if policy is not None else "?"
+        except WorktreeError as e:
+            return f"Its worktree {worktree.path} is kept: {e}."
+        if not patch:
+            await asyncio.to_thread(remove_worktree, worktree)
+            run.worktree = None
+            return "It changed no file; its worktree was removed."
+        files = patch.count("\ndiff --git ") + patch.startswith("diff --git ")
+        return (
+            f"Its changes ({counted(files, 'file')}) are in the worktree {worktree.path}, not in the "
+            f"project: MergeWorktree with agent '{run.label}' shows them (diff), brings them in (apply) "
+            "or drops them (discard)."
+        )
 
     async def resume(self, key: str, message: str) -> ToolResult:
         """SendMessage: a running agent gets `message` with its next request; a finished one goes on
@@ -237,3 +283,13 @@ def _forked(agent: Agent, prompt: str) -> list[ContentBlock]:
     calls = [b for b in last.content if isinstance(b, ToolUseBlock)] if last and replied else []
     answered: list[ContentBlock] = [ToolResultBlock(tool_use_id=c.id, content=FORKED) for c in calls]
     return [*answered, TextBlock(text=prompt)]
+
+
+def worktree_brief(worktree: Worktree) -> str:
+    """What an agent in a worktree is told before its task."""
+    return (
+        f"You work in a git worktree of your own at {worktree.path}: the project as of its last commit "
+        f"({worktree.base[:12]}). Read and change files there only; the project's folder is read-only "
+        "for you. Your changes reach the project only when the agent that started you merges them: "
+        "say in your report what you changed."
+    )

@@ -27,7 +27,7 @@ EXPLORE_TOOLS = ("Read", "Glob", "Grep", "Bash")
 # a plan is the main agent's to hand in, and only it talks with the user
 # the structured answer is the main agent's to give (StructuredOutput)
 # the session's agents are the main agent's to start, message and stop
-AGENT_TOOLS = ("SendMessage", "ListAgents", "TaskStop")
+AGENT_TOOLS = ("SendMessage", "ListAgents", "TaskStop", "MergeWorktree")
 NOT_FOR_SUBAGENTS = (TASK_TOOL, "Skill", "ExitPlanMode", "AskUserQuestion", "StructuredOutput", *AGENT_TOOLS)
 
 
@@ -55,8 +55,7 @@ def builtin_types() -> list[AgentType]:
     return [
         AgentType(
             "general-purpose",
-            "For research and multi-step tasks that need many searches or changes: give it a complete, "
-            "self-contained task and it reports back. Tools: all but Task.",
+            "For research and multi-step tasks that need many searches or changes. Tools: all but Task.",
             prompt("agent-general.md"),
         ),
         AgentType(

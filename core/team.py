@@ -78,6 +78,8 @@ class AgentRun:
     last_tool: str = ""
     report: str = ""
     inbox: list[str] = field(default_factory=list)  # messages sent to it while it runs
+    worktree: Any = None  # piton.core.worktrees.Worktree: where it works apart, while that is kept
+    footnote: str = ""  # what its report adds (where its changes wait)
     task: asyncio.Task[None] | None = None
 
     @property
@@ -276,6 +278,7 @@ def agent_row(run: AgentRun) -> str:
     name = f" ({run.name})" if run.name else ""
     where = "background" if run.background else "foreground"
     last = f", last tool {run.last_tool}" if run.last_tool and run.running else ""
+    last += f", worktree {run.worktree.path}" if run.worktree is not None else ""
     return (
         f"{run.id}{name}: {run.type}, {run.state} ({where}), {counted(run.turns, 'turn')}, "
         f"{run.tokens:,} tokens, ${run.cost_usd:.2f}, {run.seconds():.0f}s{last} — {run.description}"
@@ -304,6 +307,7 @@ def notification(run: AgentRun) -> str:
         f"<status>{status}</status>",
         f'<summary>Agent "{run.description}" {verb}</summary>',
         f"<result>{run.report}</result>",
+        f"<note>{run.footnote}</note>" if run.footnote else "",
         f"<usage><subagent_tokens>{run.tokens}</subagent_tokens><tool_uses>{run.tool_uses}</tool_uses>"
         f"<duration_ms>{duration}</duration_ms></usage>",
         "</task-notification>",

@@ -24,6 +24,7 @@ from piton.core.safety.permissions import PermissionGate
 from piton.core.safety.policy import SandboxPolicy
 from piton.core.subagents import DEFAULT_MAX_TURNS, AgentType, fork_tools, names, tools_for
 from piton.core.tools import AnyTool, ToolContext, ToolRegistry
+from piton.core.worktrees import seen
 
 
 @record
@@ -70,15 +71,24 @@ class AgentFactory:
         return agent
 
     def subagent(
-        self, parent: Agent, agent_type: AgentType, agent_id: str, transcript: Transcript | None
+        self,
+        parent: Agent,
+        agent_type: AgentType,
+        agent_id: str,
+        transcript: Transcript | None,
+        root: Path | None = None,
     ) -> Agent:
         """A fresh agent of `agent_type` under `parent`: the parent's rules, approver and list of
-        refusals with grants of its own, the parent's policy (read-only if the type is), and no
-        history."""
+        refusals with grants of its own, the parent's policy (read-only if the type is; with `root`,
+        a worktree, that folder its only root), and no history."""
         policy = parent.context.policy
         if agent_type.read_only and policy is not None:
             policy = policy.read_only()
+        if root is not None and policy is not None:  # the project stays in view, read-only
+            policy = seen(replace(policy, workspace=root, extra_dirs=()), *policy.roots)
         context = _subagent_context(parent, policy, agent_id, transcript)
+        if root is not None:  # its files are its own: the parent's checkpoints keep the project's
+            context.cwd, context.checkpoints = root, None
         model = resolve_alias(agent_type.model) if agent_type.model else parent.config.model
         # its own ToolSearch, over its own tools, unless its type refuses that tool
         refused = names(TOOL_SEARCH, agent_type.disallowed_tools)

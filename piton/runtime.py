@@ -172,7 +172,7 @@ def _wire(
     )
     mirror = claude_transcript(options.cwd, log, opened.history)
     main: list[Agent] = []  # the Task tool needs the agent it serves, which needs the Task tool
-    runner = _runner(factory, main, mirror, found, log, budget)
+    runner = _runner(factory, main, mirror, found, log, budget, options.cwd)
     observer = _telemetry(parts, log.session_id, notices)
     programs = Programs(secured.policy)  # the settings' programs; hooks share the session's command lock
     agent_parts = _parts(options, parts, found, opened, secured, mirror, notices, programs, observer)
@@ -313,13 +313,14 @@ def _runner(
     found: Found,
     log: SessionLog,
     budget: int,
+    cwd: Path,
 ) -> SubagentRunner:
     """What the Task tool runs agents with: the session's types, and its team of agents under the
     settings' caps."""
     spawn, fork = _spawner(factory, main, mirror)
     settings = found.settings
     team = Team(limits_from(settings.agent_caps(), settings.agents_wait_in_print))
-    return SubagentRunner(spawn, found.agent_types, subagent_directory(log), budget, team, fork)
+    return SubagentRunner(spawn, found.agent_types, subagent_directory(log), budget, team, fork, cwd)
 
 
 def _spawner(factory: AgentFactory, main: list[Agent], mirror: ClaudeTranscript | None) -> tuple[Spawn, Fork]:
@@ -331,8 +332,10 @@ def _spawner(factory: AgentFactory, main: list[Agent], mirror: ClaudeTranscript 
             return Mirrored(transcript, mirror.subagent(agent_id))
         return transcript
 
-    def spawn(agent_type: AgentType, agent_id: str, transcript: SessionLog | None) -> Agent:
-        return factory.subagent(main[0], agent_type, agent_id, mirrored(agent_id, transcript))
+    def spawn(
+        agent_type: AgentType, agent_id: str, transcript: SessionLog | None, root: Path | None = None
+    ) -> Agent:
+        return factory.subagent(main[0], agent_type, agent_id, mirrored(agent_id, transcript), root)
 
     def fork(agent_id: str, transcript: SessionLog | None) -> Agent:
         return factory.fork(main[0], agent_id, mirrored(agent_id, transcript))

@@ -76,13 +76,13 @@ def extension_tools(
 ) -> list[AnyTool]:
     """Skill, Task and the tools that reach the agents it starts, and SearchSkills when a listing had
     no room for everything (said once)."""
-    from piton.builtin_tools.agent_tools import ListAgents, SendMessage, TaskStop
+    from piton.builtin_tools.agent_tools import ListAgents, MergeWorktree, SendMessage, TaskStop
     from piton.builtin_tools.search_skills import SearchSkills
     from piton.builtin_tools.skill import Skill
     from piton.builtin_tools.task import Task
 
     tools: list[AnyTool] = [*([Skill(catalog)] if catalog.for_model() else []), Task(runner)]
-    tools += [SendMessage(runner), ListAgents(runner), TaskStop(runner)]
+    tools += [SendMessage(runner), ListAgents(runner), TaskStop(runner), MergeWorktree(runner)]
     skills, types = catalog.left_out(budget), runner.left_out()
     if skills or types:
         left = [

@@ -93,7 +93,8 @@ def test_stream_json_emits_init_assistant_user_and_result_lines(project: Path) -
     assert (
         init["cwd"] == str(project)
         and init["model"] == "claude-sonnet-5-5"
-        and init["tools"] == ["Echo", "Boom", "Skill", "Task", "SendMessage", "ListAgents", "TaskStop"]
+        and init["tools"]
+        == ["Echo", "Boom", "Skill", "Task", "SendMessage", "ListAgents", "TaskStop", "MergeWorktree"]
     )
     assert len({e["session_id"] for e in events}) == 1
     assert events[1]["message"]["content"] == [

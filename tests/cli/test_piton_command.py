@@ -329,6 +329,7 @@ def test_a_tool_loop_with_the_built_in_tools(fake_api: FakeAnthropicAPI, project
         "SendMessage",
         "ListAgents",
         "TaskStop",
+        "MergeWorktree",
     ]
     assert events[3]["message"]["content"] == [
         {"type": "tool_result", "tool_use_id": call.id, "content": "     1\tprint('hello')"}
