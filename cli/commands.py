@@ -191,6 +191,13 @@ async def _agents(c: Commands, args: str) -> None:
         c.say(text, style)
 
 
+async def _loop(c: Commands, args: str) -> None:
+    runtime = await c.ui.ready()
+    from piton.cli.loop_view import loop_command
+
+    loop_command(runtime.agent.context.schedule, args, c.say)
+
+
 async def _memory(c: Commands, args: str) -> None:
     runtime = await c.ui.ready()
     if args.split()[:1] == ["edit"]:
@@ -332,6 +339,12 @@ BUILTIN = (
         "[name]",
     ),
     Command("bashes", "the background shells: status, output, and stopping them", _bashes, "[show|kill ID]"),
+    Command(
+        "loop",
+        "repeat a task on an interval (/loop 5m …) or self-paced; /loop stop",
+        _loop,
+        "[interval] task",
+    ),
     Command("vim", "vi keys in the prompt (on or off)", _vim),
     Command("exit", "leave Piton", _exit),
 )

@@ -200,12 +200,14 @@ class ReplSessions:
     async def _opened(self, conversation: Session, source: StartSource, *, recap: bool = True) -> None:
         """A session is open: its SessionStart hooks, and the settings' status line command."""
         from piton.cli.agents_view import AgentsWatch
+        from piton.cli.loop_view import LoopWatch
         from piton.cli.status import StatusCommand
         from piton.cli.welcome import recap_lines
 
         runtime = conversation.runtime
         say = self.host.print_line
         AgentsWatch(conversation, self.driver, say, self.host.redraw)  # it lives as the session's listener
+        LoopWatch(conversation, self.driver, say)  # it ends when the session closes
         shown = recap_lines(runtime.agent.history, session_id=runtime.log.session_id)
         for text, style in shown if source == "resume" and recap else []:
             say(text, style)

@@ -28,7 +28,16 @@ EXPLORE_TOOLS = ("Read", "Glob", "Grep", "Bash")
 # the structured answer is the main agent's to give (StructuredOutput)
 # the session's agents are the main agent's to start, message and stop
 AGENT_TOOLS = ("SendMessage", "ListAgents", "TaskStop", "MergeWorktree")
-NOT_FOR_SUBAGENTS = (TASK_TOOL, "Skill", "ExitPlanMode", "AskUserQuestion", "StructuredOutput", *AGENT_TOOLS)
+SCHEDULE_TOOLS = ("ScheduleWakeup", "CronCreate", "CronList", "CronDelete")  # the session's schedule
+NOT_FOR_SUBAGENTS = (
+    TASK_TOOL,
+    "Skill",
+    "ExitPlanMode",
+    "AskUserQuestion",
+    "StructuredOutput",
+    *AGENT_TOOLS,
+    *SCHEDULE_TOOLS,
+)
 
 
 @record(frozen=True)

@@ -34,6 +34,7 @@ from piton.core.records import record
 from piton.core.safety.lock import CommandLock
 from piton.core.safety.policy import SandboxPolicy
 from piton.core.safety.sandbox import Sandbox
+from piton.core.schedule import Schedule
 from piton.core.shells import BackgroundShells
 from piton.core.team import Team
 
@@ -74,6 +75,7 @@ class ToolContext:
     lock: CommandLock = field(default_factory=CommandLock)  # shared by a session's main agent and subagents
     shells: BackgroundShells = field(default_factory=BackgroundShells)  # commands left running (shared too)
     agents: Team = field(default_factory=Team)  # the session's subagents (shared too)
+    schedule: Schedule = field(default_factory=Schedule)  # its /loop and scheduled prompts (shared too)
     checkpoints: Checkpoints | None = None  # what file tools changed, turn by turn (for /rewind)
     # a side request to the model (a ModelRequest; its events), its usage counted as the agent's
     ask_model: Callable[[Any], AsyncIterator[Any]] | None = None

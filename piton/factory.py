@@ -155,6 +155,7 @@ def _subagent_context(
         lock=parent.context.lock,
         shells=parent.context.shells,
         agents=parent.context.agents,
+        schedule=parent.context.schedule,
         timeouts=parent.context.timeouts,
         checkpoints=parent.context.checkpoints,  # a subagent's edits belong to the turn that asked
     )

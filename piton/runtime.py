@@ -288,21 +288,21 @@ def _tools(
 ) -> list[AnyTool]:
     """The tools offered (StructuredOutput too when the answer has a schema), each given back what
     it recorded in the session log (a resumed session's todo list)."""
+    context = agent_parts.context
+    assert context is not None
+    context.agents = runner.agents  # the agents Task starts: every subagent's context shares them
     offered = (
         [*default_tools(), memory_tool(options.cwd, found.settings)] if parts.tools is None else parts.tools
     )
-    tools = chosen_tools(
-        [*offered, *extension_tools(found.catalog, runner, budget, notices)], options.tools, notices
-    )
+    extensions = extension_tools(found.catalog, runner, context.schedule, budget, notices)
+    tools = chosen_tools([*offered, *extensions], options.tools, notices)
     tools += parts.extra_tools
     if output is not None:
         from piton.builtin_tools.structured_output import StructuredOutput
 
         tools.append(StructuredOutput(output))
-    assert agent_parts.context is not None
-    agent_parts.context.agents = runner.agents  # the agents Task starts: every subagent's context shares them
     for tool in tools:
-        tool.restore(agent_parts.context, opened.records)
+        tool.restore(context, opened.records)
     return tools
 
 

@@ -211,6 +211,7 @@ class Session:
                 await agent.context.shells.kill_all()
             agent.context.agents.listeners.clear()
             await agent.context.agents.stop_all()  # agents work for this session alone
+            agent.context.schedule.close()  # and so do its loop and scheduled prompts
             if not quiet and agent.hooks is not None and agent.hooks.has("SessionEnd"):
                 with contextlib.suppress(Exception):  # a hook cannot keep the session open
                     await agent.hooks.session_end(reason)

@@ -13,11 +13,12 @@ from piton.core.listing import ranked
 from piton.core.project.settings import Settings
 from piton.core.safety.permissions import Permissions
 from piton.core.subagent_runner import SubagentRunner
-from piton.core.subagents import AGENT_TOOLS
+from piton.core.subagents import AGENT_TOOLS, SCHEDULE_TOOLS
 from piton.core.tools import AnyTool
 from piton.setup_errors import SetupError
 
 if TYPE_CHECKING:
+    from piton.core.schedule import Schedule
     from piton.skills.catalog import Catalog
 
 
@@ -53,7 +54,7 @@ def check_names(extra: list[AnyTool], offered: list[AnyTool]) -> None:
     from piton.builtin_tools.task import Task
 
     taken = {tool.name for tool in offered} | {t.name for t in (Memory, SearchSkills, Skill, Task)}
-    taken |= set(AGENT_TOOLS)
+    taken |= {*AGENT_TOOLS, *SCHEDULE_TOOLS}
     taken.add(TOOL_SEARCH)
     for tool in extra:
         if tool.name in taken:
@@ -72,17 +73,19 @@ def chosen_tools(tools: list[AnyTool], names: list[str] | None, notices: list[st
 
 
 def extension_tools(
-    catalog: Catalog, runner: SubagentRunner, budget: int, notices: list[str]
+    catalog: Catalog, runner: SubagentRunner, schedule: Schedule, budget: int, notices: list[str]
 ) -> list[AnyTool]:
     """Skill, Task and the tools that reach the agents it starts, and SearchSkills when a listing had
     no room for everything (said once)."""
     from piton.builtin_tools.agent_tools import ListAgents, MergeWorktree, SendMessage, TaskStop
+    from piton.builtin_tools.schedule_tools import schedule_tools
     from piton.builtin_tools.search_skills import SearchSkills
     from piton.builtin_tools.skill import Skill
     from piton.builtin_tools.task import Task
 
     tools: list[AnyTool] = [*([Skill(catalog)] if catalog.for_model() else []), Task(runner)]
     tools += [SendMessage(runner), ListAgents(runner), TaskStop(runner), MergeWorktree(runner)]
+    tools += schedule_tools(schedule)
     skills, types = catalog.left_out(budget), runner.left_out()
     if skills or types:
         left = [

@@ -41,7 +41,7 @@ CORE_LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("conversation",),  # the shared contracts (messages, events, usage, tool results) and sessions
     ("safety",),  # the boundary, auditable alone
-    ("checkpoints", "project", "providers", "run_state", "shells", "team", "worktrees"),
+    ("checkpoints", "project", "providers", "run_state", "schedule", "shells", "team", "worktrees"),
     ("tools",),  # the tool contract
     ("activation_prep", "context", "deferral", "hooks", "mcp"),
     ("agent_parts", "agent_view", "turn_rules", "tool_round"),  # what an agent is made of

@@ -15,6 +15,7 @@ from piton.cli.headless import HeadlessOptions, Streams, read_prompt, run_headle
 from piton.core.conversation.session import SessionStore
 from piton.core.options import RunOptions
 from piton.core.providers import ProviderError
+from piton.core.subagents import SCHEDULE_TOOLS
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
 from tests.fakes.tools import Boom, Probe
@@ -94,7 +95,17 @@ def test_stream_json_emits_init_assistant_user_and_result_lines(project: Path) -
         init["cwd"] == str(project)
         and init["model"] == "claude-sonnet-5-5"
         and init["tools"]
-        == ["Echo", "Boom", "Skill", "Task", "SendMessage", "ListAgents", "TaskStop", "MergeWorktree"]
+        == [
+            "Echo",
+            "Boom",
+            "Skill",
+            "Task",
+            "SendMessage",
+            "ListAgents",
+            "TaskStop",
+            "MergeWorktree",
+            *SCHEDULE_TOOLS,
+        ]
     )
     assert len({e["session_id"] for e in events}) == 1
     assert events[1]["message"]["content"] == [

@@ -330,6 +330,10 @@ def test_a_tool_loop_with_the_built_in_tools(fake_api: FakeAnthropicAPI, project
         "ListAgents",
         "TaskStop",
         "MergeWorktree",
+        "ScheduleWakeup",
+        "CronCreate",
+        "CronList",
+        "CronDelete",
     ]
     assert events[3]["message"]["content"] == [
         {"type": "tool_result", "tool_use_id": call.id, "content": "     1\tprint('hello')"}

@@ -14,7 +14,7 @@ from piton.core.conversation.history import is_valid
 from piton.core.conversation.messages import INTERRUPTED_REQUEST
 from piton.core.conversation.session import load_session
 from piton.core.options import RunOptions
-from piton.core.subagents import AGENT_TOOLS
+from piton.core.subagents import AGENT_TOOLS, SCHEDULE_TOOLS
 from piton.runtime import build_runtime
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
@@ -135,7 +135,9 @@ def test_a_general_purpose_subagent_gets_neither_task_nor_skill(project: Path) -
     sub_tools = [t["name"] for t in provider.requests[1].tools]
     assert "Task" in parent_tools and "Skill" in parent_tools
     assert sub_tools == [
-        n for n in parent_tools if n not in ("Task", "Skill", "ExitPlanMode", "AskUserQuestion", *AGENT_TOOLS)
+        n
+        for n in parent_tools
+        if n not in ("Task", "Skill", "ExitPlanMode", "AskUserQuestion", *AGENT_TOOLS, *SCHEDULE_TOOLS)
     ]
 
 
