@@ -13,10 +13,12 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from piton.cli.turns import TurnDriver
     from piton.core.team import Team
+    from piton.core.workflows import Workflows
+    from piton.runtime import Runtime
     from piton.session import Session
 
 
@@ -87,3 +89,58 @@ async def agents_command(team: Team, args: str, say: Callable[[str, str], None])
             say(f"  {agent_row(run)}", "" if run.running else "dim")
         say("Stop one with /agents stop ID (or all).", "dim")
     return False
+
+
+async def workflows_command(
+    runtime: Runtime, args: str, say: Callable[[str, str], None], ask: Callable[[str], Awaitable[str]]
+) -> None:
+    """`/workflows [stop ID]`: the runs and the workflows there are; `/workflow NAME [args JSON]`
+    (given here as `run NAME …`): start one, once the user approved its budget."""
+    from piton.core.workflows import Workflows
+
+    workflows = getattr(runtime.agent.tools.get("Workflow"), "workflows", None)
+    if not isinstance(workflows, Workflows):
+        say("No workflows here: write one in .piton/workflows/NAME.py (async def main(ctx)).", "dim")
+        return
+    words = args.split(maxsplit=2)
+    if words[:1] == ["run"] and len(words) >= 2:
+        await _start(runtime, workflows, words[1:], say, ask)
+        return
+    stopping = workflows.runs.get(words[1]) if words[:1] == ["stop"] and len(words) == 2 else None
+    if stopping is not None:
+        stopped = await workflows.stop(stopping)
+        say(f"Stopped {stopping.id}." if stopped else f"{stopping.id} is not running.", "dim")
+        return
+    for run in workflows.runs.values():
+        say(f"  {run.row()}", "" if run.state == "running" else "dim")
+    for workflow in workflows.found.values():
+        say(f"  {workflow.name}: {workflow.description} [{workflow.budget.describe()}]", "dim")
+
+
+async def _start(
+    runtime: Runtime,
+    workflows: Workflows,
+    words: list[str],
+    say: Callable[[str, str], None],
+    ask: Callable[[str], Awaitable[str]],
+) -> None:
+    import json
+
+    from piton.core.safety.policy import SandboxPolicy
+
+    workflow = workflows.found.get(words[0])
+    if workflow is None:
+        say(f"No workflow '{words[0]}'. Workflows: {', '.join(workflows.found)}.", "yellow")
+        return
+    try:
+        given = json.loads(words[1]) if len(words) > 1 else {}
+    except json.JSONDecodeError as e:
+        say(f"piton: the arguments are not JSON: {e}", "yellow")
+        return
+    question = f"Run workflow {workflow.name} in the background, {workflow.budget.describe()}? [y/N] "
+    if (await ask(question)).strip().lower() not in ("y", "yes"):
+        return
+    context = runtime.agent.context
+    policy = context.policy or SandboxPolicy.create("workspace-write", context.cwd)
+    run = workflows.start(workflow, given if isinstance(given, dict) else {}, policy)
+    say(f"⟳ {run.id}: {workflow.name} started; /workflows shows its progress.", "dim")

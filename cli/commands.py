@@ -191,6 +191,17 @@ async def _agents(c: Commands, args: str) -> None:
         c.say(text, style)
 
 
+async def _workflows(c: Commands, args: str) -> None:
+    runtime = await c.ui.ready()
+    from piton.cli.agents_view import workflows_command
+
+    await workflows_command(runtime, args, c.say, c.ui.ask)
+
+
+async def _workflow(c: Commands, args: str) -> None:
+    await _workflows(c, f"run {args}")
+
+
 async def _loop(c: Commands, args: str) -> None:
     runtime = await c.ui.ready()
     from piton.cli.loop_view import loop_command

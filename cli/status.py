@@ -35,6 +35,9 @@ def status_line(runtime: Runtime, totals: SessionTotals, queued: int = 0, width:
         tail.append(f"{shells} shell{'s' if shells > 1 else ''}")
     if agents := len(agent.context.agents.running()):
         tail.append(f"{agents} agent{'s' if agents > 1 else ''}")
+    workflows = getattr(agent.tools.get("Workflow"), "workflows", None)  # the runs, when workflows exist
+    for run in workflows.running() if workflows is not None else []:
+        tail.append(f"{run.workflow.name}{' · ' + run.phase if run.phase else ''}")
     short = model.removeprefix("claude-")
     for head in (
         [model, f"{mode} (shift+tab)", f"sandbox {sandbox}"],

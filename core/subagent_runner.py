@@ -106,7 +106,11 @@ class SubagentRunner:
         budget = self.budget if self.budget is not None else 10**9
         return len(entries) - len(fitted(entries, budget, tail=False))
 
-    async def run(self, request: AgentRequest, scope: CallScope | None) -> ToolResult:
+    async def run(
+        self, request: AgentRequest, scope: CallScope | None, started: list[AgentRun] | None = None
+    ) -> ToolResult:
+        """Start the agent `request` asks for; its report (a background one's: that it started).
+        `started` gets the agent's run, for a caller that reads its report and counts."""
         agent_type = self.types.get(request.type_name)
         if agent_type is None and not (request.type_name == FORK and self.fork is not None):
             available = ", ".join(name for name, _ in self._entries())
@@ -145,6 +149,8 @@ class SubagentRunner:
             worktree=worktree,
         )
         self.agents.add(run)
+        if started is not None:
+            started.append(run)
         prompt = _forked(agent, request.prompt) if agent_type is None else request.prompt
         if worktree is not None:
             prompt = f"{worktree_brief(worktree)}\n\n{prompt}"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -105,6 +105,7 @@ class Team:
         self.listeners: list[Callable[[], None]] = []  # told when an agent starts, moves or ends
         self._runs: dict[str, AgentRun] = {}
         self._news: list[str] = []
+        self._held: dict[str, Callable[[], Awaitable[object]]] = {}  # other background work, and its stop
         self._events: asyncio.Queue[Any] | None = None  # made in the loop that runs the agents
         self._changed: asyncio.Event | None = None
 
@@ -228,9 +229,26 @@ class Team:
 
     async def wait_news(self) -> bool:
         """Wait until there is news, or nothing more can come (no agent runs); True: news."""
-        while not self._news and self.running():
+        while not self._news and (self.running() or self._held):
             await self._change().wait()
         return bool(self._news)
+
+    def hold(self, key: str, stop: Callable[[], Awaitable[object]]) -> None:
+        """Other background work whose end will be news (a workflow): waited for as an agent is,
+        and stopped with the agents."""
+        self._held[key] = stop
+        self._told()
+
+    def post(self, notification: str, *, releasing: str | None = None) -> None:
+        """News for the main agent from other background work (a workflow's end)."""
+        self._news.append(notification)
+        if releasing is not None:
+            self._held.pop(releasing, None)
+        self._told()
+
+    def changed(self) -> None:
+        """Something the listeners show moved (a workflow's phase)."""
+        self._told()
 
     def publish(self, event: Any) -> None:
         """What a background agent did, for whoever shows the session (`events`)."""
@@ -270,7 +288,10 @@ class Team:
         running = self.running()
         for run in running:
             await self.stop(run)
-        return len(running)
+        held = list(self._held.values())
+        for stop in held:
+            await stop()
+        return len(running) + len(held)
 
 
 def agent_row(run: AgentRun) -> str:

@@ -54,7 +54,7 @@ def check_names(extra: list[AnyTool], offered: list[AnyTool]) -> None:
     from piton.builtin_tools.task import Task
 
     taken = {tool.name for tool in offered} | {t.name for t in (Memory, SearchSkills, Skill, Task)}
-    taken |= {*AGENT_TOOLS, *SCHEDULE_TOOLS}
+    taken |= {*AGENT_TOOLS, *SCHEDULE_TOOLS, "Workflow"}
     taken.add(TOOL_SEARCH)
     for tool in extra:
         if tool.name in taken:
@@ -82,10 +82,13 @@ def extension_tools(
     from piton.builtin_tools.search_skills import SearchSkills
     from piton.builtin_tools.skill import Skill
     from piton.builtin_tools.task import Task
+    from piton.builtin_tools.workflow_tool import workflow_tool
 
     tools: list[AnyTool] = [*([Skill(catalog)] if catalog.for_model() else []), Task(runner)]
     tools += [SendMessage(runner), ListAgents(runner), TaskStop(runner), MergeWorktree(runner)]
     tools += schedule_tools(schedule)
+    if (workflows := workflow_tool(runner, runner.cwd, notices)) is not None:
+        tools.append(workflows)
     skills, types = catalog.left_out(budget), runner.left_out()
     if skills or types:
         left = [

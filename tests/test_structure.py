@@ -46,7 +46,8 @@ CORE_LAYERS: tuple[tuple[str, ...], ...] = (
     ("activation_prep", "context", "deferral", "hooks", "mcp"),
     ("agent_parts", "agent_view", "turn_rules", "tool_round"),  # what an agent is made of
     ("agent", "subagents"),
-    ("subagent_runner",),  # runs the agents the types describe
+    ("subagent_runner", "workflow_boot"),  # runs the agents the types describe
+    ("workflows",),  # scripts of agents
 )
 
 

@@ -1,0 +1,137 @@
+"""Workflows in `piton -p` against the fake API, with the real sandbox: a script with a parallel phase
+and a pipeline runs in the background and its result reaches the model; starting one is asked about
+with its budget; a run stopped by its budget is resumed, the agents that had finished answering from
+its journal; Claude Code's JavaScript workflows are named as not run."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from piton.testing.script import Reply, ToolCall, reply
+from tests.cli.test_background_agents import notifications, texts
+from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import piton_here
+
+pytestmark = pytest.mark.sandbox
+
+REVIEW = '''"""Review two parts, then summarise."""
+BUDGET = {"agents": %d, "tokens": 1_000_000, "usd": 5}
+
+
+async def main(ctx):
+    ctx.phase("review")
+    api, core = await ctx.parallel(ctx.agent("WF-A review api"), ctx.agent("WF-B review core"))
+    ctx.phase("summary")
+    return await ctx.pipeline(["WF-C merge: {input}", "WF-D shorten: {input}"], api + " | " + core)
+'''
+
+
+def workflow(project: Path, agents: int = 4) -> None:
+    folder = project / ".piton" / "workflows"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "review.py").write_text(REVIEW % agents)
+
+
+class Agents:
+    """Answers the workflow's agents by their task, and the parent by `parent`."""
+
+    def __init__(self, parent: Callable[[dict[str, Any]], Reply]) -> None:
+        self.parent = parent
+        self.asked: list[str] = []
+        self.parent_bodies: list[dict[str, Any]] = []
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        first = json.dumps(body["messages"][0])
+        for key, answer in (("WF-A", "api ok"), ("WF-B", "core ok"), ("WF-D", "short: all ok")):
+            if key in first:
+                self.asked.append(key)
+                return reply(answer)
+        if "WF-C" in first:
+            self.asked.append("WF-C")
+            return reply("merged " + first.split("merge: ", 1)[1].split('"', 1)[0])
+        self.parent_bodies.append(body)
+        return self.parent(body)
+
+
+def test_a_workflow_runs_its_phases_in_the_background_and_reports(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    workflow(project)
+
+    def parent(body: dict[str, Any]) -> Reply:
+        if len(agents.parent_bodies) == 1:
+            return reply(ToolCall("Workflow", {"name": "review"}))
+        heard = notifications(body)
+        return reply(f"workflow: {heard[-1]}" if heard else "started")
+
+    agents = Agents(parent)
+    fake_api.add(*[agents] * 10)
+    done = piton_here("-p", "run the review", "--allowedTools", "Workflow(review)")
+    assert (done.returncode, done.stdout) == (0, "workflow: short: all ok\n"), done.stderr
+    assert sorted(agents.asked[:2]) == ["WF-A", "WF-B"] and agents.asked[2:] == ["WF-C", "WF-D"]
+    tools = {t["name"]: t for t in agents.parent_bodies[0]["tools"]}
+    assert "review: Review two parts, then summarise. [at most 4 agents" in tools["Workflow"]["description"]
+    assert "started in the background as wf-" in texts(agents.parent_bodies[1])
+
+
+def test_starting_a_workflow_is_asked_about_with_its_budget(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    workflow(project)
+    fake_api.add(reply(ToolCall("Workflow", {"name": "review"})), reply("not allowed"))
+    done = piton_here("-p", "run the review")
+    assert done.stdout == "not allowed\n"
+    said = texts(fake_api.bodies[-1])
+    assert "nobody can approve it" in said and 'allowedTools \\"Workflow(review' in said
+
+
+def test_a_run_stopped_by_its_budget_resumes_from_its_journal(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    workflow(project, agents=1)
+
+    def first_parent(body: dict[str, Any]) -> Reply:
+        if len(agents.parent_bodies) == 1:
+            return reply(ToolCall("Workflow", {"name": "review"}))
+        return reply("stopped" if notifications(body) else "waiting")
+
+    agents = Agents(first_parent)
+    fake_api.add(*[agents] * 6)
+    first = piton_here("-p", "run the review", "--allowedTools", "Workflow(review)")
+    assert first.stdout == "stopped\n", first.stderr
+    told = texts(agents.parent_bodies[-1])
+    assert "budget is spent (at most 1 agents" in told and "<status>failed</status>" in told
+    run_id = re.findall(r"Workflow with resume '(wf-[0-9a-f]{6})'", told)[-1]
+    assert len(agents.asked) == 1
+
+    workflow(project, agents=3)  # the user raises the budget; the finished agent is not asked again
+
+    def second_parent(body: dict[str, Any]) -> Reply:
+        if len(again.parent_bodies) == 1:
+            return reply(ToolCall("Workflow", {"name": "review", "resume": run_id}))
+        heard = notifications(body)
+        return reply(f"resumed: {heard[-1]}" if heard else "waiting")
+
+    again = Agents(second_parent)
+    fake_api.add(*[again] * 8)
+    second = piton_here("-p", "go on", "--allowedTools", "Workflow(review)")
+    assert second.stdout == "resumed: short: all ok\n", second.stderr
+    assert sorted(agents.asked + again.asked) == ["WF-A", "WF-B", "WF-C", "WF-D"], "each agent ran once"
+
+
+def test_claude_codes_javascript_workflows_are_named_as_not_run(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    folder = project / ".claude" / "workflows"
+    folder.mkdir(parents=True)
+    (folder / "deploy.js").write_text("export default async () => {}\n")
+    fake_api.add(reply("ok"))
+    done = piton_here("-p", "hi", "--verbose")
+    assert "deploy.js: a Claude Code JavaScript workflow, which Piton does not run" in done.stderr
+    assert "Workflow" not in [t["name"] for t in fake_api.bodies[0]["tools"]], "no workflow: no tool"
