@@ -12,6 +12,7 @@ import stat
 from abc import abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from piton.core.conversation.messages import valid_text
@@ -175,7 +176,11 @@ class FileTool(PathTool[InputT]):
 
     def _run_sync(self, args: InputT, ctx: ToolContext) -> ToolResult:
         try:
-            return self.run_sync(args, ctx)
+            result = self.run_sync(args, ctx)
+            if self.read_only or result.is_error or not isinstance(result.content, str):
+                return result
+            note = ctx.agents.wrote(self.rule_content(args, ctx) or "", ctx.session_id)
+            return result if note is None else replace(result, content=f"{result.content}\n\n{note}")
         except PolicyError as e:
             return ToolResult.error(str(e))
         except OSError as e:

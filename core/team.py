@@ -105,6 +105,7 @@ class Team:
         self.listeners: list[Callable[[], None]] = []  # told when an agent starts, moves or ends
         self._runs: dict[str, AgentRun] = {}
         self._news: list[str] = []
+        self._writers: dict[str, tuple[str, float]] = {}  # who last changed each file, and when
         self._held: dict[str, Callable[[], Awaitable[object]]] = {}  # other background work, and its stop
         self._events: asyncio.Queue[Any] | None = None  # made in the loop that runs the agents
         self._changed: asyncio.Event | None = None
@@ -217,6 +218,22 @@ class Team:
         else:
             run.state = "failed" if result.is_error else "completed"
             run.report = result.result.strip() or "(the agent finished without a report)"
+
+    # -- files ----------------------------------------------------------------------------------
+    def wrote(self, path: str, writer: str) -> str | None:
+        """`writer` (an agent's id, or the main agent's session id) changed `path`: what the writer
+        should know when another agent of the session changed it last. Writes never overlap (the
+        command lock and the guard serialise them), but one can undo another's."""
+        last = self._writers.get(path)
+        self._writers[path] = (writer, time.time())
+        if last is None or last[0] == writer or not self._runs:
+            return None
+        other = self._runs.get(last[0])
+        who = f"agent {other.label} ({other.state})" if other is not None else "the main agent"
+        return (
+            f"Note: {who} changed this file {time.time() - last[1]:.0f} s ago, in this session. "
+            "Check that this change keeps what that one did."
+        )
 
     # -- news for the main agent ----------------------------------------------------------------
     def take_news(self) -> list[str]:

@@ -195,28 +195,33 @@ class _Execution:
         sandbox = make_sandbox(self.policy.read_only())
         if (reason := sandbox.unavailable_reason()) is not None:
             raise RuntimeError(f"the workflow's sandbox cannot start: {reason}")
-        to_script, from_piton = os.pipe()
-        from_script, to_piton = os.pipe()
-        argv = [sys.executable, "-I", "-c", BOOT, str(run.workflow.path), str(from_piton), str(to_piton)]
-        line = shlex.join([*argv, json.dumps(run.args)])
+        script_reads, piton_writes = os.pipe()  # Piton's answers
+        piton_reads, script_writes = os.pipe()  # the script's requests
+        ends = [str(run.workflow.path), str(script_reads), str(script_writes), json.dumps(run.args)]
+        line = shlex.join([sys.executable, "-I", "-c", BOOT, *ends])
         try:
-            process, launch = await start_process(
-                sandbox, f"exec {line}", self.policy.workspace, from_piton, to_piton
-            )
-        finally:
-            os.close(from_piton)
-            os.close(to_piton)
-        self.out = to_script
+            where = self.policy.workspace
+            process, launch = await start_process(sandbox, f"exec {line}", where, script_reads, script_writes)
+        except BaseException:
+            os.close(piton_reads)
+            os.close(piton_writes)
+            raise
+        finally:  # the script's ends are the script's alone now
+            os.close(script_reads)
+            os.close(script_writes)
+        self.out = piton_writes
         try:
             printed = asyncio.create_task(_read_all(process.stdout))
-            await self._serve(from_script)
+            await self._serve(piton_reads)
+            # agents already at work when the script ended finish into the journal, for a resume
+            await asyncio.gather(*self.tasks, return_exceptions=True)
             run.output = (await printed)[-4000:]
             await process.wait()
         finally:
             kill_started(process)
             for task in self.tasks:
                 task.cancel()
-            os.close(to_script)
+            os.close(piton_writes)
             launch.close()
         if run.state == "running":
             run.state = "failed"
@@ -258,7 +263,8 @@ class _Execution:
         except _Refused as e:
             reply |= {"ok": False, "error": str(e)}
         if self.out is not None:
-            os.write(self.out, (json.dumps(reply) + "\n").encode())
+            with contextlib.suppress(OSError):  # the script may have ended meanwhile
+                os.write(self.out, (json.dumps(reply) + "\n").encode())
 
     async def _report(self, message: dict[str, Any]) -> str:
         run, budget = self.run_, self.run_.workflow.budget
@@ -297,6 +303,8 @@ class _Journal:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.touch()  # a run can be resumed even when no agent finished
         self.kept: dict[str, list[str]] = {}
         self.seen: dict[str, int] = {}
         with contextlib.suppress(OSError, ValueError):

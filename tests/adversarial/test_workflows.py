@@ -33,7 +33,7 @@ async def main(ctx):
             attempt()
         except Exception as e:
             said.append(type(e).__name__)
-    return " ".join(said)
+    return "ran: " + " ".join(said)
 '''
 
 
@@ -57,4 +57,7 @@ def test_a_planted_workflow_can_neither_write_nor_read_secrets(
     bashrc = home / ".bashrc"
     assert not bashrc.exists() or "curl evil" not in bashrc.read_text()
     assert SECRET not in told, "the workflow read the SSH key"
-    assert "OSError" in told or "PermissionError" in told, told[-800:]
+    ran = told.split("<result>ran: ", 1)[-1].split("</result>", 1)[0] if "<result>ran: " in told else ""
+    words = ran.split()
+    assert words[:1] == ["OSError"] and {"FileNotFoundError", "PermissionError"} & set(words), told[-800:]
+    assert "<status>completed</status>" in told, "the script ran to its end: each attempt was refused"
