@@ -290,3 +290,44 @@ def test_the_agent_sdk_follows_a_background_agent_to_its_report(api: FakeAnthrop
     assert results[-1] == "bg: 42" and results[0] == "started bg", results
     [ended] = [m for m in messages if isinstance(m, TaskNotificationMessage)]
     assert (ended.status, ended.summary) == ("completed", "42")
+
+
+def test_an_agent_writing_a_file_another_agent_changed_is_told(api: FakeAnthropicAPI, project: Path) -> None:
+    write = ToolCall("Write", {"file_path": "notes.txt", "content": "from the main agent\n"})
+
+    def agent(body: dict[str, Any]) -> Reply:
+        if len(body["messages"]) == 1:
+            return reply(ToolCall("Read", {"file_path": "notes.txt"}))
+        if len(body["messages"]) == 3:
+            return reply(ToolCall("Write", {"file_path": "notes.txt", "content": "from the agent\n"}))
+        return reply("wrote notes.txt")
+
+    def parent(body: dict[str, Any]) -> Reply:
+        step = len(router.parent_bodies)
+        if step == 1:
+            return reply(write)
+        if step == 2:
+            return reply(ToolCall("Task", {"description": "w", "prompt": "TASK-W: write", "name": "scribe"}))
+        if step == 3:
+            return reply(ToolCall("Read", {"file_path": "notes.txt"}))
+        if step == 4:
+            return reply(ToolCall("Write", {"file_path": "notes.txt", "content": "the main agent again\n"}))
+        return reply("done")
+
+    router = Router(parent, {})
+    sub: list[dict[str, Any]] = []
+
+    def route(body: dict[str, Any]) -> Reply:
+        if "TASK-W" in json.dumps(body["messages"][0]):
+            sub.append(body)
+            return agent(body)
+        return router(body)
+
+    api.add(*[route] * 9)
+    done = piton_here("-p", "PARENT: write", "--permission-mode", "acceptEdits")
+    assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
+    assert "Note: the main agent changed this file" in texts(sub[-1]), (
+        "the agent hears of the main agent's write"
+    )
+    assert "Note: agent scribe (completed) changed this file" in texts(router.parent_bodies[-1])
+    assert "Note:" not in texts(router.parent_bodies[1]), "a first write says nothing"
