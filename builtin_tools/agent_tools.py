@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from piton.builtin_tools.bash_background import kill_shell
 from piton.builtin_tools.files import policy_of
 from piton.core import worktrees
 from piton.core.display import counted
@@ -97,13 +98,7 @@ class TaskStop(Tool[TaskStopInput]):
         shell = ctx.shells.get(args.task_id)
         if shell is None:
             return ToolResult.error(f"No background agent or shell '{args.task_id}'.")
-        if not shell.kill():
-            return ToolResult(f"Background shell {shell.id} had already ended.", summary="already ended")
-        ended = await shell.wait(5.0)
-        shell.told()
-        if not ended:
-            return ToolResult.error(f"Background shell {shell.id} was sent a kill but has not ended yet.")
-        return ToolResult(f"Stopped background shell {shell.id}.", summary=f"stopped {shell.id}")
+        return await kill_shell(shell)
 
 
 class MergeWorktreeInput(ToolInput):

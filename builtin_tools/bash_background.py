@@ -114,13 +114,19 @@ class KillShell(Tool[KillShellInput]):
         found = _shell(ctx, args.shell_id)
         if isinstance(found, ToolResult):
             return found
-        if not found.kill():
-            return ToolResult(
-                f"Background shell {found.id} had already ended ({found.status}).", summary="already ended"
-            )
-        ended = await found.wait(5.0)
-        found.told()
-        if not ended:
-            return ToolResult.error(f"Background shell {found.id} was sent a kill but has not ended yet.")
-        said = f"Killed background shell {found.id} (`{found.command}`)."
-        return ToolResult(said, summary=f"killed {found.id}")
+        return await kill_shell(found)
+
+
+async def kill_shell(shell: BackgroundShell) -> ToolResult:
+    """Stop `shell` and all it started, and say how that went (KillShell, TaskStop)."""
+    if not shell.kill():
+        return ToolResult(
+            f"Background shell {shell.id} had already ended ({shell.status}).", summary="already ended"
+        )
+    ended = await shell.wait(5.0)
+    shell.told()
+    if not ended:
+        return ToolResult.error(f"Background shell {shell.id} was sent a kill but has not ended yet.")
+    return ToolResult(
+        f"Killed background shell {shell.id} (`{shell.command}`).", summary=f"killed {shell.id}"
+    )

@@ -12,11 +12,11 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import Callable
 from dataclasses import field
 from datetime import datetime, timedelta
 from typing import Literal
 
+from piton.core.changes import Changes
 from piton.core.records import record
 
 MIN_WAKE_S, MAX_WAKE_S = 60, 3600  # what ScheduleWakeup may ask for
@@ -141,8 +141,8 @@ class Schedule:
     def __init__(self) -> None:
         self.live = False  # a front end sends the due prompts (the terminal); else nothing comes back
         self.jobs: dict[str, Job] = {}
-        self.listeners: list[Callable[[], None]] = []
-        self._changed: asyncio.Event | None = None
+        self.changes = Changes()
+        self.listeners = self.changes.listeners
 
     @property
     def loop(self) -> Job | None:
@@ -240,16 +240,10 @@ class Schedule:
         return job
 
     def _change(self) -> asyncio.Event:
-        if self._changed is None:
-            self._changed = asyncio.Event()
-        self._changed.clear()
-        return self._changed
+        return self.changes.next()
 
     def _told(self) -> None:
-        if self._changed is not None:
-            self._changed.set()
-        for listener in list(self.listeners):
-            listener()
+        self.changes.tell()
 
 
 def _span(seconds: float) -> str:

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
+from piton.core.changes import Changes
 from piton.core.conversation.usage import UsageTotals
 from piton.core.display import counted
 from piton.core.records import record
@@ -102,13 +103,13 @@ class Team:
         self.spent_usd = 0.0
         self.background_usage = UsageTotals()  # what background agents spent: no Task call counts it
         self.started = 0  # agents started in this session, for the total cap
-        self.listeners: list[Callable[[], None]] = []  # told when an agent starts, moves or ends
+        self.changes = Changes()  # told when an agent starts, moves or ends
+        self.listeners = self.changes.listeners
         self._runs: dict[str, AgentRun] = {}
         self._news: list[str] = []
         self._writers: dict[str, tuple[str, float]] = {}  # who last changed each file, and when
         self._held: dict[str, Callable[[], Awaitable[object]]] = {}  # other background work, and its stop
         self._events: asyncio.Queue[Any] | None = None  # made in the loop that runs the agents
-        self._changed: asyncio.Event | None = None
 
     def __iter__(self) -> Iterator[AgentRun]:
         return iter(list(self._runs.values()))
@@ -277,16 +278,10 @@ class Team:
         return self._events
 
     def _change(self) -> asyncio.Event:
-        if self._changed is None:
-            self._changed = asyncio.Event()
-        self._changed.clear()
-        return self._changed
+        return self.changes.next()
 
     def _told(self) -> None:
-        if self._changed is not None:
-            self._changed.set()
-        for listener in list(self.listeners):
-            listener()
+        self.changes.tell()
 
     # -- stopping -------------------------------------------------------------------------------
     async def stop(self, run: AgentRun) -> bool:

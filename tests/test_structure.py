@@ -38,6 +38,7 @@ CORE_LAYERS: tuple[tuple[str, ...], ...] = (
         "clip",
         "structured",
         "records",
+        "changes",
     ),
     ("conversation",),  # the shared contracts (messages, events, usage, tool results) and sessions
     ("safety",),  # the boundary, auditable alone
