@@ -10,9 +10,9 @@ from pydantic import Field
 from piton.core.subagent_runner import AgentRequest, SubagentRunner
 from piton.core.tools import Tool, ToolContext, ToolInput, ToolResult, current_call
 
-_DESCRIPTION = """Starts a subagent: a fresh agent with its own context that does one task and returns \
-a report. Use it for broad searches and for side tasks whose details would crowd this \
-conversation; only the report comes back, not the subagent's tool calls.
+_DESCRIPTION = """Starts a subagent: a fresh agent with its own context that does one task and \
+reports. Use it for broad searches and side tasks whose details would crowd this conversation; \
+only its report comes back.
 - Give a complete, self-contained prompt: the subagent sees nothing of this conversation. Say what \
 to find or do and what the report must contain.
 - Several Task calls in one turn run at the same time.

@@ -27,7 +27,7 @@ EXPLORE_TOOLS = ("Read", "Glob", "Grep", "Bash")
 # a plan is the main agent's to hand in, and only it talks with the user
 # the structured answer is the main agent's to give (StructuredOutput)
 # the session's agents are the main agent's to start, message and stop
-AGENT_TOOLS = ("SendMessage", "ListAgents", "TaskStop", "MergeWorktree")
+AGENT_TOOLS = ("SendMessage", "ListAgents", "TaskStop", "MergeWorktree", "EnterWorktree", "ExitWorktree")
 SCHEDULE_TOOLS = ("ScheduleWakeup", "CronCreate", "CronList", "CronDelete")  # the session's schedule
 NOT_FOR_SUBAGENTS = (
     TASK_TOOL,
@@ -69,8 +69,8 @@ def builtin_types() -> list[AgentType]:
         ),
         AgentType(
             "Explore",
-            "Fast, read-only exploration of the codebase: finding files by pattern, searching code, "
-            "answering how something works. Say how thorough to be. Tools: Read, Glob, Grep, read-only Bash.",
+            "Fast, read-only exploration: finding files, searching code, answering how something works. "
+            "Say how thorough to be. Tools: Read, Glob, Grep, read-only Bash.",
             prompt("agent-explore.md"),
             tools=EXPLORE_TOOLS,
             read_only=True,

@@ -77,15 +77,17 @@ def extension_tools(
 ) -> list[AnyTool]:
     """Skill, Task and the tools that reach the agents it starts, and SearchSkills when a listing had
     no room for everything (said once)."""
-    from piton.builtin_tools.agent_tools import ListAgents, MergeWorktree, SendMessage, TaskStop
+    from piton.builtin_tools.agent_tools import ListAgents, SendMessage, TaskStop
     from piton.builtin_tools.schedule_tools import schedule_tools
     from piton.builtin_tools.search_skills import SearchSkills
     from piton.builtin_tools.skill import Skill
     from piton.builtin_tools.task import Task
     from piton.builtin_tools.workflow_tool import workflow_tool
+    from piton.builtin_tools.worktree_tools import EnterWorktree, ExitWorktree, MergeWorktree
 
     tools: list[AnyTool] = [*([Skill(catalog)] if catalog.for_model() else []), Task(runner)]
     tools += [SendMessage(runner), ListAgents(runner), TaskStop(runner), MergeWorktree(runner)]
+    tools += [EnterWorktree(), ExitWorktree()]
     tools += schedule_tools(schedule)
     if (workflows := workflow_tool(runner, runner.cwd, notices)) is not None:
         tools.append(workflows)

@@ -121,3 +121,33 @@ def test_an_agent_in_a_worktree_cannot_write_the_project_and_one_that_changed_no
     )
     assert "It changed no file; its worktree was removed." in texts(router.parent_bodies[-1])
     assert worktrees_of(repository) == []
+
+
+@pytest.mark.parametrize("action", ["apply", "discard"])
+def test_the_session_works_in_a_worktree_and_leaves_it(
+    fake_api: FakeAnthropicAPI, repository: Path, action: str
+) -> None:
+    fake_api.add(
+        reply(ToolCall("EnterWorktree", {"name": "try-it"})),
+        reply(
+            ToolCall("Write", {"file_path": "notes.txt", "content": "tried\n"}),
+            ToolCall("Bash", {"command": "pwd"}),
+        ),
+        reply(ToolCall("ExitWorktree", {"action": action})),
+        reply(ToolCall("Bash", {"command": "pwd"})),
+        reply("done"),
+    )
+    done = piton_here(
+        "-p", "try it apart", "--permission-mode", "acceptEdits", "--allowedTools", "Bash(pwd:*)"
+    )
+    assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
+    results = [
+        b["content"] for b in fake_api.bodies[2]["messages"][-1]["content"] if b["type"] == "tool_result"
+    ]
+    assert any("/piton/worktrees/" in r and r.strip().endswith("try-it") for r in results), results
+    assert not (repository / "notes.txt").exists() or action == "apply"
+    left = json.dumps(fake_api.bodies[3]["messages"][-1])
+    assert ("Applied the worktree's changes" in left) == (action == "apply")
+    assert (repository / "notes.txt").exists() == (action == "apply")
+    assert str(repository) in json.dumps(fake_api.bodies[4]["messages"][-1]), "back in the project"
+    assert worktrees_of(repository) == []

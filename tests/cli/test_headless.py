@@ -104,6 +104,8 @@ def test_stream_json_emits_init_assistant_user_and_result_lines(project: Path) -
             "ListAgents",
             "TaskStop",
             "MergeWorktree",
+            "EnterWorktree",
+            "ExitWorktree",
             *SCHEDULE_TOOLS,
         ]
     )

@@ -330,6 +330,8 @@ def test_a_tool_loop_with_the_built_in_tools(fake_api: FakeAnthropicAPI, project
         "ListAgents",
         "TaskStop",
         "MergeWorktree",
+        "EnterWorktree",
+        "ExitWorktree",
         "ScheduleWakeup",
         "CronCreate",
         "CronList",
