@@ -43,6 +43,7 @@ from piton.core.safety.shell import start_process
 from piton.core.subagent_runner import AgentRequest, SubagentRunner
 from piton.core.team import AgentRun
 from piton.core.workflow_boot import BOOT
+from piton.core.worktrees import seen
 
 FOLDERS = (".piton/workflows",)
 CLAUDE_FOLDERS = (".claude/workflows",)  # Claude Code's JavaScript workflows: named, not run
@@ -192,13 +193,14 @@ class _Execution:
 
     async def run(self) -> None:
         run = self.run_
-        sandbox = make_sandbox(self.policy.read_only())
+        python = _interpreter()
+        sandbox = make_sandbox(seen(self.policy.read_only(), python.parent.parent))
         if (reason := sandbox.unavailable_reason()) is not None:
             raise RuntimeError(f"the workflow's sandbox cannot start: {reason}")
         script_reads, piton_writes = os.pipe()  # Piton's answers
         piton_reads, script_writes = os.pipe()  # the script's requests
         ends = [str(run.workflow.path), str(script_reads), str(script_writes), json.dumps(run.args)]
-        line = shlex.join([sys.executable, "-I", "-c", BOOT, *ends])
+        line = shlex.join([str(python), "-I", "-c", BOOT, *ends])
         try:
             where = self.policy.workspace
             process, launch = await start_process(sandbox, f"exec {line}", where, script_reads, script_writes)
@@ -325,6 +327,12 @@ class _Journal:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with self.path.open("a", encoding="utf-8") as journal:
             journal.write(json.dumps({"key": key, "report": report}) + "\n")
+
+
+def _interpreter() -> Path:
+    """The interpreter itself, not a virtual environment's link to it: the script needs only the
+    standard library, and a link under /tmp would point nowhere in the sandbox's own /tmp."""
+    return Path(os.path.realpath(sys.executable))
 
 
 async def _read_all(stream: asyncio.StreamReader | None) -> str:
