@@ -15,7 +15,7 @@ from piton.cli.headless import HeadlessOptions, Streams, read_prompt, run_headle
 from piton.core.conversation.session import SessionStore
 from piton.core.options import RunOptions
 from piton.core.providers import ProviderError
-from piton.core.subagents import SCHEDULE_TOOLS
+from piton.core.subagents import AGENT_TOOLS, SCHEDULE_TOOLS
 from piton.testing.script import ToolCall, reply
 from piton.testing.scripted import ScriptedProvider
 from tests.fakes.tools import Boom, Probe
@@ -100,12 +100,7 @@ def test_stream_json_emits_init_assistant_user_and_result_lines(project: Path) -
             "Boom",
             "Skill",
             "Task",
-            "SendMessage",
-            "ListAgents",
-            "TaskStop",
-            "MergeWorktree",
-            "EnterWorktree",
-            "ExitWorktree",
+            *AGENT_TOOLS,
             *SCHEDULE_TOOLS,
         ]
     )

@@ -17,6 +17,7 @@ from piton import __version__
 from piton.core.conversation.history import is_valid
 from piton.core.conversation.messages import INTERRUPTED_REQUEST
 from piton.core.conversation.session import SessionStore, load_session
+from piton.core.subagents import AGENT_TOOLS, SCHEDULE_TOOLS
 from piton.testing.script import HttpError, MidStreamError, Thinking, ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI, Hold, Stall
 from tests.helpers import CEILING_S, piton_here
@@ -326,16 +327,8 @@ def test_a_tool_loop_with_the_built_in_tools(fake_api: FakeAnthropicAPI, project
         "memory",
         "Skill",
         "Task",
-        "SendMessage",
-        "ListAgents",
-        "TaskStop",
-        "MergeWorktree",
-        "EnterWorktree",
-        "ExitWorktree",
-        "ScheduleWakeup",
-        "CronCreate",
-        "CronList",
-        "CronDelete",
+        *AGENT_TOOLS,
+        *SCHEDULE_TOOLS,
     ]
     assert events[3]["message"]["content"] == [
         {"type": "tool_result", "tool_use_id": call.id, "content": "     1\tprint('hello')"}
