@@ -22,7 +22,7 @@ it was: the agents that had finished answer from its journal.
 
 Workflows:
 """
-_RUN_ID = re.compile(r"wf-[0-9a-f]{6}")
+_RUN_ID = re.compile(r"wf-[0-9a-f]{8}")
 
 
 class WorkflowInput(ToolInput):

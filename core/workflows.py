@@ -155,7 +155,7 @@ class Workflows:
         self, workflow: WorkflowFile, args: dict[str, Any], policy: SandboxPolicy, resume: str | None = None
     ) -> WorkflowRun:
         """Run `workflow` in the background (again, answering from `resume`'s journal)."""
-        run = WorkflowRun(resume or f"wf-{secrets.token_hex(3)}", workflow, args)
+        run = WorkflowRun(resume or f"wf-{secrets.token_hex(4)}", workflow, args)
         self.runs[run.id] = run
         run.task = asyncio.create_task(self._supervised(run, policy))
         self.runner.agents.hold(run.id, lambda: self.stop(run))

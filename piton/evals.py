@@ -245,32 +245,36 @@ async def _drive(case: Case, options: AgentOptions, project: Path) -> Outcome:
     outcome = Outcome(case.name, "error")
     calls: list[ToolUseBlock] = []
     skills: list[str] = []
-    result: ResultMessage | None = None
+    results: list[ResultMessage] = []
     try:
         async with Agent(options) as agent:
             catalog = agent.runtime.catalog
             invoked = catalog.invocation(case.prompt) if catalog is not None else None
             if invoked is not None:
                 skills.append(invoked.name)
-            async for message in agent.query(case.prompt):
-                if isinstance(message, AssistantMessage):
-                    calls += [b for b in message.content if isinstance(b, ToolUseBlock)]
-                elif isinstance(message, ResultMessage):
-                    result = message
+            # the prompt's turn, then those of background agents' and workflows' reports, as `-p` has them
+            for messages in (agent.query(case.prompt), agent.background()):
+                async for message in messages:
+                    if isinstance(message, AssistantMessage):
+                        calls += [b for b in message.content if isinstance(b, ToolUseBlock)]
+                    elif isinstance(message, ResultMessage):
+                        results.append(message)
     except Exception as e:  # one case failing to run is that case's error, not the suite's end
         outcome.error = f"{type(e).__name__}: {e}"
         return outcome
     skills += [str(c.input.get("skill")) for c in calls if c.name == "Skill"]
     outcome.tool_calls = [c.name for c in calls]
+    result = results[-1] if results else None
     if result is not None:
         outcome.answer = result.text
-        outcome.turns = result.result.num_turns
-        usage = result.result.usage
-        outcome.tokens = (
-            usage.input_tokens + usage.output_tokens + usage.cache_read_input_tokens
-            + usage.cache_creation_input_tokens
-        )  # fmt: skip
-        outcome.cost_usd = result.total_cost_usd
+        for each in results:  # every turn's: the prompt's and those of background reports
+            usage = each.result.usage
+            outcome.turns += each.result.num_turns
+            outcome.tokens += (
+                usage.input_tokens + usage.output_tokens + usage.cache_read_input_tokens
+                + usage.cache_creation_input_tokens
+            )  # fmt: skip
+            outcome.cost_usd += each.total_cost_usd
     subtype = result.subtype if result is not None else "none"
     if subtype != "success" and not any("result" in c for c in case.expect):  # unless a check expects it
         outcome.error = f"the run ended with {subtype}: {outcome.answer[:200]}"

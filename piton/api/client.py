@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import inspect
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from piton.api.init_line import Catalogue
@@ -96,6 +96,21 @@ class Agent:
 
     async def query(self, prompt: str | list[ContentBlock]) -> AsyncIterator[RunMessage]:
         """One turn. `/name args` runs a skill or custom command, as typed in the terminal."""
+        async for message in self._turn_of(lambda: self.session.turn(prompt)):
+            yield message
+
+    async def background(self) -> AsyncIterator[RunMessage]:
+        """After a turn: while background agents and workflows it started are working, the turns
+        their reports make, each with its result (as `piton -p` waits for them); ends when none is
+        left."""
+        async for message in self._turn_of(self.session.settle, some=False):
+            yield message
+
+    async def _turn_of(
+        self, events: Callable[[], AsyncIterator[AgentEvent]], *, some: bool = True
+    ) -> AsyncIterator[RunMessage]:
+        """The messages of `events`, ending in a result; with `some` false, no turn at all may come
+        (nothing was left in the background), and then nothing is said."""
         await self.connect()
         assert self._stream is not None
         if self._turn is not None and not self._turn.done():
@@ -117,7 +132,7 @@ class Agent:
                 shown, self._shown = self._shown, []
                 for event in shown:
                     show(event)
-                async for event in self.session.turn(prompt):
+                async for event in events():
                     show(event)
             finally:
                 said()
@@ -135,9 +150,9 @@ class Agent:
                 turn.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await turn
-        if ended:
-            return
         error = None if turn.cancelled() else turn.exception()
+        if ended or (not some and not turn.cancelled() and error is None):
+            return
         if error is None:
             text = INTERRUPTED
         elif isinstance(error, NoTurn):  # a prompt that made no turn: the words say why

@@ -112,7 +112,7 @@ def test_a_run_stopped_by_its_budget_resumes_from_its_journal(
     assert first.stdout == "stopped\n", first.stderr
     told = texts(agents.parent_bodies[-1])
     assert "budget is spent (at most 1 agents" in told and "<status>failed</status>" in told
-    resume.append(re.findall(r"Workflow with resume '(wf-[0-9a-f]{6})'", told)[-1])
+    resume.append(re.findall(r"Workflow with resume '(wf-[0-9a-f]{8})'", told)[-1])
     assert len(agents.asked) == 1, "one agent ran: the other was refused"
 
     workflow(project, agents=3)  # the user raises the budget; the finished agent is not asked again
@@ -132,3 +132,32 @@ def test_claude_codes_javascript_workflows_are_named_as_not_run(
     done = piton_here("-p", "hi", "--verbose")
     assert "deploy.js: a Claude Code JavaScript workflow, which Piton does not run" in done.stderr
     assert "Workflow" not in [t["name"] for t in fake_api.bodies[0]["tools"]], "no workflow: no tool"
+
+
+def test_a_workflow_case_is_recorded_once_and_replayed_offline(
+    fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    case = project / "evals" / "review" / "case.toml"
+    case.parent.mkdir(parents=True)
+    case.write_text(
+        'prompt = "run the review"\n\n[options]\nallowed_tools = ["Workflow(review)"]\n\n'
+        f"[files]\n{json.dumps('.piton/workflows/review.py')} = {json.dumps(REVIEW % 4)}\n\n"
+        '[[expect]]\ntool_called = "Workflow"\n\n[[expect]]\nanswer_contains = "short: all ok"\n'
+    )
+
+    def parent(body: dict[str, Any]) -> Reply:
+        if len(body["messages"]) == 1:
+            return reply(ToolCall("Workflow", {"name": "review"}))
+        heard = notifications(body)
+        return reply(f"workflow: {heard[-1]}" if heard else "started")
+
+    fake_api.add(*[Agents(parent)] * 10)
+    recorded = piton_here("eval", "--record")
+    assert recorded.returncode == 0 and "1/1 passed (record)" in recorded.stdout, (
+        recorded.stdout + recorded.stderr
+    )
+    asked = len(fake_api.requests)
+    replayed = piton_here("eval", "--json")
+    run = json.loads(replayed.stdout)["cases"][0]["runs"][0]
+    assert (run["status"], run["diverged"]) == ("pass", []), replayed.stdout
+    assert len(fake_api.requests) == asked, "the replay, workflow agents included, asked no model"
