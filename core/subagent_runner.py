@@ -8,6 +8,7 @@ caps before it starts, and its events are forwarded tagged with the Task call's 
 from __future__ import annotations
 
 import asyncio
+import re
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Protocol
 from piton.core.agent import Agent
 from piton.core.conversation.events import Result, SubagentEvent
 from piton.core.conversation.messages import ContentBlock, TextBlock, ToolResultBlock, ToolUseBlock
-from piton.core.conversation.session import SessionLog
+from piton.core.conversation.session import SessionLog, load_session
 from piton.core.display import counted
 from piton.core.listing import fitted
 from piton.core.records import record
@@ -233,11 +234,25 @@ class SubagentRunner:
             "or drops them (discard)."
         )
 
+    def _reopened(self, key: str) -> AgentRun | None:
+        """An agent of an earlier run of this session (`--resume`), rebuilt from its transcript with
+        its whole history, as a general-purpose agent (a transcript does not say its type)."""
+        path = _transcript_of(self.directory, key)
+        agent_type = self.types.get("general-purpose")
+        if path is None or agent_type is None:
+            return None
+        history = load_session(path, key).messages
+        agent = self.spawn(agent_type, key, None)
+        agent.history[:] = history
+        run = AgentRun(key, agent_type.name, "reopened", agent, transcript=str(path), state="completed")
+        self.agents.add(run, again=True)
+        return run
+
     async def resume(self, key: str, message: str) -> ToolResult:
         """SendMessage: a running agent gets `message` with its next request; a finished one goes on
         in the background with its whole history, and notifies again when it ends."""
         team = self.agents
-        run = team.get(key)
+        run = team.get(key) or self._reopened(key)
         if run is None:
             known = ", ".join(r.label for r in team) or "none yet"
             return ToolResult.error(f"No agent '{key}' in this session. Agents: {known}.")
@@ -256,6 +271,14 @@ class SubagentRunner:
             f"{run.label} goes on in the background with your message; you will be notified when it ends.",
             summary="resumed",
         )
+
+
+def _transcript_of(directory: Path | None, key: str) -> Path | None:
+    """The saved transcript of agent `key` of this session (an earlier run of it), if any."""
+    if directory is None or not re.fullmatch(r"agent-[0-9a-f]{8}", key):
+        return None
+    path = directory / f"{key}.jsonl"
+    return path if path.is_file() else None
 
 
 def _calls(run: AgentRun) -> str:

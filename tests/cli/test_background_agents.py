@@ -331,3 +331,34 @@ def test_an_agent_writing_a_file_another_agent_changed_is_told(api: FakeAnthropi
     )
     assert "Note: agent scribe (completed) changed this file" in texts(router.parent_bodies[-1])
     assert "Note:" not in texts(router.parent_bodies[1]), "a first write says nothing"
+
+
+def test_an_agent_of_an_earlier_run_of_the_session_goes_on_from_its_transcript(
+    api: FakeAnthropicAPI, project: Path
+) -> None:
+    said: dict[str, str] = {}
+
+    def scout() -> Reply:
+        asked = router.agent_bodies["TASK-SCOUT"][-1]
+        return reply("noted 7" if len(asked["messages"]) == 1 else "it was 7")
+
+    def parent(body: dict[str, Any]) -> Reply:
+        first, heard = first_text(body), notifications(body)
+        if "PARENT: first" in first and len(body["messages"]) == 1:
+            return reply(ToolCall("Task", {"description": "remember", "prompt": "TASK-SCOUT: remember 7"}))
+        if "PARENT: first" in first and "second run" not in texts(body):
+            said["id"] = re.findall(r"\(subagent (agent-[0-9a-f]{8})", texts(body))[-1]
+            return reply("first run done")
+        if heard:
+            return reply(f"scout: {heard[-1]}")
+        if '"name": "SendMessage"' not in texts(body):
+            return reply(ToolCall("SendMessage", {"to": said["id"], "message": "which number?"}))
+        return reply("asked")
+
+    router = Router(parent, {"TASK-SCOUT": scout})
+    api.add(*[router] * 8)
+    first = json.loads(piton_here("-p", "PARENT: first", "--output-format", "json").stdout)
+    done = piton_here("-p", "second run: ask the scout again", "--resume", first["session_id"])
+    assert (done.returncode, done.stdout) == (0, "scout: it was 7\n"), done.stderr
+    again = router.agent_bodies["TASK-SCOUT"][-1]
+    assert "remember 7" in texts(again) and "noted 7" in texts(again), "it remembers the earlier run"
