@@ -122,3 +122,19 @@ class Terminal(pyte.HistoryScreen):
         a spinner left anywhere else is for the assertions to find, not a reason to wait."""
         rows = [row.rstrip() for row in self.display]
         return any(row == PROMPT.rstrip() and SPINNER not in above for above, row in pairwise(rows))
+
+
+def watched(project: Path, rows: int = 40, columns: int = 120) -> tuple[pexpect.spawn[str], Terminal]:
+    """`piton` in a terminal whose screen a test reads (`Terminal`), once its welcome is drawn."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    child = pexpect.spawn(
+        PITON,
+        cwd=str(project),
+        env={**env, "TERM": "xterm-256color"},
+        encoding="utf-8",
+        timeout=CEILING_S,
+        dimensions=(rows, columns),
+    )
+    term = Terminal(child, rows, columns)
+    term.pump(lambda: term.shows("/help"), "welcome")
+    return child, term

@@ -11,11 +11,9 @@ from typing import Any
 import pexpect
 
 from piton.testing.script import Reply, reply
-from tests.cli.terminal import PITON, Terminal
+from tests.cli.terminal import watched
 from tests.cli.test_background_agents import WAIT_S, Router, background, notifications
-from tests.cli.test_repl_background import terminal_env
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import CEILING_S
 
 
 def test_an_agent_that_ends_while_the_prompt_waits_is_reported_to_the_model(
@@ -37,12 +35,8 @@ def test_an_agent_that_ends_while_the_prompt_waits_is_reported_to_the_model(
 
     router = Router(parent, {"TASK-SCOUT": scout})
     fake_api.add(*[router] * 4)
-    child = pexpect.spawn(
-        PITON, cwd=str(project), env=terminal_env(), encoding="utf-8", timeout=CEILING_S, dimensions=(40, 120)
-    )
-    term = Terminal(child, 40, 120)
+    child, term = watched(project)
     try:
-        term.pump(lambda: term.shows("/help"), "welcome")
         child.send("find it in the background\r")
         term.pump(lambda: term.shows("Started; waiting.") and term.shows("1 agent"), "the agent counted")
         release.set()

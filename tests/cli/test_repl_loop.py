@@ -12,10 +12,8 @@ from typing import Any
 import pexpect
 
 from piton.testing.script import Reply, reply
-from tests.cli.terminal import PITON, Terminal
-from tests.cli.test_repl_background import terminal_env
+from tests.cli.terminal import watched
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import CEILING_S
 
 
 def ticks(fake: FakeAnthropicAPI) -> list[int]:
@@ -34,12 +32,8 @@ def test_a_loop_ticks_collapses_quiet_runs_and_stops(fake_api: FakeAnthropicAPI,
         return reply("Stopped watching.")
 
     fake_api.add(*[answer] * 12)
-    child = pexpect.spawn(
-        PITON, cwd=str(project), env=terminal_env(), encoding="utf-8", timeout=CEILING_S, dimensions=(40, 120)
-    )
-    term = Terminal(child, 40, 120)
+    child, term = watched(project)
     try:
-        term.pump(lambda: term.shows("/help"), "welcome")
         child.send("/loop 1s check the build\r")
         term.pump(lambda: term.shows("every 1s; /loop stop ends it."), "the loop started")
         term.pump(lambda: term.shows("The build is red: test_io fails."), "the first tick's answer")
