@@ -46,13 +46,28 @@ def worktree_home(repository: Path) -> Path:
     return cache / "piton" / "worktrees" / project_key(repository)
 
 
+def git_program(project: Path) -> str:
+    """The `git` to run outside the sandbox: found on PATH, but never in a folder of the project or
+    a relative entry (the model writes there: a planted `git` would run unconfined)."""
+    inside = project.resolve()
+    folders = [
+        entry
+        for entry in os.environ.get("PATH", "").split(os.pathsep)
+        if os.path.isabs(entry) and not Path(entry).resolve().is_relative_to(inside)
+    ]
+    found = shutil.which("git", path=os.pathsep.join(folders))
+    if found is None:
+        raise WorktreeError("git is not installed (outside the project)")
+    return found
+
+
 def _git(cwd: Path, *args: str) -> str:
     """Piton's own git command (hooks and fsmonitor off), outside the sandbox; its output."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env["GIT_TERMINAL_PROMPT"] = "0"
     try:
         done = subprocess.run(
-            ["git", *_HARDENED, *args],
+            [git_program(cwd), *_HARDENED, *args],
             cwd=cwd,
             env=env,
             capture_output=True,

@@ -9,6 +9,7 @@ project or Piton's cache where the worktrees live.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -70,3 +71,30 @@ def test_no_hook_runs_when_piton_makes_a_worktree_and_the_agent_cannot_repoint_i
     assert f"gitdir: {evil}" not in said.split("cat .git")[-1], (
         "the gitfile still names the real git directory"
     )
+
+
+def test_a_git_planted_in_the_project_on_path_is_not_what_piton_runs_outside_the_sandbox(
+    fake_api: FakeAnthropicAPI, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repository(project)
+    ran = project.parent / "planted-git-ran"
+    planted = project / "bin" / "git"
+    planted.parent.mkdir()
+    planted.write_text(f'#!/bin/sh\ntouch {ran}\nexec /usr/bin/env -i PATH=/usr/bin:/bin git "$@"\n')
+    planted.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{planted.parent}:{os.environ['PATH']}")  # a project tool folder first
+
+    def route(body: dict[str, Any]) -> Reply:
+        if "TASK-W" in json.dumps(body["messages"][0]):
+            return reply("nothing to do")
+        if len(body["messages"]) == 1:
+            return reply(
+                ToolCall("Task", {"description": "w", "prompt": "TASK-W: go", "isolation": "worktree"})
+            )
+        return reply("done")
+
+    fake_api.add(*[route] * 3)
+    done = piton("-p", "go", cwd=project)
+    assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
+    assert "changed no file; its worktree was removed" in json.dumps(fake_api.bodies[-1]["messages"])
+    assert not ran.exists(), "Piton ran the project's git outside the sandbox"
