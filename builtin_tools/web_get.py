@@ -114,9 +114,12 @@ async def fetch(
     """The page at `url`. FetchError, in one line, when it cannot be fetched or may not be."""
     import httpx2
 
+    from piton.core import tls
+
     first_host = _split(url)[1]
     async with httpx2.AsyncClient(
         follow_redirects=False,
+        verify=tls.trusted(),  # a redirect may lead to https
         trust_env=False,  # a proxy would resolve the name again, past the address check
         timeout=httpx2.Timeout(wait_s, connect=CONNECT_TIMEOUT_S),
     ) as client:

@@ -39,6 +39,7 @@ CORE_LAYERS: tuple[tuple[str, ...], ...] = (
         "structured",
         "records",
         "changes",
+        "tls",
     ),
     ("conversation",),  # the shared contracts (messages, events, usage, tool results) and sessions
     ("safety",),  # the boundary, auditable alone

@@ -37,6 +37,7 @@ from piton.core.mcp.transport import (
 from piton.core.records import record
 from piton.core.safety.programs import OPT_OUT_HINT, Programs
 from piton.core.safety.sandbox import Launch
+from piton.core.tls import trusted
 
 Status = Literal["starting", "connected", "failed", "pending", "disabled", "stopped", "needs-auth"]
 _CHANGES = {
@@ -130,9 +131,8 @@ class Connection:
         config = self.config
         # "command not found" before any sandbox starts; one found under /tmp is named by its path,
         # so that the sandbox, whose /tmp is its own, binds it
-        found = resolve_command(
-            config.command, self._cwd, {**inherited_env(), **config.env}.get("PATH", os.defpath)
-        )
+        path = {**inherited_env(), **config.env}.get("PATH", os.defpath)
+        found = resolve_command(config.command, self._cwd, path)
         command = found if found.startswith("/tmp/") else config.command
         script = shlex.join([command, *config.args])
         launch = self._programs.launch(
@@ -184,7 +184,7 @@ class Connection:
 
         # the SDK's own limits: a response stream may stay open for long between events
         limits = httpx2.Timeout(_HTTP_TIMEOUT_S, read=_HTTP_READ_TIMEOUT_S)
-        client = httpx2.AsyncClient(headers=dict(config.headers), auth=auth, timeout=limits)
+        client = httpx2.AsyncClient(headers=dict(config.headers), auth=auth, timeout=limits, verify=trusted())
         return streamable_http_client(config.url, http_client=client)
 
     def _server_ended(self) -> None:

@@ -7,7 +7,7 @@ import contextlib
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from piton.core.providers import ProviderError
@@ -201,6 +201,8 @@ def transport_failure(exc: Exception, idle: float) -> Retry:
 def connection_failure(exc: BaseException, base_url: str, waits: Waits) -> Retry:
     """A request that never reached a response: a limit the transport reached before our own timers
     (connecting, the usual one, or sending the request body), or a connection refused or broken."""
+    import ssl
+
     import httpx2
 
     if isinstance(exc, httpx2.WriteTimeout):
@@ -218,25 +220,33 @@ def connection_failure(exc: BaseException, base_url: str, waits: Waits) -> Retry
         what = describe(exc)
     # nothing listens on this machine's port: a server still starting gets one more try, not a minute
     nobody = _refused(exc) and _loopback(base_url)
+    # no certificate vouches for the server: asking again cannot change that
+    untrusted = _caused_by(exc, lambda e: isinstance(e, ssl.SSLCertVerificationError))
+    if untrusted:
+        hint = "SSL_CERT_FILE or SSL_CERT_DIR names the certificates to trust"
     return Retry(
         f"cannot connect: {what}",
         final=f"Cannot reach the API at {base_url}: {what}"
         + (" (is the local server running?)" if nobody else ""),
         kind="connection",
         hint=hint,
-        attempts=2 if nobody else None,
+        attempts=2 if nobody else 1 if untrusted else None,
     )
 
 
-def _refused(exc: BaseException) -> bool:
+def _caused_by(exc: BaseException, test: Callable[[BaseException], bool]) -> bool:
     current: BaseException | None = exc
     for _ in range(8):
         if current is None:
             return False
-        if isinstance(current, ConnectionRefusedError) or "Connection refused" in str(current):
+        if test(current):
             return True
         current = current.__cause__ or current.__context__
     return False
+
+
+def _refused(exc: BaseException) -> bool:
+    return _caused_by(exc, lambda e: isinstance(e, ConnectionRefusedError) or "Connection refused" in str(e))
 
 
 def _loopback(base_url: str) -> bool:

@@ -117,11 +117,15 @@ class MessagesHTTP:
     def __init__(self, where: Endpoint, waits: Waits) -> None:
         import httpx2
 
+        from piton.core import tls
+
         _load_async_backend()
         self.base_url = where.base_url
         self._waits = waits
         self._url = f"{where.base_url}/v1/messages"
-        self._client = httpx2.AsyncClient(headers=where.headers, timeout=http_timeout(waits))
+        self._client = httpx2.AsyncClient(
+            headers=where.headers, timeout=http_timeout(waits), verify=tls.for_url(where.base_url)
+        )
 
     async def open(self, body: bytes) -> Opened:
         import httpx2

@@ -20,6 +20,7 @@ import base64
 import json
 import re
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -142,8 +143,15 @@ def _issued_content(item: Reply) -> list[dict[str, Any]]:
 
 
 class FakeAnthropicAPI:
-    def __init__(self, api_key: str = "test-key", *, cache: PromptCache | None = None) -> None:
+    def __init__(
+        self,
+        api_key: str = "test-key",
+        *,
+        cache: PromptCache | None = None,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.api_key = api_key
+        self.tls = tls  # serves https with these server settings
         self.cache = cache  # applies the API's prompt caching rules to the usage it reports
         self.requests: list[Recorded] = []
         self.unexpected: list[Recorded] = []
@@ -165,6 +173,10 @@ class FakeAnthropicAPI:
         server = _Server(("127.0.0.1", 0), _Handler)
         server.daemon_threads = True
         server.fake = self  # type: ignore[attr-defined]
+        if self.tls is not None:  # each connection's handshake happens at its first read, in its thread
+            server.socket = self.tls.wrap_socket(
+                server.socket, server_side=True, do_handshake_on_connect=False
+            )
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-anthropic", daemon=True
@@ -245,7 +257,7 @@ class FakeAnthropicAPI:
         assert self._server is not None, "start() the fake first"
         host, port = self._server.server_address[:2]
         assert isinstance(host, str), host  # getsockname() of an AF_INET socket
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{port}"
 
     # -- scripting ---------------------------------------------------------------------------------
     def add(self, *items: ScriptItem) -> FakeAnthropicAPI:
