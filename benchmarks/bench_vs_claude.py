@@ -8,8 +8,10 @@ shared) and wall, medians of runs interleaved so that a noisy moment hits both a
 2. Process start → first API request, against `python -c "import httpx2, pydantic"`, the least a
    client that sends with httpx2 and validates with pydantic loads (target ≤ 3× it).
 3. `--version` (target: Piton ≤ Claude Code).   4. The first request's size and tools (target ≤ 0.15×).
-5. The REPL in a pseudo-terminal: Enter on the first message → its request at the API → the answer
-   on screen, Enter pressed once the prompt has settled and as soon as it shows (target ≤ 100 ms).
+5. The REPL in a pseudo-terminal: launch → the prompt line (where keys can be typed; Piton shows a
+   dim `…` until its session is ready, then `❯`); Enter on the first message → its request at the
+   API → the answer on screen, Enter pressed once the prompt has settled and as soon as `❯` shows
+   (target ≤ 100 ms).
 6. A tool loop of LOOP_TURNS turns (`Bash true` and `Read`, alternating): time per turn.
 
 Claude Code is npm's @anthropic-ai/claude-code: `--install` puts it in ~/.cache/piton-bench/claude-code;
@@ -57,6 +59,7 @@ NAMES = ("Piton", "Claude Code")
 T = TypeVar("T")
 Both = tuple[float | None, float | None]  # Piton's, Claude Code's (None without it)
 PROMPT, PITON_READY = "❯".encode(), "✻ Piton".encode()  # the prompt; Piton's banner once it is ready
+PITON_DRAWN = "… ".encode()  # the mark Piton's prompt shows while the session starts (keys are taken)
 
 
 @dataclass
@@ -101,6 +104,7 @@ class Client:
     argv: list[str]
     env: dict[str, str]
     ready: bytes  # on screen once the REPL has finished starting
+    drawn: bytes  # the first prompt line on screen, where keys can be typed
 
 
 @dataclass
@@ -276,6 +280,7 @@ def print_request(bench: Bench, results: dict[str, list[Run]]) -> None:
 class Screen:
     """One REPL run, seconds: launch → prompt drawn, Enter → request at the API → answer on screen."""
 
+    drawn: float
     prompt: float
     enter_request: float
     request_answer: float
@@ -291,6 +296,7 @@ def repl_once(bench: Bench, client: Client, settle: bool) -> Screen:
     term = Terminal(client.argv, bench.project, client.env)
     bench.responder.pid = term.child.pid or 0
     try:
+        drawn = term.wait_for(client.drawn)
         prompt = term.wait_for(PROMPT)
         if settle:
             term.wait_for(client.ready)
@@ -305,7 +311,9 @@ def repl_once(bench: Bench, client: Client, settle: bool) -> Screen:
     finally:
         term.close()
     start, at = term.started, request.at
-    return Screen(prompt - start, at - enter, answer - at, answer - enter, answer - start, request.cpu)
+    return Screen(
+        drawn - start, prompt - start, at - enter, answer - at, answer - enter, answer - start, request.cpu
+    )
 
 
 def print_repl(bench: Bench, runs: int) -> None:
@@ -325,7 +333,8 @@ def print_repl(bench: Bench, runs: int) -> None:
     print_table(
         f"5. REPL in a pseudo-terminal, first message (median of {runs} interleaved runs)",
         [
-            Row("launch → prompt drawn (both ways)", *pair(launches, lambda s: s.prompt)),
+            Row("launch → prompt line drawn, keys taken", *pair(launches, lambda s: s.drawn)),
+            Row("launch → prompt mark ❯ drawn", *pair(launches, lambda s: s.prompt)),
             row("settled: Enter → request at the API", True, lambda s: s.enter_request, limit=("ms", 100)),
             row("settled: request → answer on screen", True, lambda s: s.request_answer),
             row("settled: Enter → answer on screen", True, lambda s: s.enter_answer),
@@ -376,10 +385,10 @@ def clients(home: Path, project: Path, claude: str | None, base_url: str, own: s
     # a user's path: no IS_SANDBOX, and nothing of an outer Claude Code session (CLAUDECODE, ...)
     base = {k: v for k, v in env.items() if k != "IS_SANDBOX" and not k.startswith("CLAUDE")}
     (home / "piton").mkdir()
-    found = [Client(NAMES[0], [own], {**base, "HOME": str(home / "piton")}, PITON_READY)]
+    found = [Client(NAMES[0], [own], {**base, "HOME": str(home / "piton")}, PITON_READY, PITON_DRAWN)]
     if claude is not None:
         env = claude_code.claude_env(base, home / "claude", project, API_KEY)
-        found.append(Client(NAMES[1], [claude], env, PROMPT))
+        found.append(Client(NAMES[1], [claude], env, PROMPT, PROMPT))
     return found
 
 

@@ -83,6 +83,7 @@ class ReplSessions:
         self.status: StatusCommand | None = None  # the settings' statusLine command
         self.start_failed = False  # the session could not open: said once, and the REPL exits 1
         self._ready: asyncio.Task[None] | None = None
+        self._listing: asyncio.Future[None] | None = None  # the first listing of what `@` completes
         self._trust_store: TrustStore | None = None  # the user's answers about trusting folders
 
     @property
@@ -142,6 +143,9 @@ class ReplSessions:
         except Exception as e:
             self.host.print_line(f"piton: {e}", "bold red")
         await self._opened(self.conversation, "resume" if self.runtime.agent.history else "startup")
+        # what `@` completes is listed once the prompt is ready: a walk of a large project is no wait
+        self._listing = asyncio.ensure_future(self.refresh_files())
+        self._listing.add_done_callback(_observed)
 
     async def _trust(self) -> None:
         """Before the session loads: when the folder's files would grant what the user was never
@@ -170,7 +174,6 @@ class ReplSessions:
     def _load(self) -> None:
         """Everything the first turn needs; runs on a worker thread while the prompt is up."""
         from piton.cli.commands import Commands
-        from piton.cli.completion import with_folders
         from piton.cli.render import Renderer
 
         if self.provider_factory is not None:
@@ -184,7 +187,6 @@ class ReplSessions:
         self.driver.renderer = Renderer(self.host.open_console(), verbose=self.verbose)
         self.conversation = self._open(self.options, provider)
         self.commands = Commands(self.host)
-        self.files = with_folders(self.conversation.project_files())
 
     def _open(
         self, options: RunOptions, provider: Provider, shells: BackgroundShells | None = None
