@@ -69,8 +69,6 @@ def serve() -> None:
     """The fake API in this process; commands on stdin: `script N`, `dump PATH`."""
     from tests.fakes import fake_api
 
-    # small SSE frames written one by one would otherwise wait on delayed ACKs (40 ms a request)
-    fake_api._Handler.disable_nagle_algorithm = True
     fake = fake_api.FakeAnthropicAPI()
     seen: list[dict[str, Any]] = []
     last: dict[str, Any] = {}

@@ -383,6 +383,9 @@ PING = _frame("ping", {"type": "ping"})
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # an API server answers at once: the events are small writes, and with Nagle's algorithm each
+    # waited for the client's delayed ACK of the one before (40 ms a request)
+    disable_nagle_algorithm = True
     server: ThreadingHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output clean

@@ -127,6 +127,9 @@ class FakeOpenAI:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # an API server answers at once: the events are small writes, and with Nagle's algorithm each
+    # waited for the client's delayed ACK of the one before (40 ms a request)
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
