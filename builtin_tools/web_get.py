@@ -117,9 +117,13 @@ async def fetch(
     from piton.core import tls
 
     first_host = _split(url)[1]
+    try:
+        verify = tls.trusted()  # for http too: a redirect may lead to https
+    except tls.CertificatesError as e:
+        raise FetchError(str(e)) from e
     async with httpx2.AsyncClient(
         follow_redirects=False,
-        verify=tls.trusted(),  # a redirect may lead to https
+        verify=verify,
         trust_env=False,  # a proxy would resolve the name again, past the address check
         timeout=httpx2.Timeout(wait_s, connect=CONNECT_TIMEOUT_S),
     ) as client:

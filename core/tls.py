@@ -37,17 +37,26 @@ def for_url(url: str) -> ssl.SSLContext:
     return trusted()
 
 
+class CertificatesError(Exception):
+    """The certificates to trust cannot be read; the message is one line for people."""
+
+
 def load() -> ssl.SSLContext:
     """The certificates httpx2 trusts by default (`SSL_CERT_FILE`, `SSL_CERT_DIR`, else the
     system's), read from a hashed folder when there is one."""
     folder = os.environ.get("SSL_CERT_DIR") or ssl.get_default_verify_paths().openssl_capath
-    if os.environ.get("SSL_CERT_FILE") or sys.platform in ("darwin", "win32") or not _hashed(folder):
-        import httpcore2
+    try:
+        if os.environ.get("SSL_CERT_FILE") or sys.platform in ("darwin", "win32") or not _hashed(folder):
+            import httpcore2
 
-        return httpcore2.default_ssl_context()
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies names and chains by default
-    context.load_verify_locations(capath=folder)
-    return context
+            return httpcore2.default_ssl_context()
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies names and chains by default
+        context.load_verify_locations(capath=folder)
+        return context
+    except (OSError, ssl.SSLError) as e:
+        named = f"SSL_CERT_FILE={os.environ['SSL_CERT_FILE']}" if os.environ.get("SSL_CERT_FILE") else folder
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise CertificatesError(f"cannot read the certificates to trust for https ({named}): {reason}") from e
 
 
 def _hashed(folder: str) -> bool:

@@ -123,9 +123,11 @@ class MessagesHTTP:
         self.base_url = where.base_url
         self._waits = waits
         self._url = f"{where.base_url}/v1/messages"
-        self._client = httpx2.AsyncClient(
-            headers=where.headers, timeout=http_timeout(waits), verify=tls.for_url(where.base_url)
-        )
+        try:
+            verify = tls.for_url(where.base_url)
+        except tls.CertificatesError as e:
+            raise ProviderError(str(e), kind="config") from e
+        self._client = httpx2.AsyncClient(headers=where.headers, timeout=http_timeout(waits), verify=verify)
 
     async def open(self, body: bytes) -> Opened:
         import httpx2

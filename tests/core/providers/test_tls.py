@@ -175,3 +175,16 @@ def test_plain_http_trusts_no_certificate_and_https_settings_are_made_once() -> 
     assert plain.cert_store_stats()["x509_ca"] == 0
     assert (plain.verify_mode, plain.check_hostname) == (ssl.CERT_REQUIRED, True)  # fails closed
     assert tls.for_url("https://gateway.example") is tls.trusted() is tls.for_url("HTTPS://example.com")
+
+
+def test_a_certificate_file_that_cannot_be_read_is_one_line_and_no_request(
+    https_api: FakeAnthropicAPI, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "nowhere.pem"))
+    done = piton(project, "-p", "hello")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"piton: cannot read the certificates to trust for https (SSL_CERT_FILE={tmp_path / 'nowhere.pem'}): "
+        "No such file or directory"
+    ]
+    assert https_api.requests == []
