@@ -7,9 +7,19 @@ from __future__ import annotations
 from pydantic import Field
 
 from piton.core.schedule import Schedule, ScheduleError
-from piton.core.tools import Tool, ToolContext, ToolInput, ToolResult
+from piton.core.tools import InputT, Tool, ToolContext, ToolInput, ToolResult
 
 NOT_LIVE = "Scheduled prompts run while the terminal (piton without -p) runs; this run ends with its answer."
+
+
+class _OnSchedule(Tool[InputT]):
+    """A tool of the session's schedule: it changes no file, and waits behind ToolSearch."""
+
+    read_only = True
+    deferred = True
+
+    def __init__(self, schedule: Schedule) -> None:
+        self.schedule = schedule
 
 
 class ScheduleWakeupInput(ToolInput):
@@ -17,7 +27,7 @@ class ScheduleWakeupInput(ToolInput):
     reason: str = Field(description="What the next look is for, in a few words.")
 
 
-class ScheduleWakeup(Tool[ScheduleWakeupInput]):
+class ScheduleWakeup(_OnSchedule[ScheduleWakeupInput]):
     name = "ScheduleWakeup"
     description = (
         "In a self-paced /loop: when to run the loop's task again. Call it once per tick, with a delay "
@@ -25,11 +35,6 @@ class ScheduleWakeup(Tool[ScheduleWakeupInput]):
         "is brought back under it. Without a call the loop ends after this tick."
     )
     input_model = ScheduleWakeupInput
-    read_only = True
-    deferred = True
-
-    def __init__(self, schedule: Schedule) -> None:
-        self.schedule = schedule
 
     async def run(self, args: ScheduleWakeupInput, ctx: ToolContext) -> ToolResult:
         try:
@@ -48,18 +53,13 @@ class CronCreateInput(ToolInput):
     recurring: bool = Field(default=True, description="false: once, at the next matching time.")
 
 
-class CronCreate(Tool[CronCreateInput]):
+class CronCreate(_OnSchedule[CronCreateInput]):
     name = "CronCreate"
     description = (
         "Schedules a prompt to come back to you at the times a cron expression names, while this "
         "session runs in the terminal (not after it ends). Returns the job's id."
     )
     input_model = CronCreateInput
-    read_only = True
-    deferred = True
-
-    def __init__(self, schedule: Schedule) -> None:
-        self.schedule = schedule
 
     async def run(self, args: CronCreateInput, ctx: ToolContext) -> ToolResult:
         if not self.schedule.live:
@@ -75,15 +75,10 @@ class CronListInput(ToolInput):
     pass
 
 
-class CronList(Tool[CronListInput]):
+class CronList(_OnSchedule[CronListInput]):
     name = "CronList"
     description = "Lists the prompts scheduled in this session (and the /loop, if one runs)."
     input_model = CronListInput
-    read_only = True
-    deferred = True
-
-    def __init__(self, schedule: Schedule) -> None:
-        self.schedule = schedule
 
     async def run(self, args: CronListInput, ctx: ToolContext) -> ToolResult:
         jobs = list(self.schedule.jobs.values())
@@ -96,15 +91,10 @@ class CronDeleteInput(ToolInput):
     id: str = Field(description="The id CronCreate (or CronList) gave.")
 
 
-class CronDelete(Tool[CronDeleteInput]):
+class CronDelete(_OnSchedule[CronDeleteInput]):
     name = "CronDelete"
     description = "Removes a scheduled prompt (or the /loop) by its id."
     input_model = CronDeleteInput
-    read_only = True
-    deferred = True
-
-    def __init__(self, schedule: Schedule) -> None:
-        self.schedule = schedule
 
     async def run(self, args: CronDeleteInput, ctx: ToolContext) -> ToolResult:
         if not self.schedule.remove(args.id):
