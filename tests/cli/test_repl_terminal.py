@@ -345,3 +345,22 @@ def test_where_no_sandbox_may_start_the_first_screen_says_so_and_no_command_is_p
     child.expect(pexpect.EOF)
     result = fake_api.bodies[-1]["messages"][-1]["content"][0]
     assert result["is_error"] and "Bash is unavailable" in str(result["content"])
+
+
+def test_at_completes_the_projects_files_listed_after_the_prompt(project: Path) -> None:
+    (project / "src").mkdir()
+    (project / "src" / "wombat_module.py").write_text("x = 1\n")
+    child = spawn(project)
+    terminal = answering(child, 40, 100)
+    child.send("@wombat")
+
+    def completed() -> bool:
+        if terminal.shows("src/wombat_module.py"):
+            return True
+        child.send("\t")  # the listing comes once the prompt is ready: ask for completions again
+        return False
+
+    terminal.pump(completed, "@ completion")
+    child.send("\x15\x04")  # clear the line, leave
+    child.expect(pexpect.EOF)
+    child.close()
