@@ -138,7 +138,7 @@ def piton(cwd: Path, *args: str, timeout: float = CEILING_S) -> subprocess.Compl
 
 
 def piton_here(
-    *args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None
+    *args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None, timeout: float = CEILING_S
 ) -> subprocess.CompletedProcess[str]:
     """`piton ARGS` run in this process, through the routing the command's `main` runs: in `cwd` (else
     this process's), with no input, `env` added to the environment for the run, the output captured.
@@ -159,7 +159,7 @@ def piton_here(
             stack.enter_context(contextlib.chdir(cwd))
         # a run that hangs ends this test process with every thread's stack, as a process's run
         # would end at the ceiling: never a suite that waits forever
-        faulthandler.dump_traceback_later(CEILING_S, exit=True, file=2)  # the real stderr
+        faulthandler.dump_traceback_later(timeout, exit=True, file=2)  # the real stderr
         stack.callback(faulthandler.cancel_dump_traceback_later)
         try:
             code = dispatch(list(args))

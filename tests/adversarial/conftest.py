@@ -1,6 +1,7 @@
 """The shipped adversarial suite: each test is one attack on the trust boundary, run through the
-real tools, the real sandbox and, where the path a user takes matters, the real `piton` command
-against the scripted API. `.ci/run` runs this folder as root and again as an unprivileged user.
+real tools, the real sandbox and, where the path a user takes matters, the `piton` command's own
+routing against the scripted API (a real process where its input or exit is what is attacked).
+`.ci/run` runs this folder as root and again as an unprivileged user.
 
 A race is attempted many times within a time bound: a regression shows up as a leaked secret or a
 written file in some attempt, and the test names the attempt.
@@ -15,23 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CEILING_S
+from tests.helpers import CEILING_S, piton_here
 
 PITON = str(Path(sys.executable).with_name("piton"))
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- adversarial-secret"
 
 
 def piton(*args: str, cwd: Path, timeout: float = CEILING_S) -> subprocess.CompletedProcess[str]:
-    """`piton` as a user runs it, in `cwd`, with no standard input."""
-    return subprocess.run(
-        [PITON, *args],
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    """`piton ARGS` in `cwd`, with no standard input, through the command's own routing in this
+    process: an attack is on what Piton does with files, settings and the programs it starts, not on
+    its process's start. Tests of what a process is (its input, its exit) start one with `PITON`."""
+    return piton_here(*args, cwd=cwd, timeout=timeout)
 
 
 @pytest.fixture

@@ -1,22 +1,20 @@
 """Piton's state — transcripts, memory notes, the prompt's history — is closed to other accounts:
 its folder is 0700, and one an earlier version left open is closed at the next run. Through the
-real `piton` command against the scripted API."""
+`piton` command's routing against the scripted API."""
 
 from __future__ import annotations
 
 import stat
-import subprocess
 from pathlib import Path
 
 from piton.core.conversation.session import state_dir
 from piton.testing.script import reply
-from tests.adversarial.conftest import PITON
 from tests.fakes.fake_api import FakeAnthropicAPI
-from tests.helpers import CEILING_S
+from tests.helpers import piton_here
 
 
 def _run() -> None:
-    done = subprocess.run([PITON, "-p", "hi"], capture_output=True, text=True, timeout=CEILING_S, check=False)
+    done = piton_here("-p", "hi")
     assert done.returncode == 0, done.stderr
 
 

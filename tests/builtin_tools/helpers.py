@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,26 @@ async def call_async(tool: AnyTool, ctx: ToolContext, **tool_input: Any) -> Tool
 
 
 def call(tool: AnyTool, ctx: ToolContext, **tool_input: Any) -> ToolResult:
-    return asyncio.run(call_async(tool, ctx, **tool_input))
+    """`call_async` to its end on this thread's loop, kept from call to call (making a loop and its
+    thread pool again for each is most of a small tool call's cost); whatever the call left running
+    is cancelled before the next one starts, as a loop's close would."""
+    runner = _RUNNERS.get(threading.get_ident())
+    if runner is None:
+        runner = _RUNNERS[threading.get_ident()] = asyncio.Runner()
+    try:
+        return runner.run(call_async(tool, ctx, **tool_input))
+    finally:
+        runner.run(_cancel_the_rest())
+
+
+_RUNNERS: dict[int, asyncio.Runner] = {}
+
+
+async def _cancel_the_rest() -> None:
+    rest = asyncio.all_tasks() - {asyncio.current_task()}
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
 
 
 def text(result: ToolResult) -> str:

@@ -27,23 +27,32 @@ LATIN1_WORDS = [w for w in WORDS if w not in ("€", "日本")]
 STRAY = [b"\xff", b"\xe9", b"\x80\x81", b"\xc3"]  # bytes that are not UTF-8 where they stand
 
 
+# strategies made once: hypothesis validates a strategy the first time it draws from it
+KINDS = st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "latin-1", "utf-8+stray"])
+STYLES = st.sampled_from(sorted(ENDINGS))
+LINES = {
+    latin: st.lists(st.sampled_from(LATIN1_WORDS if latin else WORDS), max_size=6) for latin in (True, False)
+}
+NEWLINES = {style: st.sampled_from(endings) for style, endings in ENDINGS.items()}
+STRAYS = st.sampled_from(STRAY)
+
+
 @st.composite
 def files(draw: st.DrawFn) -> tuple[bytes, str]:
     """A file's bytes, and how it was made (for the failure message)."""
-    kind = draw(st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "latin-1", "utf-8+stray"]))
-    style = draw(st.sampled_from(sorted(ENDINGS)))
-    words = LATIN1_WORDS if kind == "latin-1" else WORDS
+    kind = draw(KINDS)
+    style = draw(STYLES)
     codec = {"utf-16": "utf-16-le", "latin-1": "latin-1"}.get(kind, "utf-8")
     count = draw(st.integers(1, 7))
     out = bytearray()
     for number in range(count):
-        line = "".join(draw(st.lists(st.sampled_from(words), max_size=6)))
+        line = "".join(draw(LINES[kind == "latin-1"]))
         data = line.encode(codec)
         if kind == "utf-8+stray" and draw(st.booleans()):
             cut = draw(st.integers(0, len(data)))
-            data = data[:cut] + draw(st.sampled_from(STRAY)) + data[cut:]
+            data = data[:cut] + draw(STRAYS) + data[cut:]
         last = number == count - 1
-        ending = "" if last and draw(st.booleans()) else draw(st.sampled_from(ENDINGS[style]))
+        ending = "" if last and draw(st.booleans()) else draw(NEWLINES[style])
         out += data + ending.encode(codec)
     if kind == "utf-16":
         return "\ufeff".encode("utf-16-le") + bytes(out), f"{kind} {style}"
@@ -88,7 +97,7 @@ def loggable(result: ToolResult, tmp: Path) -> None:
 @given(
     file=files(),
     span=st.tuples(st.integers(0, 50), st.integers(0, 50), st.integers(0, 6), st.integers(0, 6)),
-    replacement=st.lists(st.sampled_from([*WORDS, "\n", "q", "\ufffd"]), min_size=0, max_size=8),
+    replacement=st.lists(st.sampled_from([*WORDS, "\n", "q"]), min_size=0, max_size=8),
 )
 def test_an_edit_and_its_reverse_give_back_the_same_bytes(
     tmp_path: Path, file: tuple[bytes, str], span: tuple[int, int, int, int], replacement: list[str]
@@ -108,7 +117,7 @@ def test_an_edit_and_its_reverse_give_back_the_same_bytes(
     old = old[cut_start % (len(old) + 1) :]
     old = old[: len(old) - cut_end % (len(old) + 1)] if cut_end else old
     new = "".join(replacement)
-    assume(old and old != new and "\ufffd" not in new and positions(target, old) == 1)
+    assume(old and old != new and positions(target, old) == 1)
 
     forward = call(Edit(), ctx, file_path=str(target), old_string=old, new_string=new)
     loggable(forward, tmp_path)

@@ -1,9 +1,10 @@
 """Hostile and broken files in a project or the user's home: Piton still starts and works, says once
 which file it skipped and why, and keeps everything else.
 
-Each family runs the real `piton skills` or `piton -p` (against the fake API) as a subprocess: the
-files that once ended the start-up with a traceback (deep YAML or JSON, a YAML alias bomb, a folder
-that cannot be listed) or made it refuse (a settings value it did not know) are all here.
+Each family runs the real `piton skills` or `piton -p` (against the fake API): the files that once
+ended the start-up with a traceback (deep YAML or JSON, a YAML alias bomb, a folder that cannot be
+listed) or made it refuse (a settings value it did not know) are all here. Where a hang or the
+CPU a run took is what is tested, `piton` is a process of its own; elsewhere it runs in this one.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from piton.core.project.trust import default_store_path
 from piton.testing.script import ToolCall, reply
 from tests.cli.test_piton_command import piton
 from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import piton_here
 
 DEEP_YAML = "x: " + "[" * 600 + "]" * 600  # 1.2 kB; YAML's composer recursed once per level
 DEEP_JSON = '{"permissions": {"allow": ' + "[" * 5000 + "]" * 5000 + "}}"
@@ -92,7 +94,7 @@ def test_piton_skills_lists_the_rest_and_names_each_hostile_file_once(project: P
 def test_print_mode_starts_and_works_beside_the_same_files(fake_api: FakeAnthropicAPI, project: Path) -> None:
     _, bad = corpus(project)
     fake_api.add(reply("Hello."))
-    done = piton("-p", "hi")
+    done = piton_here("-p", "hi")
     assert (done.returncode, done.stdout) == (0, "Hello.\n"), done.stderr
     assert len(done.stderr.splitlines()) == len(bad)
     named_once(done.stderr, bad)
@@ -146,7 +148,7 @@ def test_deep_json_in_a_settings_file_is_skipped_and_the_other_files_still_count
             DEEP_JSON if other == level else json.dumps({"model": models[other]}),
         )
     fake_api.add(reply("Fine."))
-    done = piton("-p", "hi")
+    done = piton_here("-p", "hi")
     assert (done.returncode, done.stdout) == (0, "Fine.\n"), done.stderr
     deep = settings_path(project, level)
     assert done.stderr == f"piton: ignored {deep}: it nests deeper than 64 levels\n"
@@ -160,7 +162,7 @@ def test_a_deep_trusted_folders_store_is_named_and_nothing_is_trusted(
     store = write(default_store_path(), '{"version": 1, "folders": ' + "[" * 5000 + "]" * 5000 + "}")
     write(project / ".piton" / "settings.json", json.dumps({"permissions": {"allow": ["Bash(make:*)"]}}))
     fake_api.add(reply("Fine."), reply("Again."))
-    done = piton("-p", "hi")
+    done = piton_here("-p", "hi")
     assert (done.returncode, done.stdout) == (0, "Fine.\n"), done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith("piton: this folder is not trusted, so its files grant nothing: ignored ")
@@ -168,7 +170,7 @@ def test_a_deep_trusted_folders_store_is_named_and_nothing_is_trusted(
         f"your answers about trusted folders in {store} were ignored: it nests deeper than 64 levels"
     )
     write(project / ".piton" / "settings.json", "{}")  # no grants: the store is still named, once
-    done = piton("-p", "hi")
+    done = piton_here("-p", "hi")
     assert done.returncode == 0
     assert (
         done.stderr
@@ -182,7 +184,7 @@ def test_an_unknown_sandbox_mode_in_a_file_is_read_as_read_only_and_a_bad_flag_i
     write(Path.home() / ".piton" / "settings.json", json.dumps({"sandbox": {"mode": "weird"}}))
     call = ToolCall("Write", {"file_path": "out.txt", "content": "x"})
     fake_api.add(reply(call), reply("Could not write."))
-    done = piton("-p", "write out.txt", "--permission-mode", "acceptEdits")
+    done = piton_here("-p", "write out.txt", "--permission-mode", "acceptEdits")
     assert (done.returncode, done.stdout) == (0, "Could not write.\n"), done.stderr
     assert done.stderr == (
         "piton: unknown sandbox.mode='weird' in ~/.piton/settings.json (one of read-only, workspace-write, "
@@ -191,7 +193,7 @@ def test_an_unknown_sandbox_mode_in_a_file_is_read_as_read_only_and_a_bad_flag_i
     result = tool_result(fake_api.bodies[1], call.id)
     assert result["is_error"] and "the sandbox is read-only" in json.dumps(result["content"])
     assert not (project / "out.txt").exists()
-    done = piton("-p", "hi", "--sandbox", "weird")
+    done = piton_here("-p", "hi", "--sandbox", "weird")
     assert done.returncode == 2 and done.stderr.startswith("piton: Invalid value for '--sandbox'")
     assert len(fake_api.requests) == 2
 
@@ -211,14 +213,14 @@ def test_a_missing_additional_directory_in_a_file_is_skipped_and_as_a_flag_refus
     write(Path.home() / ".piton" / "settings.json", json.dumps(dirs))
     call = ToolCall("Read", {"file_path": str(shared / "notes.txt")})
     fake_api.add(reply(call), reply("Read it."))
-    done = piton("-p", "read the notes")
+    done = piton_here("-p", "read the notes")
     assert (done.returncode, done.stdout) == (0, "Read it.\n"), done.stderr
     assert done.stderr == (
         "piton: ignored permissions.additionalDirectories entry '/no/such/dir' in ~/.piton/settings.json: "
         "not a directory\n"
     )
     assert "SHARED-NOTES" in json.dumps(tool_result(fake_api.bodies[1], call.id)["content"])
-    done = piton("-p", "hi", "--add-dir", "/no/such/dir")
+    done = piton_here("-p", "hi", "--add-dir", "/no/such/dir")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.startswith("piton: Invalid value for '--add-dir': dir '/no/such/dir' does not exist")
 
@@ -235,7 +237,7 @@ def test_diamond_imports_put_each_file_into_the_prompt_once(
     write(project / "c.md", "C-MARKER")
     write(project / "CLAUDE.md", "See @AGENTS.md and @c.md")  # as Claude Code users often write
     fake_api.add(reply("Fine."))
-    done = piton("-p", "hi")
+    done = piton_here("-p", "hi")
     assert (done.returncode, done.stderr) == (0, "")
     system = "\n".join(b["text"] for b in fake_api.bodies[0]["system"])
     for marker in ("AGENTS", "L1A", "L2B", "L3A", "L3B", "C"):
@@ -267,7 +269,7 @@ def test_a_folder_where_a_settings_file_belongs_is_one_warning_and_the_run_goes_
 ) -> None:
     (project / ".claude" / "settings.json").mkdir(parents=True)
     fake_api.add(reply("Fine."))
-    done = piton("-p", "hi")
+    done = piton_here("-p", "hi")
     assert (done.returncode, done.stdout) == (0, "Fine.\n"), done.stderr
     assert (
         done.stderr == f"piton: ignored {project / '.claude' / 'settings.json'}: it is not a regular file\n"
