@@ -211,7 +211,11 @@ class PromptView:
         under way (only then: an idle prompt costs nothing)."""
         if self.session is None:
             return
-        self.session.app.invalidate()
+        app = self.session.app
+        # a stream invalidates often and is drawn at a bounded rate; a change while idle (the session
+        # ready, a line printed above) is drawn at once, not up to a frame late
+        app.min_redraw_interval = REDRAW_S if self.shown.busy else 0.0
+        app.invalidate()
         if self.shown.busy and (self.ticker is None or self.ticker.done()):
             self.ticker = asyncio.ensure_future(self._spin())
 
