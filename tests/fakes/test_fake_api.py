@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 import socket
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 import httpx2
 import pytest
 
@@ -16,10 +15,17 @@ from piton.testing.script import HttpError, Thinking, ToolCall, reply
 from tests.fakes.fake_api import FakeAnthropicAPI, Hold, Malformed, NoAnswer, Reset, Stall
 from tests.fakes.validate import ANY_TOOL
 
+if TYPE_CHECKING:
+    import anthropic
+
 USER = {"role": "user", "content": "hi"}
 
 
+# The SDK is imported where a test uses it: importing it takes a second and more, which every test
+# process would otherwise pay while it collects the suite.
 def client(fake: FakeAnthropicAPI) -> anthropic.Anthropic:
+    import anthropic
+
     return anthropic.Anthropic(api_key="test-key", base_url=fake.base_url, max_retries=0)
 
 
@@ -59,6 +65,8 @@ def test_non_streaming_requests_get_a_whole_message(fake_api: FakeAnthropicAPI) 
 
 
 def rejected(fake: FakeAnthropicAPI, **body: Any) -> str:
+    import anthropic
+
     with pytest.raises(anthropic.BadRequestError) as err:
         create(fake, **body)
     return str(err.value.api_message)
@@ -146,6 +154,8 @@ def test_thinking_budgets_outside_the_bounds_are_a_400(fake_api: FakeAnthropicAP
 
 
 def test_injected_errors_and_a_wrong_key(fake_api: FakeAnthropicAPI) -> None:
+    import anthropic
+
     fake_api.add(HttpError(529, "overloaded_error", "Overloaded"))
     with pytest.raises(anthropic.OverloadedError):
         create(fake_api)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 
-import anthropic
 import pytest
 
 from tests.fakes import network
@@ -24,6 +23,8 @@ def test_connecting_to_a_real_address_fails() -> None:
 
 
 def test_the_sdk_cannot_reach_the_real_api_from_a_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    import anthropic  # here, not at the top: collecting the suite need not pay for the SDK
+
     monkeypatch.delenv("ANTHROPIC_BASE_URL")
     client = anthropic.Anthropic(api_key="test-key", max_retries=0)
     with pytest.raises(anthropic.APIConnectionError):

@@ -6,7 +6,6 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-import anthropic
 import pytest
 
 from piton.core.providers import ProviderError
@@ -105,6 +104,8 @@ SETUPS = [
 
 def sdk_verdict() -> str:
     """What the SDK itself makes of the environment: "key", "other" credentials, "none", or "error"."""
+    import anthropic  # here, not at the top: collecting the suite need not pay for the SDK
+
     try:
         client = anthropic.AsyncAnthropic(base_url="http://127.0.0.1:9")
     except anthropic.AnthropicError:
