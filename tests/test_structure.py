@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,10 @@ CORE_LAYERS: tuple[tuple[str, ...], ...] = (
 )
 
 
-def _modules() -> dict[str, Path]:
+@cache
+def modules() -> dict[str, Path]:
+    """Each module of the package, and its file. Found when a test first asks (as is the import
+    graph below), not while the suite is collected."""
     found: dict[str, Path] = {}
     for folder, package in FOLDERS.items():
         base = ROOT / folder
@@ -64,9 +68,6 @@ def _modules() -> dict[str, Path]:
                 parts.pop()
             found[".".join([package, *parts])] = path
     return found
-
-
-MODULES = _modules()
 
 
 def _imports(module: str, path: Path) -> Iterator[str]:
@@ -83,13 +84,18 @@ def _imports(module: str, path: Path) -> Iterator[str]:
                 base = ".".join([*anchor, *([base] if base else [])])
             for alias in node.names:
                 candidate = f"{base}.{alias.name}"
-                yield candidate if candidate in MODULES else base
+                yield candidate if candidate in modules() else base
 
 
-GRAPH = {module: set(_imports(module, path)) for module, path in MODULES.items()}
-# The root names the library's exports for type checkers and loads them when first asked for
-# (`piton.query`); nothing is imported with it, so no module below depends on the library through it.
-GRAPH["piton"] = {t for t in GRAPH["piton"] if not (t == "piton.api" or t.startswith("piton.api."))}
+@cache
+def graph() -> dict[str, set[str]]:
+    """What each module imports."""
+    found = {module: set(_imports(module, path)) for module, path in modules().items()}
+    # The root names the library's exports for type checkers and loads them when first asked for
+    # (`piton.query`); nothing is imported with it, so no module below depends on the library
+    # through it.
+    found["piton"] = {t for t in found["piton"] if not (t == "piton.api" or t.startswith("piton.api."))}
+    return found
 
 
 def _within(name: str, package: str) -> bool:
@@ -103,7 +109,7 @@ def _violations(
     target is within one of `allowed`."""
     return sorted(
         f"{module} imports {target}"
-        for module, targets in GRAPH.items()
+        for module, targets in graph().items()
         if _within(module, layer) and not any(_within(module, e) for e in exempt)
         for target in targets
         if any(_within(target, f) for f in forbidden) and not any(_within(target, a) for a in allowed)
@@ -111,8 +117,10 @@ def _violations(
 
 
 def test_the_tree_is_seen() -> None:
-    assert {"piton.core.agent", "piton.cli.repl", "piton.builtin_tools.bash", "piton.runtime"} <= set(MODULES)
-    assert "piton.core.agent" in GRAPH["piton.factory"]
+    assert {"piton.core.agent", "piton.cli.repl", "piton.builtin_tools.bash", "piton.runtime"} <= set(
+        modules()
+    )
+    assert "piton.core.agent" in graph()["piton.factory"]
 
 
 @pytest.mark.parametrize(
@@ -152,11 +160,11 @@ def _core_unit(module: str) -> str | None:
 
 def test_core_goes_up_its_layers_one_way() -> None:
     layer = {unit: i for i, units in enumerate(CORE_LAYERS) for unit in units}
-    units = {u for m in GRAPH if (u := _core_unit(m)) is not None}
+    units = {u for m in graph() if (u := _core_unit(m)) is not None}
     assert units == set(layer), "every unit of core has its place in CORE_LAYERS"
     edges = {
         (_core_unit(module), _core_unit(target))
-        for module, targets in GRAPH.items()
+        for module, targets in graph().items()
         for target in targets
         if _core_unit(module) is not None and _core_unit(target) is not None
     }
@@ -168,7 +176,11 @@ def test_core_goes_up_its_layers_one_way() -> None:
 
 def test_core_takes_nothing_from_the_package_root() -> None:
     assert [
-        f"{m} imports {t}" for m, ts in GRAPH.items() if _within(m, "piton.core") for t in ts if t == "piton"
+        f"{m} imports {t}"
+        for m, ts in graph().items()
+        if _within(m, "piton.core")
+        for t in ts
+        if t == "piton"
     ] == []
 
 
@@ -184,7 +196,7 @@ def test_the_root_imports_nothing() -> None:
 
 
 def test_no_module_imports_itself_back() -> None:
-    internal = {m: {t for t in targets if t in MODULES and t != m} for m, targets in GRAPH.items()}
+    internal = {m: {t for t in targets if t in modules() and t != m} for m, targets in graph().items()}
     cycles: list[list[str]] = []
     state: dict[str, int] = {}  # 1 on the current path, 2 finished
     path: list[str] = []
@@ -252,7 +264,7 @@ def complexity(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
 def test_no_module_is_too_long_to_hold_in_ones_head() -> None:
     found = {
         m: n
-        for m, p in MODULES.items()
+        for m, p in modules().items()
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
     assert {m: n for m, n in found.items() if n > LONGER_MODULES.get(m, 0)} == {}
@@ -261,7 +273,7 @@ def test_no_module_is_too_long_to_hold_in_ones_head() -> None:
 def test_no_function_runs_past_a_screen() -> None:
     found = {
         f"{module}.{node.name}:{node.lineno}": _lines(node)
-        for module, path in MODULES.items()
+        for module, path in modules().items()
         for node in _functions(path)
         if _lines(node) > MAX_FUNCTION_LINES
     }
@@ -273,7 +285,7 @@ def test_each_phase_of_opening_a_session_reads_simply() -> None:
     found = {
         f"piton.{name}.{node.name}": complexity(node)
         for name in OPENING
-        for node in _functions(MODULES[f"piton.{name}"])
+        for node in _functions(modules()[f"piton.{name}"])
         if complexity(node) >= MAX_COMPLEXITY
     }
     assert found == {}

@@ -15,7 +15,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from tests.test_structure import MODULES
+from tests.test_structure import modules
 
 ROOT = Path(__file__).resolve().parents[1]
 CONSTRAINTS = ROOT / "constraints.txt"
@@ -117,7 +117,7 @@ def _private_path(dotted: str) -> bool:
 
 
 def test_no_product_module_uses_another_packages_private_names() -> None:
-    found = {module: uses for module, path in MODULES.items() if (uses := _private_uses(path))}
+    found = {module: uses for module, path in modules().items() if (uses := _private_uses(path))}
     assert found == {}
 
 
