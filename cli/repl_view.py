@@ -139,7 +139,7 @@ class PromptView:
         # Esc must interrupt at once. Alt+Enter arrives as one read, so a short wait still tells them apart.
         app.ttimeoutlen = 0.05
         app.timeoutlen = 0.1
-        app.min_redraw_interval = REDRAW_S  # a fast stream invalidates often; redraw at a bounded rate
+        app.min_redraw_interval = REDRAW_S  # `redraw` sets it again: bounded while busy, none while idle
         app.terminal_size_polling_interval = None  # SIGWINCH tells of a resize: no waking twice a second
         return self.session
 

@@ -34,20 +34,20 @@ async def call_async(tool: AnyTool, ctx: ToolContext, **tool_input: Any) -> Tool
     return await ToolRegistry([tool]).call(block, ctx)
 
 
+_loops = threading.local()  # each thread's runner, made at its first call
+
+
 def call(tool: AnyTool, ctx: ToolContext, **tool_input: Any) -> ToolResult:
     """`call_async` to its end on this thread's loop, kept from call to call (making a loop and its
     thread pool again for each is most of a small tool call's cost); whatever the call left running
     is cancelled before the next one starts, as a loop's close would."""
-    runner = _RUNNERS.get(threading.get_ident())
+    runner: asyncio.Runner | None = getattr(_loops, "runner", None)
     if runner is None:
-        runner = _RUNNERS[threading.get_ident()] = asyncio.Runner()
+        runner = _loops.runner = asyncio.Runner()
     try:
         return runner.run(call_async(tool, ctx, **tool_input))
     finally:
         runner.run(_cancel_the_rest())
-
-
-_RUNNERS: dict[int, asyncio.Runner] = {}
 
 
 async def _cancel_the_rest() -> None:
