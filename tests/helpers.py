@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
 from pathlib import Path
@@ -94,23 +95,64 @@ PITON = str(Path(sys.executable).with_name("piton"))
 NPM_S = 300.0  # an npm install fetches from the registry: its own ceiling, against a stalled network
 
 
+NPM_KEPT_S = 7 * 24 * 3600.0  # an install is reused for a week, then made again (its dependencies may move)
+
+
 def npm_installed(tmp_path_factory: pytest.TempPathFactory, spec: str) -> Path:
-    """A fresh folder with the npm package `spec` (`name@version`) installed in its node_modules, for
-    a session-scoped fixture to make once; skips the test where Node.js is not installed."""
+    """A fresh folder whose node_modules holds the npm package `spec` (`name@version`), for a
+    session-scoped fixture to make once; skips the test where Node.js is not installed.
+
+    The install itself is kept in the user's cache and reused for a week: it is some 10,000 files
+    and seconds of CPU that every run would otherwise make, and then delete again."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip(f"Node.js is not installed: {spec} cannot run here")
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "piton-tests" / "npm"
+    kept = cache / spec.replace("/", "+")
+    if not _npm_fresh(kept, spec):
+        _npm_install(cache, kept, spec)
     folder = tmp_path_factory.mktemp("npm")
     (folder / "package.json").write_text('{"name": "piton-npm-test", "private": true}\n')
+    (folder / "node_modules").symlink_to(kept / "node_modules", target_is_directory=True)
+    return folder
+
+
+def _npm_fresh(kept: Path, spec: str) -> bool:
+    """Whether `kept` holds a whole install of `spec` made within the week (it is only ever put
+    there whole, by a rename)."""
+    name, _, version = spec.rpartition("@")
+    try:
+        installed = json.loads((kept / "node_modules" / name / "package.json").read_text())
+        made = (kept / "package.json").stat().st_mtime
+    except (OSError, ValueError):
+        return False
+    return bool(installed.get("version") == version and time.time() - made < NPM_KEPT_S)
+
+
+def _npm_install(cache: Path, kept: Path, spec: str) -> None:
+    """Install `spec` beside `kept` and rename it into place: a test process that installs the same
+    package at the same time leaves one whole install or the other, never a mix."""
+    cache.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=cache))
+    (staging / "package.json").write_text('{"name": "piton-npm-test", "private": true}\n')
     done = subprocess.run(
         ["npm", "install", "--omit=optional", "--no-audit", "--no-fund", spec],
-        cwd=folder,
+        cwd=staging,
         capture_output=True,
         text=True,
         timeout=NPM_S,
         check=False,
     )
+    if done.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
     assert done.returncode == 0, f"npm could not install {spec}: {done.stderr[-2000:]}"
-    return folder
+    stale = Path(tempfile.mkdtemp(prefix=".stale-", dir=cache))
+    with contextlib.suppress(FileNotFoundError):
+        kept.rename(stale / "old")
+    try:
+        staging.rename(kept)
+    except OSError:  # another test process put its own there first
+        shutil.rmtree(staging, ignore_errors=True)
+    shutil.rmtree(stale, ignore_errors=True)
 
 
 def node_said(script: str, *args: str, cwd: Path) -> Any:
