@@ -10,7 +10,9 @@ import contextlib
 import logging
 import os
 import signal
+import stat
 import sys
+import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -57,11 +59,13 @@ def main(args: list[str]) -> int:
         level=logging.DEBUG if verbose else logging.WARNING,
         format="piton acp: %(message)s",
     )
-    protocol_out = _keep_stdout_for_the_protocol()
+    relay = _Relay()
+    protocol_in, protocol_out = relay.readable(0), relay.writable(_keep_stdout_for_the_protocol())
     try:
-        asyncio.run(_serve(options, protocol_out))
+        asyncio.run(_serve(options, protocol_in, protocol_out))
     except KeyboardInterrupt:
         return 130
+    relay.finish()
     return 0
 
 
@@ -74,7 +78,57 @@ def _keep_stdout_for_the_protocol() -> int:
     return out
 
 
-async def _serve(options: AgentOptions, protocol_out: int) -> None:
+def _watchable(fd: int) -> bool:
+    """Whether the event loop can wait on `fd`: a pipe, a socket or a terminal. A file or /dev/null
+    (`piton acp < requests.jsonl > replies.jsonl`) cannot be: epoll refuses them."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
+
+
+class _Relay:
+    """A pipe in place of each descriptor the loop cannot wait on, copied to or from it by a
+    thread; `finish` waits until what was written has reached the file."""
+
+    def __init__(self) -> None:
+        self.outgoing: list[threading.Thread] = []
+
+    def readable(self, fd: int) -> int:
+        if _watchable(fd):
+            return fd
+        read_end, write_end = os.pipe()
+        self._copy(fd, write_end, done=write_end)
+        return read_end
+
+    def writable(self, fd: int) -> int:
+        if _watchable(fd):
+            return fd
+        read_end, write_end = os.pipe()
+        self.outgoing.append(self._copy(read_end, fd, done=read_end))
+        return write_end
+
+    def finish(self, ceiling_s: float = 10.0) -> None:
+        for thread in self.outgoing:
+            thread.join(ceiling_s)
+
+    @staticmethod
+    def _copy(source: int, target: int, done: int) -> threading.Thread:
+        def copy() -> None:
+            try:
+                while chunk := os.read(source, 1 << 16):
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(target, view) :]
+            except OSError:
+                pass  # the other side is gone: nothing more can pass
+            finally:
+                os.close(done)  # the pipe's end: its reader sees the end of the stream
+
+        thread = threading.Thread(target=copy, name="piton-acp-relay", daemon=True)
+        thread.start()
+        return thread
+
+
+async def _serve(options: AgentOptions, protocol_in: int, protocol_out: int) -> None:
     from acp import AgentSideConnection
 
     from piton.acp.agent import PitonAgent
@@ -82,7 +136,7 @@ async def _serve(options: AgentOptions, protocol_out: int) -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=BUFFER_LIMIT)
     await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", closefd=False)
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(protocol_in, "rb", closefd=False)
     )
     transport, protocol = await loop.connect_write_pipe(
         lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), os.fdopen(protocol_out, "wb")
@@ -102,3 +156,4 @@ async def _serve(options: AgentOptions, protocol_out: int) -> None:
         await agent.close()
         with contextlib.suppress(Exception):
             await connection.close()
+        writer.close()  # where stdout is a file, its relay then writes the rest and ends

@@ -403,6 +403,31 @@ def test_initialize_says_what_piton_can_do(project: Path) -> None:
     run(scenario())
 
 
+def test_requests_from_a_file_get_their_replies_in_a_file(project: Path, tmp_path: Path) -> None:
+    """`piton acp < requests.jsonl > replies.jsonl`: a file cannot be waited on as a pipe is, and
+    each line still gets its reply, in the file, with no traceback."""
+    import subprocess
+
+    from acp import PROTOCOL_VERSION
+
+    from tests.helpers import CEILING_S, PITON
+
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": PROTOCOL_VERSION}},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "relative", "mcpServers": []}},
+    ]
+    requests, replies = tmp_path / "requests.jsonl", tmp_path / "replies.jsonl"
+    requests.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with requests.open("rb") as given, replies.open("wb") as taken:
+        done = subprocess.run(
+            [PITON, "acp"], stdin=given, stdout=taken, stderr=subprocess.PIPE, cwd=project, timeout=CEILING_S
+        )
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode()
+    answers = {a["id"]: a for a in map(json.loads, replies.read_text().splitlines())}
+    assert answers[1]["result"]["protocolVersion"] == PROTOCOL_VERSION
+    assert answers[2]["error"]["data"] == {"cwd": "relative", "reason": "not an absolute path to a folder"}
+
+
 def test_an_editor_that_ends_its_agent_ends_the_agents_commands(
     fake_api: FakeAnthropicAPI, project: Path
 ) -> None:
