@@ -65,7 +65,8 @@ def main(args: list[str]) -> int:
         asyncio.run(_serve(options, protocol_in, protocol_out))
     except KeyboardInterrupt:
         return 130
-    relay.finish()
+    finally:
+        relay.finish()
     return 0
 
 
