@@ -93,8 +93,6 @@ def stream_all(provider: Any, request: Any) -> list[Any]:
 
 PITON = str(Path(sys.executable).with_name("piton"))
 NPM_S = 300.0  # an npm install fetches from the registry: its own ceiling, against a stalled network
-
-
 NPM_KEPT_S = 7 * 24 * 3600.0  # an install is reused for a week, then made again (its dependencies may move)
 
 
