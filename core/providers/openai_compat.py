@@ -57,8 +57,20 @@ class OpenAICompatProvider:
             self.check()
             import openai
 
+            from piton.core import tls
+
+            url = self._url or base_url(self.name, os.environ)
+            try:
+                # the process's certificates, read once, and none for a local server on plain http:
+                # the SDK's own client read the whole bundle for every provider made (25-70 ms each)
+                verify = tls.for_url(url)
+            except tls.CertificatesError as e:
+                raise ProviderError(str(e), kind="config") from e
             self._client = openai.AsyncOpenAI(
-                api_key=self._key(), base_url=self._url or base_url(self.name, os.environ), max_retries=2
+                api_key=self._key(),
+                base_url=url,
+                max_retries=2,
+                http_client=openai.DefaultAsyncHttpxClient(verify=verify),
             )
         return self._client
 

@@ -102,12 +102,19 @@ SETUPS = [
 ]
 
 
+DEAD = "http://127.0.0.1:9"  # the discard port: the client is made, never used
+
+
 def sdk_verdict() -> str:
     """What the SDK itself makes of the environment: "key", "other" credentials, "none", or "error"."""
     import anthropic  # here, not at the top: collecting the suite need not pay for the SDK
 
+    from piton.core import tls
+
+    # plain http, so no certificates to read: the SDK's default client reads the whole bundle (30 ms)
+    plain = anthropic.DefaultAsyncHttpxClient(verify=tls.for_url(DEAD))
     try:
-        client = anthropic.AsyncAnthropic(base_url="http://127.0.0.1:9")
+        client = anthropic.AsyncAnthropic(base_url=DEAD, http_client=plain)
     except anthropic.AnthropicError:
         return "error"
     if client.api_key is not None or client.auth_token is not None:

@@ -258,3 +258,24 @@ def test_a_tool_search_result_is_text_for_another_model() -> None:
         "tool_call_id": "call_1",
         "content": "(The tool WebFetch was loaded here.)",
     }
+
+
+def test_a_local_server_on_plain_http_reads_no_certificates_and_https_says_what_it_cannot_read(
+    openai_server: FakeOpenAI, project: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The OpenAI SDK's client shares Piton's certificate settings: none for plain http (a certificate
+    file that cannot be read does not matter there), and one line when https needs them."""
+    missing = tmp_path / "nowhere.pem"
+    monkeypatch.setenv("SSL_CERT_FILE", str(missing))
+    monkeypatch.setenv("PITON_OLLAMA_BASE_URL", openai_server.base_url)
+    openai_server.api_key = "local"
+    openai_server.add(reply("No certificates needed."))
+    done = piton_here("-p", "hi", "--model", "ollama:qwen3-coder")
+    assert (done.returncode, done.stdout) == (0, "No certificates needed.\n"), done.stderr
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://127.0.0.1:9/v1")
+    refused = piton_here("-p", "hi", "--model", "openai:gpt-5")
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        f"piton: cannot read the certificates to trust for https (SSL_CERT_FILE={missing}): "
+        "No such file or directory"
+    ]
