@@ -273,7 +273,9 @@ def test_a_local_server_on_plain_http_reads_no_certificates_and_https_says_what_
     done = piton_here("-p", "hi", "--model", "ollama:qwen3-coder")
     assert (done.returncode, done.stdout) == (0, "No certificates needed.\n"), done.stderr
     monkeypatch.setenv("OPENAI_BASE_URL", "https://127.0.0.1:9/v1")
-    refused = piton_here("-p", "hi", "--model", "openai:gpt-5")
+    # a process of its own: the certificates for https are read once a process, and this test
+    # process may have read them already
+    refused = piton(project, "-p", "hi", "--model", "openai:gpt-5")
     assert refused.returncode == 1
     assert refused.stderr.strip().splitlines() == [
         f"piton: cannot read the certificates to trust for https (SSL_CERT_FILE={missing}): "
