@@ -307,7 +307,7 @@ def terminal_console() -> Console:
 
 def history_path() -> Path:
     """Where the prompt's history is kept: the user's state, never the project."""
-    from piton.core.conversation.session import private_state_dir
+    from piton.core.conversation.state_dir import private_state_dir  # not session's: no pydantic yet
 
     path = private_state_dir() / "repl_history"
     path.parent.mkdir(parents=True, exist_ok=True)

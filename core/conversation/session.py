@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import sys
 import time
 import uuid
 from collections.abc import Iterable
@@ -27,6 +26,8 @@ from piton.core.conversation.session_load import load_session as load_session
 from piton.core.conversation.session_log import SCHEMA_VERSION as SCHEMA_VERSION
 from piton.core.conversation.session_log import SessionLog as SessionLog
 from piton.core.conversation.session_log import corrupt_path
+from piton.core.conversation.state_dir import private_state_dir as private_state_dir
+from piton.core.conversation.state_dir import state_dir as state_dir
 from piton.core.modes import is_reminder
 from piton.core.records import record
 from piton.core.version import __version__
@@ -34,27 +35,6 @@ from piton.core.version import __version__
 PRUNE_AGE_DAYS = 30
 PRUNE_MAX_BYTES = 2 * 1024**3
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
-def state_dir() -> Path:
-    """Piton's folder in the user's state directory: `$XDG_STATE_HOME/piton` (by default
-    `~/.local/state/piton`), or `~/Library/Application Support/piton` on macOS."""
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / "piton"
-    xdg = os.environ.get("XDG_STATE_HOME", "")  # the XDG rule: a relative path is ignored
-    return Path(xdg if os.path.isabs(xdg) else Path.home() / ".local" / "state") / "piton"
-
-
-def private_state_dir() -> Path:
-    """`state_dir()`, made if missing and closed to other accounts (0700): it holds transcripts,
-    memory notes and the prompt's history. A folder an earlier version left open is closed too."""
-    folder = state_dir()
-    with contextlib.suppress(OSError):
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        st = folder.stat()
-        if st.st_mode & 0o077 and st.st_uid == os.getuid():
-            os.chmod(folder, 0o700)
-    return folder
 
 
 def project_key(cwd: Path) -> str:

@@ -868,3 +868,32 @@ def test_doctor_and_config_work_in_the_repl(project: Path) -> None:
     assert "Saved; it applies from the next session." in s.screen
     assert "claude-opus-5-5" in s.screen and "invalid choice: 'nonsense'" in s.screen
     assert "claude-opus-5-5" in (project / ".piton" / "settings.local.json").read_text()
+
+
+def test_the_prompt_needs_no_session_module_loaded_first(tmp_path: Path) -> None:
+    """The REPL draws its prompt once prompt_toolkit is loaded; pydantic and the session's modules
+    load beside the prompt, on the session's thread. Finding the prompt's history file, before the
+    prompt is drawn, loads none of them (it held the prompt back by about 80 ms)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from piton.cli.repl import run_repl\n"
+        "from piton.cli.repl_view import history_path\n"
+        "print(history_path())\n"
+        "print(sorted(m for m in sys.modules if m == 'pydantic' or m.startswith('piton.core.conversation.s')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=CEILING_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    path, loaded = done.stdout.splitlines()
+    assert path == str(tmp_path / "piton" / "repl_history")
+    assert loaded == "['piton.core.conversation.state_dir']"
