@@ -21,8 +21,7 @@ import pytest
 from piton.testing.bytecode import compile_package
 from tests.fakes import network
 from tests.fakes.fake_api import FakeAnthropicAPI
-
-DEAD_URL = "http://127.0.0.1:9"  # the discard port: nothing listens, connections fail at once
+from tests.helpers import DEAD_URL
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -25,6 +25,7 @@ T = TypeVar("T")
 # a measure. Generous, since on a loaded machine (a CI runner busy with other jobs) starting one
 # `piton` can take a minute.
 CEILING_S = 300.0
+DEAD_URL = "http://127.0.0.1:9"  # the discard port: nothing listens, connections fail at once
 _POLL_S = 0.02  # how often a condition no event announces is looked at again
 
 

@@ -102,19 +102,17 @@ SETUPS = [
 ]
 
 
-DEAD = "http://127.0.0.1:9"  # the discard port: the client is made, never used
-
-
 def sdk_verdict() -> str:
     """What the SDK itself makes of the environment: "key", "other" credentials, "none", or "error"."""
     import anthropic  # here, not at the top: collecting the suite need not pay for the SDK
 
     from piton.core import tls
+    from tests.helpers import DEAD_URL
 
     # plain http, so no certificates to read: the SDK's default client reads the whole bundle (30 ms)
-    plain = anthropic.DefaultAsyncHttpxClient(verify=tls.for_url(DEAD))
+    plain = anthropic.DefaultAsyncHttpxClient(verify=tls.for_url(DEAD_URL))
     try:
-        client = anthropic.AsyncAnthropic(base_url=DEAD, http_client=plain)
+        client = anthropic.AsyncAnthropic(base_url=DEAD_URL, http_client=plain)
     except anthropic.AnthropicError:
         return "error"
     if client.api_key is not None or client.auth_token is not None:
