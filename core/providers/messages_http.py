@@ -166,7 +166,7 @@ class MessagesHTTP:
 
 def _load_async_backend() -> None:
     """httpx2's async transport loads anyio's asyncio backend and primitives at its first request (a
-    tenth of a second); loading them with the client (on the thread that makes it, see `prewarm`)
+    tenth of a second); loading them with the client (before the session opens, see `prewarm`)
     keeps that off the first request's path."""
     import anyio
 

@@ -4,7 +4,7 @@ One session may use both: a subagent, a skill or the fallback may name another m
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from piton.core.models import split_model
@@ -45,15 +45,12 @@ class Router:
     def check(self) -> None:
         self._for(self.default).check()
 
-    def prewarm(self, then: Callable[[], object] | None = None) -> None:
-        """When the run starts with a Claude model, make Anthropic's transport on a thread now (the
-        HTTP client, or the SDK for the clouds), overlapping with opening the session; `then` is
-        called once that is done, or at once."""
+    def prewarm(self) -> None:
+        """When the run starts with a Claude model, make Anthropic's transport now (the HTTP client,
+        or the SDK for the clouds)."""
         warm = getattr(self.anthropic, "prewarm", None)
         if warm is not None and needs_anthropic(self.default):
-            warm(then=then)
-        elif then is not None:
-            then()
+            warm()
 
     def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
         return self._for(request.model).stream(request)  # type: ignore[no-any-return]

@@ -171,3 +171,18 @@ def test_slots_are_kept() -> None:
 
     with pytest.raises(AttributeError):
         Slotted(1).b = 2  # type: ignore[attr-defined]
+
+
+def test_a_docstring_is_kept_and_a_missing_one_is_the_class_s_name() -> None:
+    @record
+    class Written:
+        """What it is."""
+
+        a: int
+
+    @record(frozen=True, slots=False)
+    class Unwritten:
+        a: int
+
+    assert Written.__doc__ == "What it is."
+    assert Unwritten.__doc__ == "Unwritten"  # not a signature parsed at every start, as dataclasses makes
