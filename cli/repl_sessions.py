@@ -85,7 +85,7 @@ class ReplSessions:
         self._ready: asyncio.Task[None] | None = None
         self._listing: asyncio.Future[None] | None = None  # the first listing of what `@` completes
         self._trust_store: TrustStore | None = None  # the user's answers about trusting folders
-        self._collecting = True  # the garbage collector was on before start-up stopped it
+        self._collecting = False  # start-up stopped the garbage collector, which was on
 
     @property
     def runtime(self) -> Runtime | None:
@@ -94,10 +94,12 @@ class ReplSessions:
     def start(self) -> None:
         """Open the first session in the background: the prompt is up meanwhile."""
         # Start-up allocates a great deal and frees little, as for `-p` (`run_headless`): collecting
-        # it is wasted work (30 ms before `❯`). `_start` resumes collection once the session is open.
+        # it is wasted work (40 ms before `❯`). Collection resumes once the session is open, or
+        # when the start ends otherwise (cancelled at exit, perhaps before it ran at all).
         self._collecting = gc.isenabled()
         gc.disable()
         self._ready = asyncio.ensure_future(self._start())
+        self._ready.add_done_callback(lambda _: self._collect_again())
         self._ready.add_done_callback(_observed)
         self._ready.add_done_callback(lambda _: self.host.redraw())  # the prompt's mark changes
 
@@ -132,10 +134,7 @@ class ReplSessions:
             await self.host.leave()
             raise
         finally:
-            # what start-up loaded lives as long as the REPL: left out of every later full collection
-            gc.freeze()
-            if self._collecting:
-                gc.enable()
+            self._collect_again()
         assert self.conversation is not None and self.runtime is not None
         from piton.cli.welcome import welcome_lines
 
@@ -154,6 +153,14 @@ class ReplSessions:
         # what `@` completes is listed once the prompt is ready: a walk of a large project is no wait
         self._listing = asyncio.ensure_future(self.refresh_files())
         self._listing.add_done_callback(_observed)
+
+    def _collect_again(self) -> None:
+        """Resume the collection `start` stopped, once. What start-up loaded lives as long as the REPL:
+        it is frozen, left out of every later full collection."""
+        if self._collecting:
+            self._collecting = False
+            gc.freeze()
+            gc.enable()
 
     async def _trust(self) -> None:
         """Before the session loads: when the folder's files would grant what the user was never

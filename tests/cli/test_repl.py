@@ -4,6 +4,7 @@ console. Keys are the bytes a terminal sends: Enter "\\r", Esc "\\x1b", Ctrl-C "
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import re
 import threading
@@ -294,6 +295,29 @@ def test_esc_before_the_session_has_loaded_puts_the_message_back(
     # before the session loads there is no console yet: lines go to standard output
     assert started.is_set() and "Interrupted before it was sent" in capsys.readouterr().out
     assert [m.text for m in s.history] == ["now", "Only now."]
+
+
+def test_garbage_is_not_collected_while_the_session_opens_and_is_again_after(project: Path) -> None:
+    loading = threading.Event()
+    seen: list[bool] = []
+
+    def slow_provider() -> ScriptedProvider:
+        seen.append(gc.isenabled())  # while the session opens
+        assert loading.wait(CEILING_S)
+        return ScriptedProvider(reply("Hi."))
+
+    async def script(s: Session) -> None:
+        loading.set()
+        await s.until(lambda: s.repl.sessions.started)
+        seen.append(gc.isenabled())
+
+    frozen = gc.get_freeze_count()
+    try:
+        asyncio.run(drive(project, ScriptedProvider(), script, loaded=False, factory=slow_provider))
+    finally:
+        gc.enable()  # whatever happened, not off for the tests after this one
+    # what start-up made is frozen: later full collections leave it out
+    assert seen == [False, True] and gc.get_freeze_count() > frozen
 
 
 def test_ctrl_c_twice_on_an_empty_prompt_exits(project: Path) -> None:
