@@ -22,6 +22,7 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from piton.cli.guarded import run_guarded
+from piton.collection import pause_collection, resume_collection
 from piton.core.mcp.sdk import SdkHost
 from piton.core.records import record
 from piton.session import NoTurn
@@ -110,6 +111,7 @@ def _start(
 
     control = ControlSession(options, streams)
     approver = ClientApprover(control.request) if options.run.permission_prompt_tool == "stdio" else None
+    paused = provider is None and pause_collection()  # while the session opens (`piton.collection`)
     try:
         provider = provider or default_provider(options.run)
         provider.check()
@@ -118,6 +120,8 @@ def _start(
     except (ProviderError, SessionError, SetupError) as e:
         streams.stderr.write(f"piton: {e}\n")
         return 1
+    finally:
+        resume_collection(paused)
     if approver is not None:
         approver.gate = session.agent.gate
     control.attach(session)
@@ -340,12 +344,6 @@ class ControlSession:
             if self._turn.cancelled():
                 self._interrupted(started)
             elif (error := self._turn.exception()) is not None:
-                said = (
-                    str(error)
-                    if isinstance(error, NoTurn)
-                    else f"the turn failed: {type(error).__name__}: {error}"
-                )
-                self.writer.notice(said)
                 self._failed(started, error)
             if self._model_after_turn is not None:
                 self.runtime.agent.config.model, self._model_after_turn = self._model_after_turn, None
@@ -384,6 +382,7 @@ class ControlSession:
 
     def _failed(self, started: float, error: BaseException) -> None:
         text = str(error) if isinstance(error, NoTurn) else f"{type(error).__name__}: {error}"
+        self.writer.notice(text if isinstance(error, NoTurn) else f"the turn failed: {text}")
         self._end(started, text, (text,))
 
     def _end(self, started: float, text: str, errors: tuple[str, ...]) -> None:

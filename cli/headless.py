@@ -8,7 +8,6 @@ SIGHUP and SIGQUIT are handled like it, exiting 128 + the signal's number (`cli/
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import select
 import stat
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from piton.cli.guarded import run_guarded
 from piton.cli.signals import Stopper, say, unexpected_errors
+from piton.collection import pause_collection, resume_collection
 from piton.core.options import RunOptions
 from piton.core.records import record
 
@@ -205,11 +205,9 @@ def _run(
     if not prompt:
         streams.stderr.write("piton: no prompt: pass one as an argument or on standard input\n")
         return 1
-    # Start-up allocates a great deal and frees little: collecting it is wasted work. Collection resumes
-    # once the session is open, with what start-up made frozen (see `_start`).
-    collecting = provider is None and gc.isenabled()
-    if collecting:
-        gc.disable()
+    # no garbage collection while the session opens (`piton.collection`); a provider passed in means
+    # a library or a test drives the run, in a process that is not Piton's own
+    paused = provider is None and pause_collection()
     try:
         if provider is None:
             from piton.starting import default_provider
@@ -220,17 +218,21 @@ def _run(
             provider = router
         else:
             provider.check()
-        return _start(options, provider, tools, streams, prompt)
+        return _start(options, provider, tools, streams, prompt, paused)
     except ProviderError as e:
         streams.stderr.write(f"piton: {e}\n")
         return 1
     finally:
-        if collecting:
-            gc.enable()
+        resume_collection(paused)
 
 
 def _start(
-    options: HeadlessOptions, provider: Provider, tools: list[AnyTool] | None, streams: Streams, prompt: str
+    options: HeadlessOptions,
+    provider: Provider,
+    tools: list[AnyTool] | None,
+    streams: Streams,
+    prompt: str,
+    paused: bool,
 ) -> int:
     import asyncio
 
@@ -245,11 +247,7 @@ def _start(
     except (SessionError, SetupError) as e:
         streams.stderr.write(f"piton: {e}\n")
         return 1
-    if not gc.isenabled():  # disabled for start-up (`run_headless`)
-        # start-up's objects live as long as the run: left out of every later full collection, which
-        # would otherwise walk them all at each step of a long session
-        gc.freeze()
-        gc.enable()
+    resume_collection(paused)
     runtime = session.runtime
     writer = make_writer(options.output_format, streams.stdout, streams.stderr, options.verbose)
     if isinstance(writer, StreamJsonWriter):

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from piton.cli.controller import Controller
+from piton.collection import pause_collection, resume_collection
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -85,7 +85,7 @@ class ReplSessions:
         self._ready: asyncio.Task[None] | None = None
         self._listing: asyncio.Future[None] | None = None  # the first listing of what `@` completes
         self._trust_store: TrustStore | None = None  # the user's answers about trusting folders
-        self._collecting = False  # start-up stopped the garbage collector, which was on
+        self._paused = False  # start-up stopped the garbage collector (`piton.collection`)
 
     @property
     def runtime(self) -> Runtime | None:
@@ -93,13 +93,12 @@ class ReplSessions:
 
     def start(self) -> None:
         """Open the first session in the background: the prompt is up meanwhile."""
-        # Start-up allocates a great deal and frees little, as for `-p` (`run_headless`): collecting
-        # it is wasted work (40 ms before `❯`). Collection resumes once the session is open, or
-        # when the start ends otherwise (cancelled at exit, perhaps before it ran at all).
-        self._collecting = gc.isenabled()
-        gc.disable()
+        # no garbage collection while the session opens (`piton.collection`: 40 ms before `❯`); it
+        # resumes once it is open, or when the start ends otherwise (cancelled at exit, perhaps
+        # before it ran at all)
+        self._paused = pause_collection()
         self._ready = asyncio.ensure_future(self._start())
-        self._ready.add_done_callback(lambda _: self._collect_again())
+        self._ready.add_done_callback(lambda _: resume_collection(self._paused))
         self._ready.add_done_callback(_observed)
         self._ready.add_done_callback(lambda _: self.host.redraw())  # the prompt's mark changes
 
@@ -134,7 +133,7 @@ class ReplSessions:
             await self.host.leave()
             raise
         finally:
-            self._collect_again()
+            resume_collection(self._paused)
         assert self.conversation is not None and self.runtime is not None
         from piton.cli.welcome import welcome_lines
 
@@ -153,14 +152,6 @@ class ReplSessions:
         # what `@` completes is listed once the prompt is ready: a walk of a large project is no wait
         self._listing = asyncio.ensure_future(self.refresh_files())
         self._listing.add_done_callback(_observed)
-
-    def _collect_again(self) -> None:
-        """Resume the collection `start` stopped, once. What start-up loaded lives as long as the REPL:
-        it is frozen, left out of every later full collection."""
-        if self._collecting:
-            self._collecting = False
-            gc.freeze()
-            gc.enable()
 
     async def _trust(self) -> None:
         """Before the session loads: when the folder's files would grant what the user was never

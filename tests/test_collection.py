@@ -1,0 +1,35 @@
+"""Garbage collection around start-up (`piton.collection`), in this process: each test leaves it on."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from piton.collection import pause_collection, resume_collection
+
+
+@pytest.fixture(autouse=True)
+def collecting() -> Iterator[None]:
+    gc.enable()
+    yield
+    gc.enable()
+
+
+def test_start_up_pauses_collection_and_resumes_it_with_its_objects_frozen() -> None:
+    paused = pause_collection()
+    assert paused and not gc.isenabled()
+    made = [[n] for n in range(1000)]  # what start-up made and keeps
+    frozen = gc.get_freeze_count()
+    resume_collection(paused)
+    assert gc.isenabled() and gc.get_freeze_count() >= frozen + len(made)
+    resume_collection(paused)  # again, as a caller's `finally` does after the first: nothing more
+    assert gc.isenabled()
+
+
+def test_collection_someone_else_turned_off_stays_off() -> None:
+    gc.disable()
+    paused = pause_collection()
+    resume_collection(paused)
+    assert not paused and not gc.isenabled()
