@@ -501,8 +501,9 @@ def test_a_users_install_is_a_copy_outside_every_project_and_a_contributors_the_
 def test_install_py_writes_a_launcher_that_starts_piton_without_pips_wrapper(
     installer: ModuleType, tmp_path: Path
 ) -> None:
-    """A user's launcher starts Python without `site` and names the venv's packages itself; a
-    contributor's keeps `site` (its editable install is a .pth file)."""
+    """A user's launcher starts Python without `site`, names the venv's packages itself and answers
+    `--version` before anything loads; a contributor's keeps `site` (its editable install is a .pth
+    file) and asks the checkout."""
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "python").symlink_to(sys.executable)
     # a venv whose packages are this one's: its pyvenv.cfg, and its site-packages a link to ours
@@ -513,13 +514,18 @@ def test_install_py_writes_a_launcher_that_starts_piton_without_pips_wrapper(
     launcher = tmp_path / "bin" / "piton"
     installer.write_launcher(tmp_path, dev=True)
     assert launcher.read_text().splitlines()[0] == f"#!{tmp_path / 'bin' / 'python'}"
-    installer.write_launcher(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPROFILEIMPORTTIME": "1"}
+    done = subprocess.run([launcher, "--version"], capture_output=True, text=True, env=env)
+    assert (done.returncode, done.stdout) == (0, f"piton {__version__}\n"), done.stderr
+    assert "| piton.core.version" in done.stderr  # asked of the checkout
+    installer.write_launcher(tmp_path, version="9.8.7")
     text = launcher.read_text()
     assert "import re" not in text and os.access(launcher, os.X_OK)
     assert text.splitlines()[0] == f"#!{tmp_path / 'bin' / 'python'} -S"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([launcher, "--version"], capture_output=True, text=True, env=env)
-    assert (done.returncode, done.stdout) == (0, f"piton {__version__}\n"), done.stderr
+    for flag in ("--version", "-v"):
+        done = subprocess.run([launcher, flag], capture_output=True, text=True, env=env)
+        assert (done.returncode, done.stdout) == (0, "piton 9.8.7\n"), done.stderr
+        assert "piton" not in done.stderr  # the importer's report: no module of Piton's was loaded
     # the launcher's own lines find every package the run needs, with no `site` loaded
     check = tmp_path / "bin" / "check"
     body = "import piton.cli.main, pydantic, httpx2\nprint(sys.flags.no_site, 'site' in sys.modules)\n"
