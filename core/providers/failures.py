@@ -4,7 +4,6 @@ retry line says about them, and the one line that ends a run when nothing more w
 from __future__ import annotations
 
 import contextlib
-import html
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -139,6 +138,8 @@ def _page_title(text: str) -> str | None:
     """What an HTML error page of a proxy says (its title or first heading), not its markup."""
     if "<html" not in text[:500].lower() and "<!doctype" not in text[:100].lower():
         return None
+    import html  # its entity table is a millisecond of every start, for a page that rarely comes
+
     found = _TITLE.search(text)
     said = next((g for g in found.groups() if g), "") if found else ""
     plain = " ".join(re.sub(r"<[^>]+>", " ", html.unescape(said)).split())
