@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from piton.collection import pause_collection, resume_collection
+from piton.testing.script import reply
+from tests.fakes.fake_api import FakeAnthropicAPI
+from tests.helpers import piton_here
 
 
 @pytest.fixture(autouse=True)
@@ -33,3 +37,21 @@ def test_collection_someone_else_turned_off_stays_off() -> None:
     paused = pause_collection()
     resume_collection(paused)
     assert not paused and not gc.isenabled()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-p", "hello"],
+        # the Agent SDKs' control protocol: no message on stdin, so the session opens and ends
+        ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"],
+    ],
+    ids=["print", "control-protocol"],
+)
+def test_a_run_through_the_command_collects_again_once_its_session_is_open(
+    args: list[str], fake_api: FakeAnthropicAPI, project: Path
+) -> None:
+    fake_api.add(reply("hi"))
+    done = piton_here(*args)
+    assert done.returncode == 0, done.stderr
+    assert gc.isenabled()  # never left off for the rest of a long session
